@@ -1,0 +1,313 @@
+"""The exact CP-SAT model: every chunk's order and every dimension's sequence.
+
+Model, in integer time (durations rounded *up* to a quantum):
+
+* each chunk picks exactly one order (a Boolean per permutation of its
+  collective's dimensions);
+* each chunk has one interval per (dimension, operation) it runs; its size is
+  the duration that the chosen order implies (it depends on which dimensions
+  come before), and the chosen order chains the intervals;
+* each dimension is a no-overlap resource; no chunk starts before its issue;
+* redundant: makespan >= least head + total load + least tail per dimension
+  (without it the search proves little beyond a handful of chunks);
+* symmetry: chunks of one class are interchangeable, so their order indices
+  do not decrease with the chunk index, and among equal orders the first
+  phases start in chunk order.
+
+The solver's per-dimension sequences are re-timed with the exact durations
+(a left shift), which can only make phases end earlier, so the reported
+makespan is exact and at most the quantised one. The quantised model's bound
+is turned into a bound of the exact problem by subtracting one quantum per
+phase on a path (at most every phase) plus one for the issue time.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+from themis_opt.cost import chunk_phases
+from themis_opt.instance import Instance, Kind, Op
+from themis_opt.result import SolverStats, Status
+from themis_opt.schedule import ChunkSchedule, Schedule
+from themis_opt.simulator import left_shift, retime, sequences_of
+
+logger = logging.getLogger(__name__)
+
+HORIZON_QUANTA = 100_000  # default quantum: the warm start's makespan over this
+
+_STATUS = {
+    cp_model.OPTIMAL: Status.OPTIMAL,
+    cp_model.FEASIBLE: Status.FEASIBLE,
+    cp_model.INFEASIBLE: Status.INFEASIBLE,
+    cp_model.MODEL_INVALID: Status.MODEL_INVALID,
+    cp_model.UNKNOWN: Status.NO_SOLUTION,
+}
+
+
+def default_quantum(upper_bound: float) -> float:
+    """The default time quantum for a makespan of ``upper_bound`` ns."""
+    return max(upper_bound / HORIZON_QUANTA, 1e-3)
+
+
+@dataclass(frozen=True)
+class CpsatOutcome:
+    """What one CP-SAT run found.
+
+    Parameters
+    ----------
+    status
+        CP-SAT's status, mapped; ``no_solution`` when it found nothing (the
+        caller still holds the warm start).
+    schedule
+        The best exactly re-timed schedule of the warm start and of every
+        solution CP-SAT reported.
+    bound
+        CP-SAT's bound, corrected to a bound of the exact problem (``None``
+        when it found no solution).
+    stats
+        CP-SAT's search statistics.
+    trajectory
+        (seconds since ``t0``, exact makespan) of every improving solution.
+    """
+
+    status: Status
+    schedule: Schedule
+    bound: float | None
+    stats: SolverStats
+    trajectory: tuple[tuple[float, float], ...]
+
+
+class _Model:
+    """The CP-SAT model of one instance with one quantum."""
+
+    def __init__(self, instance: Instance, quantum: float, horizon: int) -> None:
+        self.instance = instance
+        self.quantum = quantum
+        self.model = cp_model.CpModel()
+        m = self.model
+        ids = instance.chunk_ids
+        num_dims = instance.network.num_dims
+        self.lits: list[dict[tuple[int, ...], cp_model.IntVar]] = []
+        self.start: list[dict[tuple[int, Op], cp_model.IntVar]] = []
+        self.size: list[dict[tuple[int, Op], cp_model.IntVar]] = []
+        self.end: list[dict[tuple[int, Op], cp_model.IntVar]] = []
+        self.makespan = m.new_int_var(0, horizon, "makespan")
+        intervals: list[list[cp_model.IntervalVar]] = [[] for _ in range(num_dims)]
+        sizes_on: list[list[cp_model.IntVar]] = [[] for _ in range(num_dims)]
+        least_head = [horizon] * num_dims
+        least_tail = [horizon] * num_dims
+        self.rounded: dict[tuple[int, int, tuple[int, ...]], list[int]] = {}
+        for i, (c, k) in enumerate(ids):
+            coll = instance.collectives[c]
+            issue = math.ceil(coll.issue_ns / quantum - 1e-9)
+            plans = {
+                order: chunk_phases(instance, c, coll.bytes_of(k), order) for order in instance.orders[c]
+            }
+            durations = {order: [self.ceil(p.duration) for p in plan] for order, plan in plans.items()}
+            for order, dur in durations.items():
+                self.rounded[(c, coll.bytes_of(k), order)] = dur
+            keys = [(p.dim, p.op) for p in next(iter(plans.values()))]
+            lits = {order: m.new_bool_var(f"o{i}_{'_'.join(map(str, order))}") for order in plans}
+            m.add_exactly_one(lits.values())
+            start, size, end = {}, {}, {}
+            for dim, op in keys:
+                values = sorted({dur[p] for order, dur in durations.items() for p, ph in enumerate(plans[order]) if (ph.dim, ph.op) == (dim, op)})
+                tag = f"{i}_{dim}_{op.value[0]}"
+                start[dim, op] = m.new_int_var(issue, horizon, f"s{tag}")
+                size[dim, op] = m.new_int_var_from_domain(cp_model.Domain.from_values(values), f"d{tag}")
+                end[dim, op] = m.new_int_var(issue, horizon, f"e{tag}")
+                intervals[dim].append(m.new_interval_var(start[dim, op], size[dim, op], end[dim, op], f"i{tag}"))
+                sizes_on[dim].append(size[dim, op])
+                m.add(self.makespan >= end[dim, op])
+            for order, plan in plans.items():
+                lit = lits[order]
+                dur = durations[order]
+                for p, ph in enumerate(plan):
+                    m.add(size[ph.dim, ph.op] == dur[p]).only_enforce_if(lit)
+                    if p > 0:
+                        prev = plan[p - 1]
+                        m.add(start[ph.dim, ph.op] >= end[prev.dim, prev.op]).only_enforce_if(lit)
+                elapsed = 0
+                total = sum(dur)
+                seen: set[int] = set()
+                for p, ph in enumerate(plan):
+                    if ph.dim not in seen:
+                        seen.add(ph.dim)
+                        least_head[ph.dim] = min(least_head[ph.dim], issue + elapsed)
+                    elapsed += dur[p]
+                    last_on_dim = all(q.dim != ph.dim for q in plan[p + 1 :])
+                    if last_on_dim:
+                        least_tail[ph.dim] = min(least_tail[ph.dim], total - elapsed)
+            self.lits.append(lits)
+            self.start.append(start)
+            self.size.append(size)
+            self.end.append(end)
+        for d in range(num_dims):
+            if intervals[d]:
+                m.add_no_overlap(intervals[d])
+                m.add(self.makespan >= least_head[d] + sum(sizes_on[d]) + least_tail[d])
+        self._break_symmetry()
+        m.minimize(self.makespan)
+
+    def ceil(self, duration: float) -> int:
+        """A duration in quanta, rounded up (at least 1)."""
+        return max(1, math.ceil(duration / self.quantum - 1e-9))
+
+    def _break_symmetry(self) -> None:
+        index = {cid: i for i, cid in enumerate(self.instance.chunk_ids)}
+        for cls in self.instance.chunk_classes:
+            orders = self.instance.orders[cls.collective]
+            kind = self.instance.collectives[cls.collective].kind
+            first_op = Op.ALL_GATHER if kind is Kind.ALL_GATHER else Op.REDUCE_SCATTER
+            for a, b in zip(cls.chunks, cls.chunks[1:]):
+                i, j = index[(cls.collective, a)], index[(cls.collective, b)]
+                rank_i = sum(r * self.lits[i][o] for r, o in enumerate(orders))
+                rank_j = sum(r * self.lits[j][o] for r, o in enumerate(orders))
+                self.model.add(rank_i <= rank_j)
+                for order in orders:
+                    first = (order[0], first_op)
+                    self.model.add(self.start[i][first] <= self.start[j][first]).only_enforce_if(
+                        [self.lits[i][order], self.lits[j][order]]
+                    )
+
+    def hint(self, schedule: Schedule) -> None:
+        """Hint a complete solution: ``schedule``'s orders and sequences,
+        relabelled within each chunk class to obey the symmetry breaking and
+        re-timed in quanta."""
+        instance = self.instance
+        schedule = relabel(instance, schedule)
+        orders = schedule.orders
+        durations = [
+            self.rounded[(c, instance.collectives[c].bytes_of(k), orders[(c, k)])] for c, k in instance.chunk_ids
+        ]
+        starts = left_shift(instance, orders, sequences_of(instance, schedule), durations)
+        makespan = 0
+        for i, (c, k) in enumerate(instance.chunk_ids):
+            order = orders[(c, k)]
+            for o, lit in self.lits[i].items():
+                self.model.add_hint(lit, o == order)
+            plan = chunk_phases(instance, c, instance.collectives[c].bytes_of(k), order)
+            for p, ph in enumerate(plan):
+                s = round(starts[i][p])
+                self.model.add_hint(self.start[i][ph.dim, ph.op], s)
+                self.model.add_hint(self.size[i][ph.dim, ph.op], durations[i][p])
+                self.model.add_hint(self.end[i][ph.dim, ph.op], s + durations[i][p])
+                makespan = max(makespan, s + durations[i][p])
+        self.model.add_hint(self.makespan, makespan)
+
+    def extract(self, value: Callable[[cp_model.IntVar], int]) -> Schedule:
+        """The exactly re-timed schedule of the solution ``value`` reads."""
+        instance = self.instance
+        orders = {}
+        entries: dict[int, list[tuple[int, int, int]]] = {}
+        for i, (c, k) in enumerate(instance.chunk_ids):
+            order = next(o for o, lit in self.lits[i].items() if value(lit))
+            orders[(c, k)] = order
+            plan = chunk_phases(instance, c, instance.collectives[c].bytes_of(k), order)
+            for p, ph in enumerate(plan):
+                entries.setdefault(ph.dim, []).append((value(self.start[i][ph.dim, ph.op]), i, p))
+        sequences = {d: [(i, p) for _, i, p in sorted(seq)] for d, seq in entries.items()}
+        return retime(instance, orders, sequences)
+
+
+def relabel(instance: Instance, schedule: Schedule) -> Schedule:
+    """The same schedule with chunks renumbered within each chunk class so
+    that order indices do not decrease and, among equal orders, first phases
+    start in chunk order (interchangeable chunks: nothing else changes)."""
+    by_id = {(ch.collective, ch.chunk): ch for ch in schedule.chunks}
+    renamed = dict(by_id)
+    for cls in instance.chunk_classes:
+        rank = {o: r for r, o in enumerate(instance.orders[cls.collective])}
+        members = sorted(
+            (by_id[(cls.collective, k)] for k in cls.chunks),
+            key=lambda ch: (rank[ch.order], ch.phases[0].start_ns, ch.chunk),
+        )
+        for k, ch in zip(cls.chunks, members):
+            renamed[(cls.collective, k)] = ChunkSchedule(cls.collective, k, ch.order, ch.phases)
+    return Schedule(tuple(renamed[cid] for cid in instance.chunk_ids))
+
+
+class _Recorder(cp_model.CpSolverSolutionCallback):
+    """Keeps the best exactly re-timed solution and the improvement trajectory."""
+
+    def __init__(self, model: _Model, best: Schedule, t0: float) -> None:
+        super().__init__()
+        self._model = model
+        self._t0 = t0
+        self.best = best
+        self.solutions = 0
+        self.trajectory: list[tuple[float, float]] = [(time.perf_counter() - t0, best.makespan)]
+
+    def on_solution_callback(self) -> None:
+        self.solutions += 1
+        schedule = self._model.extract(self.value)
+        if schedule.makespan < self.best.makespan:
+            self.best = schedule
+            self.trajectory.append((time.perf_counter() - self._t0, schedule.makespan))
+
+
+def solve_cpsat(
+    instance: Instance,
+    warm: Schedule,
+    *,
+    time_limit: float,
+    workers: int,
+    seed: int,
+    quantum_ns: float | None,
+    log: bool,
+    t0: float,
+) -> CpsatOutcome:
+    """Minimise the makespan with CP-SAT from a complete warm start.
+
+    Parameters
+    ----------
+    instance
+        The instance.
+    warm
+        A valid schedule; the outcome is never worse.
+    time_limit, workers, seed
+        CP-SAT's limits and random seed.
+    quantum_ns
+        Time quantum; ``None`` picks :func:`default_quantum` of the warm start.
+    log
+        Stream CP-SAT's search log through this module's logger at INFO.
+    t0
+        ``time.perf_counter()`` at the start of the method, for the trajectory.
+    """
+    quantum = quantum_ns if quantum_ns is not None else default_quantum(warm.makespan)
+    horizon_ns = warm.makespan + quantum * (instance.num_phases + 1)
+    horizon = math.ceil(horizon_ns / quantum) + 1
+    model = _Model(instance, quantum, horizon)
+    model.hint(warm)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = seed
+    if log:
+        solver.parameters.log_search_progress = True
+        solver.log_callback = lambda line: logger.info("%s", line)
+    recorder = _Recorder(model, warm, t0)
+    code = solver.solve(model.model, recorder)
+    status = _STATUS[code]
+    bound = None
+    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        # Each phase's rounded duration exceeds the exact one by < 1 quantum and
+        # the issue rounds up by < 1: an exact optimum re-timed in quanta is
+        # longer by at most (phases on a path + 1) quanta.
+        bound = max(0.0, (solver.best_objective_bound - instance.num_phases - 1) * quantum)
+    stats = SolverStats(
+        solver_status=solver.status_name(code),
+        branches=solver.num_branches,
+        conflicts=solver.num_conflicts,
+        solutions=recorder.solutions,
+        wall_time_s=solver.wall_time,
+        quantum_ns=quantum,
+    )
+    logger.debug("cpsat: %s, makespan %.3f ns", stats.solver_status, recorder.best.makespan)
+    return CpsatOutcome(status, recorder.best, bound, stats, tuple(recorder.trajectory))

@@ -1,0 +1,36 @@
+"""The one exception type that bad input raises."""
+
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """Bad input: names where the problem is and what it is.
+
+    Parameters
+    ----------
+    path
+        Where the problem is, as a field path (``network.dimensions[1].size``)
+        or a file name; empty when the problem has no location.
+    problem
+        What is wrong, in a few words (``must be >= 1, got 0``).
+
+    Notes
+    -----
+    ``str(error)`` is the one line the CLI prints: ``path: problem``.
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}" if path else problem)
+
+    def within(self, prefix: str) -> InputError:
+        """Return the same error located inside ``prefix``.
+
+        ``InputError("size", "...").within("network.dimensions[1]")`` names
+        ``network.dimensions[1].size``.
+        """
+        if not self.path:
+            return InputError(prefix, self.problem)
+        sep = "" if self.path.startswith("[") else "."
+        return InputError(f"{prefix}{sep}{self.path}", self.problem)

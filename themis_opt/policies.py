@@ -1,0 +1,131 @@
+"""Inter-dimension policies: which order each chunk takes through the dimensions.
+
+* :func:`baseline_orders`: the same order for every chunk, ascending
+  (descending for a standalone all-gather).
+* :func:`themis_orders`: ASTRA-sim's OfflineGreedy (Themis, ISCA 2022), a
+  greedy load balancer with a threshold that falls back to the baseline order.
+* :func:`spread_orders`: given how many chunks of each class take each order,
+  interleave the orders evenly over the chunk sequence (the ``balanced``
+  policy takes its counts from the fill-and-drain bound).
+
+The simulator times the orders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from themis_opt.instance import ChunkClass, Instance, Kind
+
+MIB = 2**20
+
+
+def baseline_order(instance: Instance, collective: int) -> tuple[int, ...]:
+    """The baseline order of one collective's chunks."""
+    dims = instance.active_dims[collective]
+    if instance.collectives[collective].kind is Kind.ALL_GATHER:
+        return tuple(reversed(dims))
+    return dims
+
+
+def baseline_orders(instance: Instance) -> dict[tuple[int, int], tuple[int, ...]]:
+    """Every chunk takes its collective's baseline order."""
+    return {(c, k): baseline_order(instance, c) for c, k in instance.chunk_ids}
+
+
+def themis_orders(instance: Instance) -> dict[tuple[int, int], tuple[int, ...]]:
+    """Orders chosen by Themis's greedy load tracker (ASTRA-sim's OfflineGreedy).
+
+    The tracker keeps a list of (dimension, load) entries, loads in MiB of
+    traffic normalised to dimension 0's bandwidth, latency ignored. For each
+    chunk it sorts the list by load (stably; reversed for an all-gather), and
+    if the load gap it could close is below 1/16 of the chunk it takes the
+    baseline order and puts the list back in dimension order; otherwise the
+    chunk takes the list's order. Either way the chunk's traffic is then
+    charged along its order. Collectives are planned by issue time (then
+    index) and the tracker is reset whenever the issue time changes.
+
+    An all-reduce is planned as a reduce-scatter (its all-gather half mirrors
+    it). Where ASTRA-sim's all-gather fallback keeps the ascending order and
+    charges mirrored entries, here it takes the baseline all-gather order
+    (descending) and charges along it.
+    """
+    dims = instance.network.dimensions
+    b0 = dims[0].bandwidth_gbps
+    orders: dict[tuple[int, int], tuple[int, ...]] = {}
+    entries: list[list[float]] = []  # [dimension, load]; the dimension stays an int
+    issue: float | None = None
+    planning = sorted(range(len(instance.collectives)), key=lambda c: (instance.collectives[c].issue_ns, c))
+    for c in planning:
+        coll = instance.collectives[c]
+        if issue is None or coll.issue_ns != issue:
+            entries = [[d, 0.0] for d in range(len(dims))]
+            issue = coll.issue_ns
+        active = set(instance.active_dims[c])
+        is_ag = coll.kind is Kind.ALL_GATHER
+        nominal = coll.chunk_bytes
+        for k in range(coll.chunks):
+            entries.sort(key=lambda e: e[1])
+            if is_ag:
+                entries.reverse()
+            involved = [e for e in entries if e[0] in active]
+            first = dims[int(involved[0][0])]
+            if is_ag:
+                last = dims[int(involved[-1][0])]
+                gap = abs(involved[-1][1] - involved[0][1])
+                diff = gap * (last.bandwidth_gbps / b0) / (last.size - 1) * MIB
+                for entry in involved[:-1]:
+                    diff /= dims[int(entry[0])].size
+            else:
+                gap = abs(entries[-1][1] - involved[0][1])
+                diff = gap * (first.bandwidth_gbps / b0) / ((first.size - 1) / first.size) * MIB
+            if diff < nominal // 16:
+                order = baseline_order(instance, c)
+                entries.sort(key=lambda e: e[0])
+            else:
+                order = tuple(int(e[0]) for e in involved)
+            load = {int(e[0]): e for e in entries}
+            size = nominal
+            for d in order:
+                n, share = dims[d].size, dims[d].bandwidth_gbps / b0
+                if is_ag:
+                    load[d][1] += (size / MIB) * (n - 1) / share
+                    size *= n
+                else:
+                    load[d][1] += (size / MIB) * ((n - 1) / n) / share
+                    size //= n
+            orders[(c, k)] = order
+    return orders
+
+
+def spread_orders(
+    instance: Instance, counts: Mapping[ChunkClass, Mapping[tuple[int, ...], int]]
+) -> dict[tuple[int, int], tuple[int, ...]]:
+    """Interleave each class's orders evenly over its chunks.
+
+    The chunk at position i of a class of n chunks takes the order furthest
+    behind its share ``(i + 1) * count / n`` (ties: the lexicographically
+    smaller order), so every prefix of the chunk sequence holds the orders in
+    nearly the proportions of the whole.
+
+    Parameters
+    ----------
+    instance
+        The instance.
+    counts
+        For every chunk class of the instance, how many of its chunks take
+        each order; the counts of a class add up to its size.
+    """
+    orders: dict[tuple[int, int], tuple[int, ...]] = {}
+    for cls in instance.chunk_classes:
+        want = {order: n for order, n in sorted(counts[cls].items()) if n > 0}
+        size = len(cls.chunks)
+        if sum(want.values()) != size:
+            raise ValueError(f"counts of class {cls} add up to {sum(want.values())}, not {size}")
+        taken = dict.fromkeys(want, 0)
+        for i, k in enumerate(cls.chunks):
+            # Integer form of (i + 1) * count / size - taken: no float ties.
+            order = max(want, key=lambda o: ((i + 1) * want[o] - size * taken[o], [-d for d in o]))
+            taken[order] += 1
+            orders[(cls.collective, k)] = order
+    return orders

@@ -1,0 +1,112 @@
+"""The one result type every method returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from themis_opt.bounds import Bounds
+from themis_opt.schedule import Schedule
+
+
+class Status(str, Enum):
+    """Outcome of a method.
+
+    ``optimal``: the schedule is proven optimal (CP-SAT proved it for its
+    quantised durations, or the makespan meets a lower bound within the time
+    quantum); ``feasible``: a valid schedule, not proven optimal;
+    ``no_solution``: none found in time; ``infeasible`` and ``model_invalid``
+    as CP-SAT reports them.
+    """
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"
+    NO_SOLUTION = "no_solution"
+    INFEASIBLE = "infeasible"
+    MODEL_INVALID = "model_invalid"
+
+
+@dataclass(frozen=True)
+class SolverStats:
+    """What CP-SAT reports about its search.
+
+    Parameters
+    ----------
+    solver_status
+        CP-SAT's own status name (``OPTIMAL``, ``FEASIBLE``, ``UNKNOWN``...).
+    branches, conflicts
+        Search effort.
+    solutions
+        Improving solutions found by CP-SAT.
+    wall_time_s
+        CP-SAT's wall time.
+    quantum_ns
+        The time quantum durations were rounded up to.
+    """
+
+    solver_status: str
+    branches: int
+    conflicts: int
+    solutions: int
+    wall_time_s: float
+    quantum_ns: float
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a method found.
+
+    Parameters
+    ----------
+    instance
+        Name of the instance solved.
+    method
+        ``baseline``, ``themis``, ``balanced`` or ``cpsat``.
+    intra
+        The intra-dimension policy that timed the schedule (``None`` for
+        ``cpsat``, which sequences the dimensions itself).
+    status
+        See :class:`Status`.
+    makespan
+        Makespan of ``schedule`` in ns (``None`` without a schedule).
+    bounds
+        The lower bounds known for the instance.
+    runtime
+        Wall-clock seconds the method took, bounds included.
+    schedule
+        The timed schedule, or ``None``.
+    stats
+        CP-SAT's statistics, for ``cpsat``.
+    trajectory
+        For ``cpsat``: (seconds, makespan in ns) of every improving solution.
+    """
+
+    instance: str
+    method: str
+    intra: str | None
+    status: Status
+    makespan: float | None
+    bounds: Bounds
+    runtime: float
+    schedule: Schedule | None
+    stats: SolverStats | None = None
+    trajectory: tuple[tuple[float, float], ...] = field(default=())
+
+    @property
+    def lower_bound(self) -> float:
+        """The best known lower bound, ns."""
+        return self.bounds.best
+
+    @property
+    def gap(self) -> float | None:
+        """Optimality gap: makespan / lower bound - 1."""
+        if self.makespan is None or self.lower_bound <= 0:
+            return None
+        return self.makespan / self.lower_bound - 1
+
+    @property
+    def bandwidth_utilization(self) -> float | None:
+        """Ideal bound over makespan."""
+        if self.makespan is None or self.makespan <= 0:
+            return None
+        return self.bounds.ideal / self.makespan

@@ -1,0 +1,144 @@
+"""Timed schedules: phases, one chunk's schedule, a whole schedule.
+
+These classes check only their own structure (types, finite numbers); whether
+a schedule obeys the model is the validator's job, so that an invalid schedule
+can still be built, read and reported on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from themis_opt.errors import InputError
+from themis_opt.instance import Op, check_enum, check_int, check_number
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One timed phase of one chunk on one dimension.
+
+    Parameters
+    ----------
+    dim
+        Dimension index.
+    op
+        Reduce-scatter or all-gather.
+    start_ns, end_ns
+        When the phase runs.
+    bytes_in, bytes_out
+        Data held before and after the phase.
+    """
+
+    dim: int
+    op: Op
+    start_ns: float
+    end_ns: float
+    bytes_in: float
+    bytes_out: float
+
+    def __post_init__(self) -> None:
+        check_int("dim", self.dim, 0)
+        object.__setattr__(self, "op", check_enum("op", self.op, Op))
+        for name in ("start_ns", "end_ns", "bytes_in", "bytes_out"):
+            object.__setattr__(self, name, check_number(name, getattr(self, name)))
+
+    @property
+    def duration(self) -> float:
+        """``end_ns - start_ns``."""
+        return self.end_ns - self.start_ns
+
+
+@dataclass(frozen=True)
+class ChunkSchedule:
+    """The order and timed phases of one chunk.
+
+    Parameters
+    ----------
+    collective, chunk
+        Which chunk: its collective's index and its index in the collective.
+    order
+        The dimensions in the order the chunk visits them.
+    phases
+        Its phases, in execution order.
+    """
+
+    collective: int
+    chunk: int
+    order: tuple[int, ...]
+    phases: tuple[Phase, ...]
+
+    def __post_init__(self) -> None:
+        check_int("collective", self.collective, 0)
+        check_int("chunk", self.chunk, 0)
+        if not isinstance(self.order, (tuple, list)):
+            raise InputError("order", f"must be a list of dimension indices, got {self.order!r}")
+        for index, d in enumerate(self.order):
+            check_int(f"order[{index}]", d, 0)
+        object.__setattr__(self, "order", tuple(self.order))
+        if not isinstance(self.phases, (tuple, list)):
+            raise InputError("phases", f"must be a list of phases, got {self.phases!r}")
+        for index, phase in enumerate(self.phases):
+            if not isinstance(phase, Phase):
+                raise InputError(f"phases[{index}]", f"must be a Phase, got {phase!r}")
+        object.__setattr__(self, "phases", tuple(self.phases))
+
+    @property
+    def end_ns(self) -> float:
+        """When the chunk's last phase ends (0 for a chunk without phases)."""
+        return max((p.end_ns for p in self.phases), default=0.0)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A timed schedule of every chunk.
+
+    Parameters
+    ----------
+    chunks
+        One entry per chunk, in (collective, chunk) order.
+    """
+
+    chunks: tuple[ChunkSchedule, ...]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.chunks, (tuple, list)):
+            raise InputError("chunks", f"must be a list of chunk schedules, got {self.chunks!r}")
+        for index, chunk in enumerate(self.chunks):
+            if not isinstance(chunk, ChunkSchedule):
+                raise InputError(f"chunks[{index}]", f"must be a ChunkSchedule, got {chunk!r}")
+        object.__setattr__(self, "chunks", tuple(self.chunks))
+
+    @cached_property
+    def makespan(self) -> float:
+        """End of the last phase."""
+        return max((chunk.end_ns for chunk in self.chunks), default=0.0)
+
+    @property
+    def orders(self) -> dict[tuple[int, int], tuple[int, ...]]:
+        """Each chunk's order, keyed by (collective, chunk)."""
+        return {(c.collective, c.chunk): c.order for c in self.chunks}
+
+    def by_dimension(self) -> dict[int, list[tuple[Phase, int, int]]]:
+        """Per dimension, its phases as (phase, collective, chunk) by start time."""
+        per_dim: dict[int, list[tuple[Phase, int, int]]] = {}
+        for chunk in self.chunks:
+            for phase in chunk.phases:
+                per_dim.setdefault(phase.dim, []).append((phase, chunk.collective, chunk.chunk))
+        for entries in per_dim.values():
+            entries.sort(key=lambda e: (e[0].start_ns, e[0].end_ns, e[1], e[2]))
+        return per_dim
+
+    def busy_ns(self, num_dims: int) -> tuple[float, ...]:
+        """Total busy time of each of ``num_dims`` dimensions."""
+        busy = [0.0] * num_dims
+        for chunk in self.chunks:
+            for phase in chunk.phases:
+                if phase.dim < num_dims:
+                    busy[phase.dim] += phase.duration
+        return tuple(busy)
+
+    def busy_share(self, num_dims: int) -> tuple[float, ...]:
+        """Per dimension, busy time over makespan."""
+        makespan = self.makespan
+        return tuple(b / makespan if makespan > 0 else 0.0 for b in self.busy_ns(num_dims))
