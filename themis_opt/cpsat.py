@@ -106,9 +106,7 @@ class _Model:
         for i, (c, k) in enumerate(ids):
             coll = instance.collectives[c]
             issue = math.ceil(coll.issue_ns / quantum - 1e-9)
-            plans = {
-                order: chunk_phases(instance, c, coll.bytes_of(k), order) for order in instance.orders[c]
-            }
+            plans = {order: chunk_phases(instance, c, coll.bytes_of(k), order) for order in instance.orders[c]}
             durations = {order: [self.ceil(p.duration) for p in plan] for order, plan in plans.items()}
             for order, dur in durations.items():
                 self.rounded[(c, coll.bytes_of(k), order)] = dur
@@ -117,7 +115,14 @@ class _Model:
             m.add_exactly_one(lits.values())
             start, size, end = {}, {}, {}
             for dim, op in keys:
-                values = sorted({dur[p] for order, dur in durations.items() for p, ph in enumerate(plans[order]) if (ph.dim, ph.op) == (dim, op)})
+                values = sorted(
+                    {
+                        dur[p]
+                        for order, dur in durations.items()
+                        for p, ph in enumerate(plans[order])
+                        if (ph.dim, ph.op) == (dim, op)
+                    }
+                )
                 tag = f"{i}_{dim}_{op.value[0]}"
                 start[dim, op] = m.new_int_var(issue, horizon, f"s{tag}")
                 size[dim, op] = m.new_int_var_from_domain(cp_model.Domain.from_values(values), f"d{tag}")
@@ -179,7 +184,8 @@ class _Model:
     def hint(self, schedule: Schedule) -> None:
         """Hint a complete solution: ``schedule``'s orders and sequences,
         relabelled within each chunk class to obey the symmetry breaking and
-        re-timed in quanta."""
+        re-timed in quanta.
+        """
         instance = self.instance
         schedule = relabel(instance, schedule)
         orders = schedule.orders
@@ -219,7 +225,8 @@ class _Model:
 def relabel(instance: Instance, schedule: Schedule) -> Schedule:
     """The same schedule with chunks renumbered within each chunk class so
     that order indices do not decrease and, among equal orders, first phases
-    start in chunk order (interchangeable chunks: nothing else changes)."""
+    start in chunk order (interchangeable chunks: nothing else changes).
+    """
     by_id = {(ch.collective, ch.chunk): ch for ch in schedule.chunks}
     renamed = dict(by_id)
     for cls in instance.chunk_classes:

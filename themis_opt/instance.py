@@ -69,7 +69,8 @@ def check_int(name: str, value: Any, minimum: int) -> int:
 
 def check_number(name: str, value: Any, *, positive: bool = False) -> float:
     """Return ``value`` as a float if it is a finite number ``>= 0``
-    (``> 0`` when ``positive``), else raise."""
+    (``> 0`` when ``positive``), else raise.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(name, f"must be a number, got {value!r}")
     if not math.isfinite(value):
@@ -133,9 +134,7 @@ class Dimension:
         check_int("size", self.size, 1)
         topology = check_enum("topology", self.topology, Topology)
         object.__setattr__(self, "topology", topology)
-        object.__setattr__(
-            self, "bandwidth_gbps", check_number("bandwidth_gbps", self.bandwidth_gbps, positive=True)
-        )
+        object.__setattr__(self, "bandwidth_gbps", check_number("bandwidth_gbps", self.bandwidth_gbps, positive=True))
         object.__setattr__(self, "latency_ns", check_number("latency_ns", self.latency_ns))
         if self.algorithm is None:
             algorithm = DEFAULT_ALGORITHM[topology]
@@ -178,14 +177,10 @@ class Network:
             if not isinstance(dim, Dimension):
                 raise InputError(f"dimensions[{index}]", f"must be a Dimension, got {dim!r}")
             if not dim.name:
-                dim = Dimension(
-                    dim.size, dim.topology, dim.bandwidth_gbps, dim.latency_ns, dim.algorithm, f"d{index}"
-                )
+                dim = Dimension(dim.size, dim.topology, dim.bandwidth_gbps, dim.latency_ns, dim.algorithm, f"d{index}")
             named.append(dim)
         object.__setattr__(self, "dimensions", tuple(named))
-        object.__setattr__(
-            self, "endpoint_delay_ns", check_number("endpoint_delay_ns", self.endpoint_delay_ns)
-        )
+        object.__setattr__(self, "endpoint_delay_ns", check_number("endpoint_delay_ns", self.endpoint_delay_ns))
 
     @property
     def num_dims(self) -> int:
@@ -229,9 +224,7 @@ class Collective:
         check_int("size_bytes", self.size_bytes, 1)
         check_int("chunks", self.chunks, 1)
         if self.chunks > self.size_bytes:
-            raise InputError(
-                "chunks", f"must be <= size_bytes ({self.size_bytes}), got {self.chunks}"
-            )
+            raise InputError("chunks", f"must be <= size_bytes ({self.size_bytes}), got {self.chunks}")
         object.__setattr__(self, "issue_ns", check_number("issue_ns", self.issue_ns))
         if self.dimensions is not None:
             if not isinstance(self.dimensions, (tuple, list)):
@@ -344,7 +337,8 @@ class Instance:
     @cached_property
     def chunk_classes(self) -> tuple[ChunkClass, ...]:
         """Interchangeable chunks: per collective, the nominal chunks and,
-        when its size differs, the last chunk."""
+        when its size differs, the last chunk.
+        """
         classes = []
         for c, coll in enumerate(self.collectives):
             if coll.last_chunk_bytes == coll.chunk_bytes:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from themis_opt.bounds import Bounds
+from themis_opt.instance import check_int, check_name, check_number
 from themis_opt.schedule import Schedule
 
 
@@ -50,6 +51,13 @@ class SolverStats:
     solutions: int
     wall_time_s: float
     quantum_ns: float
+
+    def __post_init__(self) -> None:
+        check_name("solver_status", self.solver_status)
+        for name in ("branches", "conflicts", "solutions"):
+            check_int(name, getattr(self, name), 0)
+        check_number("wall_time_s", self.wall_time_s)
+        check_number("quantum_ns", self.quantum_ns, positive=True)
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,8 @@ class ScfQueue:
 
 def check_orders(instance: Instance, orders: Orders) -> None:
     """Raise :class:`InputError` unless ``orders`` gives every chunk a
-    permutation of its collective's dimensions of size >= 2."""
+    permutation of its collective's dimensions of size >= 2.
+    """
     for c, k in instance.chunk_ids:
         order = orders.get((c, k))
         if order is None:
@@ -245,7 +246,8 @@ def simulate(instance: Instance, orders: Orders, intra: Intra | str = Intra.FIFO
 
 def sequences_of(instance: Instance, schedule: Schedule) -> dict[int, list[tuple[int, int]]]:
     """Per dimension, the phases of ``schedule`` by start time, as
-    (chunk index in ``instance.chunk_ids``, phase position in the chunk)."""
+    (chunk index in ``instance.chunk_ids``, phase position in the chunk).
+    """
     index = {cid: i for i, cid in enumerate(instance.chunk_ids)}
     entries: dict[int, list[tuple[float, float, int, int]]] = {}
     for chunk in schedule.chunks:
@@ -330,10 +332,9 @@ def left_shift(
     return starts
 
 
-def retime(
-    instance: Instance, orders: Orders, sequences: Mapping[int, Sequence[tuple[int, int]]]
-) -> Schedule:
+def retime(instance: Instance, orders: Orders, sequences: Mapping[int, Sequence[tuple[int, int]]]) -> Schedule:
     """The left-shifted schedule of fixed orders and per-dimension sequences,
-    with the cost model's durations (see :func:`left_shift`)."""
+    with the cost model's durations (see :func:`left_shift`).
+    """
     starts = left_shift(instance, orders, sequences)
     return _build(instance, orders, phase_plan(instance, orders), starts)

@@ -139,16 +139,28 @@ def solve(
         quantum = quantum_ns if quantum_ns is not None else default_quantum(schedule.makespan)
         status = Status.OPTIMAL if _proven(schedule.makespan, bounds, quantum) else Status.FEASIBLE
         return Result(
-            instance.name, method, policy.value, status, schedule.makespan, bounds,
-            time.perf_counter() - t0, schedule,
+            instance.name,
+            method,
+            policy.value,
+            status,
+            schedule.makespan,
+            bounds,
+            time.perf_counter() - t0,
+            schedule,
         )
     if method == "balanced":
         schedule, policy = balanced_schedule(instance, intra)
         quantum = quantum_ns if quantum_ns is not None else default_quantum(schedule.makespan)
         status = Status.OPTIMAL if _proven(schedule.makespan, bounds, quantum) else Status.FEASIBLE
         return Result(
-            instance.name, method, policy.value, status, schedule.makespan, bounds,
-            time.perf_counter() - t0, schedule,
+            instance.name,
+            method,
+            policy.value,
+            status,
+            schedule.makespan,
+            bounds,
+            time.perf_counter() - t0,
+            schedule,
         )
     return _solve_cpsat(instance, bounds, time_limit, workers, seed, quantum_ns, log, t0)
 
@@ -174,8 +186,15 @@ def _solve_cpsat(
     if _proven(warm.makespan, bounds, quantum):
         logger.info("warm start meets the lower bound: CP-SAT not needed")
         return Result(
-            instance.name, "cpsat", None, Status.OPTIMAL, warm.makespan, bounds,
-            time.perf_counter() - t0, warm, trajectory=((time.perf_counter() - t0, warm.makespan),),
+            instance.name,
+            "cpsat",
+            None,
+            Status.OPTIMAL,
+            warm.makespan,
+            bounds,
+            time.perf_counter() - t0,
+            warm,
+            trajectory=((time.perf_counter() - t0, warm.makespan),),
         )
     outcome = solve_cpsat(
         instance,
@@ -198,6 +217,14 @@ def _solve_cpsat(
     if schedule is not None and status is Status.FEASIBLE and _proven(schedule.makespan, bounds, quantum):
         status = Status.OPTIMAL
     return Result(
-        instance.name, "cpsat", None, status, schedule.makespan if schedule else None, bounds,
-        time.perf_counter() - t0, schedule, outcome.stats, outcome.trajectory,
+        instance.name,
+        "cpsat",
+        None,
+        status,
+        schedule.makespan if schedule else None,
+        bounds,
+        time.perf_counter() - t0,
+        schedule,
+        outcome.stats,
+        outcome.trajectory,
     )

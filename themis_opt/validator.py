@@ -77,8 +77,7 @@ def validate(instance: Instance, schedule: Schedule) -> list[str]:
             at = f"{where} phase {p}"
             if phase.dim != spec.dim or phase.op != spec.op:
                 violations.append(
-                    f"{at}: is {phase.op.value} on dim {phase.dim}, "
-                    f"its order needs {spec.op.value} on dim {spec.dim}"
+                    f"{at}: is {phase.op.value} on dim {phase.dim}, its order needs {spec.op.value} on dim {spec.dim}"
                 )
                 continue
             if not (_close(phase.bytes_in, spec.bytes_in) and _close(phase.bytes_out, spec.bytes_out)):
@@ -89,7 +88,9 @@ def validate(instance: Instance, schedule: Schedule) -> list[str]:
             if not _close(phase.duration, spec.duration):
                 violations.append(f"{at}: lasts {phase.duration:.6f} ns, the cost model says {spec.duration:.6f} ns")
             if p == 0 and not _before(coll.issue_ns, phase.start_ns):
-                violations.append(f"{at}: starts at {phase.start_ns:.6f} ns, before the issue at {coll.issue_ns:.6f} ns")
+                violations.append(
+                    f"{at}: starts at {phase.start_ns:.6f} ns, before the issue at {coll.issue_ns:.6f} ns"
+                )
             if p > 0 and not _before(chunk.phases[p - 1].end_ns, phase.start_ns):
                 violations.append(
                     f"{at}: starts at {phase.start_ns:.6f} ns, before phase {p - 1} ends "
