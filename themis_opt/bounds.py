@@ -179,17 +179,33 @@ def _load_model(
             pairs = [(cls, o, p) for cls in profiles for o, p in profiles[cls].items() if p.head[d] is not None]
             if not pairs:
                 continue
-            big_head = max(p.head[d] for _, _, p in pairs) * us  # type: ignore[type-var, operator]
-            big_tail = max(p.tail[d] for _, _, p in pairs) * us  # type: ignore[type-var, operator]
-            head = solver.NumVar(0.0, big_head, f"head{d}")
-            tail = solver.NumVar(0.0, big_tail, f"tail{d}")
-            for cls, o, p in pairs:
-                # head/tail can only rise above an order's own while that order is unused
-                solver.Add(head <= p.head[d] * us + big_head * (1 - used[cls, o]))  # type: ignore[operator]
-                solver.Add(tail <= p.tail[d] * us + big_tail * (1 - used[cls, o]))  # type: ignore[operator]
+            head = _least_in_use(solver, used, [((c, o), p.head[d] * us) for c, o, p in pairs], f"h{d}")  # type: ignore[operator]
+            tail = _least_in_use(solver, used, [((c, o), p.tail[d] * us) for c, o, p in pairs], f"t{d}")  # type: ignore[operator]
             solver.Add(makespan >= head + tail + sum(x[cls, o] * (p.busy[d] * us) for cls, o, p in pairs))
     solver.Minimize(makespan)
     return solver, x
+
+
+def _least_in_use(
+    solver: pywraplp.Solver,
+    used: dict[tuple[ChunkClass, tuple[int, ...]], pywraplp.Variable],
+    values: list[tuple[tuple[ChunkClass, tuple[int, ...]], float]],
+    tag: str,
+) -> pywraplp.LinearExpr:
+    """An expression that is at least the least value among the orders in use.
+
+    With the distinct values v_1 < ... < v_m, it is v_1 + sum_j (v_j - v_{j-1}) w_j
+    where w_j >= 1 - (orders in use with a value below v_j): a step is paid
+    exactly when every order below it is unused.
+    """
+    levels = sorted({v for _, v in values})
+    expr = levels[0]
+    for j in range(1, len(levels)):
+        step = solver.NumVar(0.0, 1.0, f"{tag}_{j}")
+        below = [used[key] for key, v in values if v < levels[j]]
+        solver.Add(step >= 1 - sum(below))
+        expr = expr + (levels[j] - levels[j - 1]) * step
+    return expr
 
 
 def lp_bound(instance: Instance) -> float:

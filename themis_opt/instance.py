@@ -309,8 +309,9 @@ class Instance:
                         f"{where}.dimensions[{pos}]",
                         f"must be < {num_dims} (the network's dimensions), got {dim}",
                     )
-            if not self.active_dims[index]:
-                raise InputError(f"{where}.dimensions", "must include a dimension of size >= 2")
+        for index, dims in enumerate(self.active_dims):
+            if not dims:
+                raise InputError(f"collectives[{index}].dimensions", "must include a dimension of size >= 2")
 
     @cached_property
     def active_dims(self) -> tuple[tuple[int, ...], ...]:

@@ -119,12 +119,13 @@ def _build(path: str, factory: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _header(data: Any, fmt: str, required: set[str], optional: set[str]) -> dict[str, Any]:
-    data = dict(_object(data, "", required | {"format", "version"}, optional))
+    data = _object(data, "", required | {"format", "version"}, optional)
     if data["format"] != fmt:
         raise InputError("format", f"must be {fmt!r}, got {data['format']!r}")
     if data["version"] != VERSION or isinstance(data["version"], bool):
         raise InputError("version", f"must be {VERSION}, got {data['version']!r}")
-    return data
+    header: dict[str, Any] = data
+    return header
 
 
 def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:

@@ -1,0 +1,59 @@
+"""Lower bounds: hand values, ordering, and validity against every schedule."""
+
+from __future__ import annotations
+
+import pytest
+
+from themis_opt.bounds import compute_bounds, ideal_bound, integer_load_bound, lp_bound, order_profiles
+from themis_opt.instance import Instance
+
+from .conftest import heuristic_schedules, make
+
+MIB = 2**20
+
+
+def test_ideal_bound_worked_example(worked: Instance) -> None:
+    # 2 S (N - 1) / N / sum B = 2 * 64 MiB * 31/32 / (150 GB/s)
+    assert ideal_bound(worked) == pytest.approx(807291.6667, rel=1e-9)
+
+
+def test_ideal_bound_halves_for_reduce_scatter() -> None:
+    dims = [(4, "ring", 100.0), (8, "switch", 50.0)]
+    ar = make(dims, "all_reduce", 64 * MIB, 4)
+    rs = make(dims, "reduce_scatter", 64 * MIB, 4)
+    assert ideal_bound(rs) == pytest.approx(ideal_bound(ar) / 2)
+
+
+def test_bounds_are_ordered_and_below_every_makespan(instance: Instance) -> None:
+    bounds = compute_bounds(instance)
+    assert bounds.lp is not None and bounds.ip is not None and bounds.fill_drain is not None
+    assert bounds.lp <= bounds.ip * (1 + 1e-9)
+    assert bounds.ip <= bounds.fill_drain
+    for name, schedule in heuristic_schedules(instance).items():
+        for value in bounds.as_dict().values():
+            if value is not None:
+                assert value <= schedule.makespan, name
+
+
+def test_integer_bound_counts_add_up(instance: Instance) -> None:
+    solution = integer_load_bound(instance, fill_drain=True)
+    for cls in instance.chunk_classes:
+        assert sum(solution.counts[cls].values()) == len(cls.chunks)
+    assert solution.optimal
+
+
+def test_load_bound_of_a_fixed_assignment_is_the_busiest_dimension() -> None:
+    # a single chunk: the LP must pick the order that minimises the busiest dimension
+    inst = make([(4, "ring", 100.0), (8, "switch", 50.0)], size=16 * MIB, chunks=1)
+    profiles = order_profiles(inst)[inst.chunk_classes[0]]
+    expected = min(max(p.busy) for p in profiles.values())
+    assert lp_bound(inst) <= expected  # the LP may split the one chunk
+    assert integer_load_bound(inst, fill_drain=False).bound == pytest.approx(expected, rel=1e-7)
+
+
+def test_fill_and_drain_adds_head_and_tail() -> None:
+    # one chunk: its makespan is fixed by its order, and fill-and-drain sees all of it
+    inst = make([(4, "ring", 100.0), (8, "switch", 50.0)], size=16 * MIB, chunks=1)
+    profiles = order_profiles(inst)[inst.chunk_classes[0]]
+    best_single = min(sum(p.busy) for p in profiles.values())
+    assert integer_load_bound(inst, fill_drain=True).bound == pytest.approx(best_single, rel=1e-7)

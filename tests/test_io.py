@@ -1,0 +1,209 @@
+"""Instance and result JSON: round trips, strict reading, fuzzing."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from themis_opt.errors import InputError
+from themis_opt.instance import Collective, Dimension, Instance, Network
+from themis_opt.io import (
+    instance_from_dict,
+    instance_schema,
+    instance_to_dict,
+    load_instance,
+    load_result,
+    result_to_dict,
+    save_instance,
+    save_result,
+)
+from themis_opt.solve import solve
+
+from .conftest import DATA, NAMES, load
+
+VALID: dict[str, Any] = json.loads((DATA / "mixed.json").read_text())
+
+
+def test_round_trip_instances(instance: Instance, tmp_path: Path) -> None:
+    path = tmp_path / "copy.json"
+    save_instance(instance, path)
+    again = load_instance(path)
+    assert again == instance
+    assert instance_to_dict(again) == instance_to_dict(instance)
+    assert json.loads(path.read_text()) == instance_to_dict(instance)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_shipped_schema_accepts_test_instances(name: str) -> None:
+    jsonschema.validate(json.loads((DATA / f"{name}.json").read_text()), instance_schema())
+    jsonschema.validate(instance_to_dict(load(name)), instance_schema())
+
+
+def test_defaults_are_filled_in() -> None:
+    inst = load("three_dim")
+    assert inst.network.endpoint_delay_ns == 10
+    assert [d.algorithm.value for d in inst.network.dimensions] == ["ring", "direct", "halving_doubling"]
+    assert [d.name for d in inst.network.dimensions] == ["d0", "d1", "d2"]
+    assert inst.collectives[0].issue_ns == 0 and inst.collectives[0].dimensions is None
+
+
+def test_round_trip_results(worked: Instance, tmp_path: Path) -> None:
+    result = solve(worked, "cpsat", workers=1, time_limit=5)
+    path = tmp_path / "result.json"
+    save_result(result, path)
+    again = load_result(path)
+    assert again.schedule == result.schedule
+    assert again.makespan == result.makespan and again.bounds == result.bounds
+    assert again.stats == result.stats and again.trajectory == result.trajectory
+    assert result_to_dict(again) == result_to_dict(result)
+
+
+def _mutate(path: list[Any], value: Any) -> dict[str, Any]:
+    data = copy.deepcopy(VALID)
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    if value is _DELETE:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return data
+
+
+_DELETE = object()
+
+BAD = [
+    (["network", "dimensions", 1, "size"], 0, r"network\.dimensions\[1\]\.size: must be >= 1, got 0"),
+    (["network", "dimensions", 0, "size"], -4, r"network\.dimensions\[0\]\.size: must be >= 1"),
+    (["network", "dimensions", 3, "size"], 6, r"dimensions\[3\]\.size: must be a power of two under halving_doubling"),
+    (["network", "dimensions", 0, "topology"], "torus", r"dimensions\[0\]\.topology: must be one of"),
+    (["network", "dimensions", 0, "bandwidth_gbps"], "fast", r"bandwidth_gbps: must be a number"),
+    (["network", "dimensions", 0, "bandwidth_gbps"], 0, r"bandwidth_gbps: must be > 0"),
+    (["network", "dimensions", 0, "latency_ns"], _DELETE, r"dimensions\[0\]\.latency_ns: missing required field"),
+    (["network", "dimensions", 0, "colour"], "red", r"dimensions\[0\]\.colour: unknown field"),
+    (["network", "endpoint_delay_ns"], -1, r"network\.endpoint_delay_ns: must be >= 0"),
+    (["network", "dimensions"], [], r"network\.dimensions: must hold at least one"),
+    (["collectives", 0, "chunks"], 20000000, r"collectives\[0\]\.chunks: must be <= size_bytes"),
+    (["collectives", 0, "size_bytes"], 0, r"collectives\[0\]\.size_bytes: must be >= 1"),
+    (["collectives", 0, "size_bytes"], 1.5, r"size_bytes: must be an integer"),
+    (["collectives", 0, "size_bytes"], True, r"size_bytes: must be an integer"),
+    (["collectives", 0, "kind"], "broadcast", r"collectives\[0\]\.kind: must be one of"),
+    (["collectives", 1, "dimensions"], [0, 9], r"collectives\[1\]\.dimensions\[1\]: must be < 4"),
+    (["collectives", 1, "dimensions"], [1], r"collectives\[1\]\.dimensions: must include a dimension of size >= 2"),
+    (["collectives", 1, "dimensions"], [0, 0], r"collectives\[1\]\.dimensions: must not repeat"),
+    (["collectives", 2, "issue_ns"], -5, r"collectives\[2\]\.issue_ns: must be >= 0"),
+    (["collectives"], [], r"collectives: must hold at least one"),
+    (["format"], "other", r"format: must be 'themis-opt-instance'"),
+    (["version"], 2, r"version: must be 1"),
+    (["network"], _DELETE, r"network: missing required field"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "message"), BAD)
+def test_bad_instances_name_the_field(path: list[Any], value: Any, message: str, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=message):
+        instance_from_dict(_mutate(path, value))
+    file = tmp_path / "bad.json"
+    file.write_text(json.dumps(_mutate(path, value)))
+    with pytest.raises(InputError) as error:
+        load_instance(file)
+    assert str(error.value).startswith(f"{file}: ")
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", "not valid JSON"),
+        ('{"format": NaN}', "NaN is not a number JSON allows"),
+        ('{"a": 1, "a": 2}', "appears twice"),
+        ("[1, 2]", "must be an object"),
+        ("\xff\xfe", "not valid JSON"),
+    ],
+)
+def test_malformed_json(text: str, message: str, tmp_path: Path) -> None:
+    file = tmp_path / "bad.json"
+    file.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=message):
+        load_instance(file)
+
+
+def test_missing_file_and_directory(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file"):
+        load_instance(tmp_path / "nope.json")
+    with pytest.raises(InputError, match="is a directory"):
+        load_instance(tmp_path)
+
+
+def test_data_classes_validate_themselves() -> None:
+    with pytest.raises(InputError, match="size: must be >= 1"):
+        Dimension(0, "ring", 10.0, 1.0)
+    with pytest.raises(InputError, match="chunks: must be <= size_bytes"):
+        Collective("all_reduce", 4, 5)
+    network = Network((Dimension(2, "ring", 10.0, 1.0),))
+    with pytest.raises(InputError, match=r"collectives\[0\]\.dimensions\[0\]: must be < 1"):
+        Instance(network, (Collective("all_reduce", 4, 2, dimensions=(3,)),))
+
+
+def _mutations() -> st.SearchStrategy[tuple[list[Any], Any]]:
+    paths = st.sampled_from(
+        [
+            ["name"],
+            ["network", "endpoint_delay_ns"],
+            ["network", "dimensions"],
+            ["network", "dimensions", 0],
+            ["network", "dimensions", 0, "size"],
+            ["network", "dimensions", 2, "algorithm"],
+            ["network", "dimensions", 3, "topology"],
+            ["network", "dimensions", 1, "bandwidth_gbps"],
+            ["collectives"],
+            ["collectives", 0],
+            ["collectives", 0, "chunks"],
+            ["collectives", 1, "dimensions"],
+            ["collectives", 2, "issue_ns"],
+            ["collectives", 0, "kind"],
+            ["version"],
+            ["extra"],
+        ]
+    )
+    values = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**70), 2**70),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(max_size=5),
+        st.lists(st.integers(-3, 5), max_size=4),
+        st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+        st.just(_DELETE),
+    )
+    return st.tuples(paths, values)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(st.lists(_mutations(), min_size=1, max_size=3))
+def test_mutated_instances_raise_only_input_error(mutations: list[tuple[list[Any], Any]]) -> None:
+    data = copy.deepcopy(VALID)
+    for path, value in mutations:
+        target = data
+        try:
+            for key in path[:-1]:
+                target = target[key]
+            if value is _DELETE:
+                del target[path[-1]]
+            else:
+                target[path[-1]] = value
+        except (KeyError, IndexError, TypeError):
+            continue
+    try:
+        instance = instance_from_dict(data)
+    except InputError as error:
+        assert "\n" not in str(error)
+        return
+    assert instance_from_dict(instance_to_dict(instance)) == instance

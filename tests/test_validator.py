@@ -1,0 +1,105 @@
+"""The validator catches every kind of broken schedule."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from themis_opt.instance import Instance
+from themis_opt.policies import themis_orders
+from themis_opt.schedule import ChunkSchedule, Phase, Schedule
+from themis_opt.simulator import simulate
+from themis_opt.validator import critical_path, precedence_graph, validate
+
+
+def _replace_chunk(schedule: Schedule, index: int, chunk: ChunkSchedule) -> Schedule:
+    chunks = list(schedule.chunks)
+    chunks[index] = chunk
+    return Schedule(tuple(chunks))
+
+
+def _shift(phase: Phase, delta: float) -> Phase:
+    return dataclasses.replace(phase, start_ns=phase.start_ns + delta, end_ns=phase.end_ns + delta)
+
+
+@pytest.fixture
+def valid(instance: Instance) -> Schedule:
+    schedule = simulate(instance, themis_orders(instance), "scf")
+    assert validate(instance, schedule) == []
+    return schedule
+
+
+def test_shifted_start_is_caught(instance: Instance, valid: Schedule) -> None:
+    chunk = valid.chunks[-1]
+    phases = list(chunk.phases)
+    phases[-1] = dataclasses.replace(phases[-1], start_ns=phases[-1].start_ns - 1000.0)
+    broken = _replace_chunk(valid, len(valid.chunks) - 1, dataclasses.replace(chunk, phases=tuple(phases)))
+    assert any("lasts" in v for v in validate(instance, broken))
+
+
+def test_phase_moved_earlier_is_caught(instance: Instance, valid: Schedule) -> None:
+    chunk = valid.chunks[1]
+    phases = list(chunk.phases)
+    phases[1] = _shift(phases[1], phases[0].end_ns - phases[1].start_ns - 1.0)
+    broken = _replace_chunk(valid, 1, dataclasses.replace(chunk, phases=tuple(phases)))
+    assert any("before phase 0 ends" in v for v in validate(instance, broken))
+
+
+def test_swapped_phases_on_a_dimension_are_caught(instance: Instance, valid: Schedule) -> None:
+    # move the second phase served by a dimension into the first one's slot
+    entries = next(e for e in valid.by_dimension().values() if len(e) >= 2)
+    (first, _, _), (second, c, k) = entries[0], entries[1]
+    index = next(i for i, ch in enumerate(valid.chunks) if (ch.collective, ch.chunk) == (c, k))
+    chunk = valid.chunks[index]
+    delta = first.start_ns - second.start_ns
+    position = chunk.phases.index(second)
+    moved = tuple(_shift(p, delta) if i == position else p for i, p in enumerate(chunk.phases))
+    broken = _replace_chunk(valid, index, dataclasses.replace(chunk, phases=moved))
+    assert any("overlaps" in v for v in validate(instance, broken))
+
+
+def test_dropped_phase_is_caught(instance: Instance, valid: Schedule) -> None:
+    chunk = valid.chunks[0]
+    broken = _replace_chunk(valid, 0, dataclasses.replace(chunk, phases=chunk.phases[:-1]))
+    assert any("phases, its order needs" in v for v in validate(instance, broken))
+
+
+def test_changed_order_is_caught(instance: Instance, valid: Schedule) -> None:
+    index, chunk = next((i, ch) for i, ch in enumerate(valid.chunks) if len(ch.order) >= 2)
+    order = (*chunk.order[1:], chunk.order[0])
+    broken = _replace_chunk(valid, index, dataclasses.replace(chunk, order=order))
+    assert any("needs" in v for v in validate(instance, broken))
+
+
+def test_bad_order_missing_and_duplicate_chunks_are_caught(instance: Instance, valid: Schedule) -> None:
+    chunk = valid.chunks[0]
+    bad = _replace_chunk(valid, 0, dataclasses.replace(chunk, order=(*chunk.order, chunk.order[0])))
+    assert any("not a permutation" in v for v in validate(instance, bad))
+    dropped = Schedule(valid.chunks[1:])
+    assert any("missing from the schedule" in v for v in validate(instance, dropped))
+    doubled = Schedule((*valid.chunks, valid.chunks[0]))
+    assert any("more than once" in v for v in validate(instance, doubled))
+    extra = Schedule((*valid.chunks, dataclasses.replace(chunk, chunk=999)))
+    assert any("no such chunk" in v for v in validate(instance, extra))
+
+
+def test_wrong_bytes_are_caught(instance: Instance, valid: Schedule) -> None:
+    chunk = valid.chunks[0]
+    phases = list(chunk.phases)
+    phases[0] = dataclasses.replace(phases[0], bytes_in=phases[0].bytes_in * 2)
+    broken = _replace_chunk(valid, 0, dataclasses.replace(chunk, phases=tuple(phases)))
+    assert any("moves" in v for v in validate(instance, broken))
+
+
+def test_idle_time_shows_on_the_critical_path(worked: Instance) -> None:
+    schedule = simulate(worked, themis_orders(worked), "fifo")
+    delayed = Schedule(
+        tuple(dataclasses.replace(c, phases=tuple(_shift(p, 5000.0) for p in c.phases)) for c in schedule.chunks)
+    )
+    assert validate(worked, delayed) == []
+    length, _ = critical_path(worked, delayed)
+    assert length == pytest.approx(schedule.makespan)
+    assert delayed.makespan == pytest.approx(schedule.makespan + 5000.0)
+    graph = precedence_graph(worked, schedule)
+    assert graph.number_of_nodes() == 2 + worked.num_phases
