@@ -138,7 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``themis-opt``; returns the exit status (0 ok, 1 invalid schedule, 2 bad input)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    console = Console()
+    # wide tables read better wrapped by a narrow terminal than cut to 80 columns
+    console = Console(width=max(Console().width, 140 if args.command == "bench" else 100))
     try:
         if args.command == "solve":
             return _solve(args, console)

@@ -119,9 +119,9 @@ def _build(path: str, factory: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _header(data: Any, fmt: str, required: set[str], optional: set[str]) -> dict[str, Any]:
-    data = _object(data, "", required | {"format", "version"}, optional)
-    if data["format"] != fmt:
+    if isinstance(data, dict) and "format" in data and data["format"] != fmt:
         raise InputError("format", f"must be {fmt!r}, got {data['format']!r}")
+    data = _object(data, "", required | {"format", "version"}, optional)
     if data["version"] != VERSION or isinstance(data["version"], bool):
         raise InputError("version", f"must be {VERSION}, got {data['version']!r}")
     header: dict[str, Any] = data

@@ -1,0 +1,57 @@
+"""Benchmark records and the summary arithmetic on a hand-made result set."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from themis_opt.bench import Outcome, Record, append_record, read_records, run_instance, summarize
+from themis_opt.errors import InputError
+
+from .conftest import DATA
+
+
+def _record(name: str, bound: float, spans: dict[str, float], optimal: tuple[str, ...] = ()) -> Record:
+    outcomes = tuple(
+        Outcome(m, "optimal" if m in optimal else "feasible", s, 0.1, 100.0 / s, True) for m, s in spans.items()
+    )
+    return Record(f"{name}.json", name, "4x4", 16, 8, bound, 100.0, outcomes)
+
+
+def test_summary_arithmetic() -> None:
+    records = [
+        _record("a", 100.0, {"baseline": 200.0, "themis-scf": 100.0, "cpsat": 100.0}, optimal=("cpsat",)),
+        _record("b", 100.0, {"baseline": 100.0, "themis-scf": 125.0, "cpsat": 100.0}),
+    ]
+    summary = summarize(records, ["baseline", "themis-scf", "cpsat"])
+    by = {s.method: s for s in summary.methods}
+    # speedups of themis: 2.0 and 0.8 -> geometric mean sqrt(1.6)
+    assert by["themis-scf"].geomean_speedup == pytest.approx(math.sqrt(1.6))
+    assert by["baseline"].geomean_speedup == pytest.approx(1.0)
+    # gaps of themis: 0 and 0.25
+    assert by["themis-scf"].mean_gap == pytest.approx(0.125) and by["themis-scf"].max_gap == pytest.approx(0.25)
+    assert by["baseline"].mean_gap == pytest.approx(0.5) and by["baseline"].max_gap == pytest.approx(1.0)
+    assert by["themis-scf"].mean_utilization == pytest.approx((1.0 + 0.8) / 2)
+    assert summary.proven_optimal == 1 and by["cpsat"].optimal == 1
+    assert summary.themis_loses == {"themis-scf": 1}
+
+
+def test_run_instance_validates_and_bounds() -> None:
+    record = run_instance(str(DATA / "tiny_ar.json"), ["baseline", "themis-fifo", "balanced", "cpsat"], 5.0, 1, 0)
+    assert all(o.valid for o in record.outcomes)
+    spans = [o.makespan_ns for o in record.outcomes]
+    assert all(s is not None and s >= record.lower_bound_ns for s in spans)
+    assert record.outcome("cpsat").makespan_ns == min(spans)  # type: ignore[union-attr]
+
+
+def test_records_round_trip_and_bad_lines(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    rec = _record("a", 1.0, {"baseline": 2.0})
+    append_record(path, rec)
+    append_record(path, rec)
+    assert read_records(path) == [rec, rec]
+    path.write_text("not json\n" + rec.to_json() + "\n")
+    with pytest.raises(InputError, match="line 1"):
+        read_records(path)

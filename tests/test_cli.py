@@ -1,0 +1,141 @@
+"""Every subcommand of themis-opt, good and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from themis_opt.cli import main
+from themis_opt.io import load_result
+
+from .conftest import DATA
+
+WORKED = str(DATA / "worked.json")
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_solve_prints_summary_and_writes_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_file = tmp_path / "r.json"
+    code, out, _ = run(["solve", WORKED, "--method", "themis", "--output", str(out_file)], capsys)
+    assert code == 0
+    assert "themis-scf" in out and "981.271 µs" in out and "busy share" in out
+    result = load_result(out_file)
+    assert result.makespan == pytest.approx(981271.25)
+    code, out, _ = run(["validate", WORKED, str(out_file)], capsys)
+    assert code == 0 and "valid" in out
+
+
+def test_solve_all_methods_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_file = tmp_path / "all.json"
+    code, out, _ = run(["solve", WORKED, "--method", "all", "--workers", "1", "--output", str(out_file)], capsys)
+    assert code == 0
+    for label in ("baseline", "themis-scf", "balanced", "cpsat"):
+        assert label in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "all.balanced.json", "all.baseline-fifo.json", "all.cpsat.json", "all.themis-fifo.json", "all.themis-scf.json",
+    ]
+    for path in tmp_path.iterdir():
+        assert run(["validate", WORKED, str(path)], capsys)[0] == 0
+
+
+def test_validate_reports_violations(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_file = tmp_path / "r.json"
+    run(["solve", WORKED, "--method", "baseline", "--output", str(out_file)], capsys)
+    data = json.loads(out_file.read_text())
+    data["schedule"]["chunks"][1]["phases"][0]["start_ns"] = 0.0
+    data["schedule"]["chunks"][1]["phases"][0]["end_ns"] = 118717.5
+    out_file.write_text(json.dumps(data))
+    code, out, _ = run(["validate", WORKED, str(out_file)], capsys)
+    assert code == 1
+    assert "overlaps" in out and "makespan_ns" not in out
+    data["makespan_ns"] = 1.0
+    out_file.write_text(json.dumps(data))
+    code, out, _ = run(["validate", WORKED, str(out_file)], capsys)
+    assert code == 1 and "makespan_ns says 1.0" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["solve", "missing.json"], "missing.json: no such file"),
+        (["solve", WORKED, "--method", "nope"], "invalid choice"),
+        (["solve", WORKED, "--time-limit", "-1"], "--time-limit: must be a finite number > 0"),
+        (["solve", WORKED, "--workers", "0"], "--workers: must be >= 1"),
+        (["solve", WORKED, "--seed", "x"], "--seed: must be an integer"),
+        (["solve", WORKED, "--quantum-ns", "0"], "--quantum-ns: must be a finite number > 0"),
+        (["validate", WORKED, "missing.json"], "missing.json: no such file"),
+        (["validate", WORKED, WORKED], "format: must be 'themis-opt-result'"),
+        (["generate", "--family", "nope", "--count", "1", "--seed", "0", "--out", "x"], "invalid choice"),
+        (["generate", "--family", "homogeneous", "--count", "0", "--seed", "0", "--out", "x"], "--count: must be >= 1"),
+        (["bench", "--suite", "huge"], "invalid choice"),
+        (["bench", "missing/path.json"], "missing/path.json: no such file or folder"),
+        (["bench", WORKED, "--jobs", "0"], "--jobs: must be >= 1"),
+        (["bench", WORKED, "--methods", "baseline,magic"], "unknown method 'magic'"),
+        (["bench"], "give instance paths or --suite"),
+        (["bench", WORKED, "--resume"], "--resume: needs --out"),
+        (["show", "missing.json"], "missing.json: no such file"),
+        ([], "the following arguments are required"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(argv, capsys)
+    assert code == 2
+    assert message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_bad_instance_file_names_file_and_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = json.loads(Path(WORKED).read_text())
+    data["network"]["dimensions"][1]["size"] = 0
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    code, _, err = run(["solve", str(bad)], capsys)
+    assert code == 2
+    assert err == f"themis-opt: error: {bad}: network.dimensions[1].size: must be >= 1, got 0\n"
+
+
+def test_generate_then_solve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["generate", "--family", "small-exact", "--count", "3", "--seed", "7", "--out", str(tmp_path)],
+                       capsys)
+    assert code == 0 and "wrote 3" in out
+    files = sorted(tmp_path.glob("*.json"))
+    assert len(files) == 3
+    assert run(["solve", str(files[0]), "--method", "balanced"], capsys)[0] == 0
+
+
+def test_show_draws_a_gantt_chart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_file = tmp_path / "r.json"
+    run(["solve", WORKED, "--method", "themis", "--intra", "fifo", "--output", str(out_file)], capsys)
+    code, out, _ = run(["show", str(out_file), "--width", "40"], capsys)
+    assert code == 0
+    assert "d0" in out and "d1" in out and "% busy" in out and "(0,1)" in out and "(1,0)" in out
+    assert "·" in out  # dimension 0 sits idle at some point under themis-fifo
+
+
+def test_bench_runs_writes_and_resumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_file, csv_file = tmp_path / "bench.jsonl", tmp_path / "bench.csv"
+    paths = [str(DATA / "worked.json"), str(DATA / "tiny_rs.json")]
+    argv = ["bench", *paths, "--methods", "baseline,themis-scf,balanced", "--workers", "1", "--out", str(out_file)]
+    code, out, _ = run([*argv, "--csv", str(csv_file)], capsys)
+    assert code == 0
+    assert "worked" in out and "tiny_rs" in out and "geomean" in out
+    lines = out_file.read_text().splitlines()
+    assert len(lines) == 2
+    assert len(csv_file.read_text().splitlines()) == 3
+    # an interrupted run: keep the first record plus half a line, then resume
+    out_file.write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2])
+    code, out, _ = run([*argv, "--resume"], capsys)
+    assert code == 0
+    again = out_file.read_text().splitlines()
+    assert again[0] == lines[0] and len(again) == 2
+    assert json.loads(again[1])["instance"] == json.loads(lines[1])["instance"]
