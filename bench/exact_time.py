@@ -31,8 +31,10 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    print(f"# {platform.processor() or platform.machine()}, python {platform.python_version()}, "
-          f"workers={args.workers}, seed={args.seed}")
+    print(
+        f"# {platform.processor() or platform.machine()}, python {platform.python_version()}, "
+        f"workers={args.workers}, seed={args.seed}"
+    )
     print("| network | baseline | themis-scf | balanced | lower bound | cpsat | status | time to proof (s) |")
     print("|---|---|---|---|---|---|---|---|")
     for n in (4, 8):
@@ -43,9 +45,11 @@ def main() -> None:
         elapsed = time.perf_counter() - start
         assert result.schedule is not None and validate(inst, result.schedule) == []
         us = 1e-3
-        print(f"| {inst.name} | {spans['baseline'] * us:.1f} µs | {spans['themis'] * us:.1f} µs | "
-              f"{spans['balanced'] * us:.1f} µs | {result.lower_bound * us:.1f} µs | {result.makespan * us:.1f} µs | "
-              f"{result.status.value} | {elapsed:.2f} |")
+        print(
+            f"| {inst.name} | {spans['baseline'] * us:.1f} µs | {spans['themis'] * us:.1f} µs | "
+            f"{spans['balanced'] * us:.1f} µs | {result.lower_bound * us:.1f} µs | {result.makespan * us:.1f} µs | "
+            f"{result.status.value} | {elapsed:.2f} |"
+        )
 
 
 if __name__ == "__main__":

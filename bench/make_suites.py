@@ -37,12 +37,23 @@ def paper() -> list[Instance]:
         Instance(net((32, "switch", 400, 500), (32, "switch", 100, 500)), ar, "paper-2d-sw32-sw32"),
         Instance(net((16, "ring", 250, 500), (32, "switch", 50, 500)), ar, "paper-2d-r16-sw32"),
         Instance(net((8, "switch", 200, 500), (8, "switch", 100, 500), (8, "switch", 50, 500)), ar, "paper-3d-sw8x8x8"),
-        Instance(net((4, "ring", 250, 500), (8, "fully_connected", 200, 500), (32, "switch", 50, 500)), ar,
-                 "paper-3d-r4-fc8-sw32"),
-        Instance(net((2, "ring", 250, 500), (8, "fully_connected", 200, 500), (8, "ring", 100, 500),
-                     (8, "switch", 50, 500)), ar, "paper-4d-r2-fc8-r8-sw8"),
-        Instance(net((4, "ring", 300, 500), (4, "fully_connected", 200, 500), (4, "ring", 100, 500),
-                     (16, "switch", 50, 500)), ar, "paper-4d-r4-fc4-r4-sw16"),
+        Instance(
+            net((4, "ring", 250, 500), (8, "fully_connected", 200, 500), (32, "switch", 50, 500)),
+            ar,
+            "paper-3d-r4-fc8-sw32",
+        ),
+        Instance(
+            net((2, "ring", 250, 500), (8, "fully_connected", 200, 500), (8, "ring", 100, 500), (8, "switch", 50, 500)),
+            ar,
+            "paper-4d-r2-fc8-r8-sw8",
+        ),
+        Instance(
+            net(
+                (4, "ring", 300, 500), (4, "fully_connected", 200, 500), (4, "ring", 100, 500), (16, "switch", 50, 500)
+            ),
+            ar,
+            "paper-4d-r4-fc4-r4-sw16",
+        ),
     ]
 
 

@@ -42,7 +42,11 @@ def test_solve_all_methods_table(tmp_path: Path, capsys: pytest.CaptureFixture[s
     for label in ("baseline", "themis-scf", "balanced", "cpsat"):
         assert label in out
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "all.balanced.json", "all.baseline-fifo.json", "all.cpsat.json", "all.themis-fifo.json", "all.themis-scf.json",
+        "all.balanced.json",
+        "all.baseline-fifo.json",
+        "all.cpsat.json",
+        "all.themis-fifo.json",
+        "all.themis-scf.json",
     ]
     for path in tmp_path.iterdir():
         assert run(["validate", WORKED, str(path)], capsys)[0] == 0
@@ -88,7 +92,7 @@ def test_validate_reports_violations(tmp_path: Path, capsys: pytest.CaptureFixtu
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(argv, capsys)
+    code, _, err = run(argv, capsys)
     assert code == 2
     assert message in err
     assert err.count("\n") == 1 and "Traceback" not in err
@@ -105,8 +109,9 @@ def test_bad_instance_file_names_file_and_field(tmp_path: Path, capsys: pytest.C
 
 
 def test_generate_then_solve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["generate", "--family", "small-exact", "--count", "3", "--seed", "7", "--out", str(tmp_path)],
-                       capsys)
+    code, out, _ = run(
+        ["generate", "--family", "small-exact", "--count", "3", "--seed", "7", "--out", str(tmp_path)], capsys
+    )
     assert code == 0 and "wrote 3" in out
     files = sorted(tmp_path.glob("*.json"))
     assert len(files) == 3

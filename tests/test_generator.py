@@ -38,8 +38,12 @@ def test_parameters_in_range(family: str) -> None:
 
 def test_cli_files_are_byte_identical(tmp_path: Path) -> None:
     for out in ("a", "b"):
-        assert main(["generate", "--family", "mixed-topology", "--count", "4", "--seed", "11",
-                     "--out", str(tmp_path / out)]) == 0
+        assert (
+            main(
+                ["generate", "--family", "mixed-topology", "--count", "4", "--seed", "11", "--out", str(tmp_path / out)]
+            )
+            == 0
+        )
     a = sorted((tmp_path / "a").iterdir())
     b = sorted((tmp_path / "b").iterdir())
     assert [p.name for p in a] == [p.name for p in b]

@@ -29,7 +29,9 @@ def brute_force(instance: Instance) -> float:
         ]
         issue = [instance.collectives[c].issue_ns for c, _ in ids]
 
-        def dfs(nxt: list[int], ready: list[float], free: dict[int, float], makespan: float) -> None:
+        def dfs(
+            nxt: list[int], ready: list[float], free: dict[int, float], makespan: float, plans: list = plans
+        ) -> None:
             nonlocal best
             if makespan >= best:
                 return
@@ -43,7 +45,7 @@ def brute_force(instance: Instance) -> float:
                 end = max(ready[i], free.get(dim, 0.0)) + duration
                 old_ready, old_free = ready[i], free.get(dim, 0.0)
                 nxt[i], ready[i], free[dim] = p + 1, end, end
-                dfs(nxt, ready, free, max(makespan, end))
+                dfs(nxt, ready, free, max(makespan, end), plans)
                 nxt[i], ready[i], free[dim] = p, old_ready, old_free
             if not progressed:
                 best = makespan
