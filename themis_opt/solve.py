@@ -132,37 +132,18 @@ def solve(
     t0 = time.perf_counter()
     if bounds is None:
         bounds = compute_bounds(instance)
-    if method in ("baseline", "themis"):
+    if method == "cpsat":
+        return _solve_cpsat(instance, bounds, time_limit, workers, seed, quantum_ns, log, t0)
+    if method == "balanced":
+        schedule, policy = balanced_schedule(instance, intra)
+    else:
         policy = Intra(intra) if intra is not None else DEFAULT_INTRA[method]
         orders = baseline_orders(instance) if method == "baseline" else themis_orders(instance)
         schedule = simulate(instance, orders, policy)
-        quantum = quantum_ns if quantum_ns is not None else default_quantum(schedule.makespan)
-        status = Status.OPTIMAL if _proven(schedule.makespan, bounds, quantum) else Status.FEASIBLE
-        return Result(
-            instance.name,
-            method,
-            policy.value,
-            status,
-            schedule.makespan,
-            bounds,
-            time.perf_counter() - t0,
-            schedule,
-        )
-    if method == "balanced":
-        schedule, policy = balanced_schedule(instance, intra)
-        quantum = quantum_ns if quantum_ns is not None else default_quantum(schedule.makespan)
-        status = Status.OPTIMAL if _proven(schedule.makespan, bounds, quantum) else Status.FEASIBLE
-        return Result(
-            instance.name,
-            method,
-            policy.value,
-            status,
-            schedule.makespan,
-            bounds,
-            time.perf_counter() - t0,
-            schedule,
-        )
-    return _solve_cpsat(instance, bounds, time_limit, workers, seed, quantum_ns, log, t0)
+    quantum = quantum_ns if quantum_ns is not None else default_quantum(schedule.makespan)
+    status = Status.OPTIMAL if _proven(schedule.makespan, bounds, quantum) else Status.FEASIBLE
+    runtime = time.perf_counter() - t0
+    return Result(instance.name, method, policy.value, status, schedule.makespan, bounds, runtime, schedule)
 
 
 def _solve_cpsat(
