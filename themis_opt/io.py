@@ -8,15 +8,18 @@ field path, so a typo never turns silently into a default.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from themis_opt.bounds import Bounds
 from themis_opt.errors import InputError
 from themis_opt.instance import Collective, Dimension, Instance, Network, check_number
 from themis_opt.result import Result, SolverStats, Status
 from themis_opt.schedule import ChunkSchedule, Phase, Schedule
+
+T = TypeVar("T")
 
 INSTANCE_FORMAT = "themis-opt-instance"
 RESULT_FORMAT = "themis-opt-result"
@@ -78,6 +81,15 @@ def read_json(path: str | Path) -> Any:
 def in_file(error: InputError, path: str | Path) -> InputError:
     """``error`` located in file ``path``: ``FILE: field.path``."""
     return InputError(f"{path}: {error.path}" if error.path else str(path), error.problem)
+
+
+def _read(path: str | Path, build: Callable[[Any], T]) -> T:
+    """Parse the JSON file at ``path`` with ``build``; errors name the file."""
+    data = read_json(path)
+    try:
+        return build(data)
+    except InputError as error:
+        raise in_file(error, path) from None
 
 
 def _object(value: Any, path: str, required: set[str], optional: set[str]) -> dict[str, Any]:
@@ -181,11 +193,7 @@ def load_instance(path: str | Path) -> Instance:
     InputError
         Naming the file and the field path of the first problem.
     """
-    data = read_json(path)
-    try:
-        return instance_from_dict(data, Path(path).stem)
-    except InputError as error:
-        raise in_file(error, path) from None
+    return _read(path, lambda data: instance_from_dict(data, Path(path).stem))
 
 
 def _num(value: float) -> int | float:
@@ -404,8 +412,4 @@ def load_result(path: str | Path) -> Result:
     InputError
         Naming the file and the field path of the first problem.
     """
-    data = read_json(path)
-    try:
-        return result_from_dict(data)
-    except InputError as error:
-        raise in_file(error, path) from None
+    return _read(path, result_from_dict)
