@@ -65,8 +65,8 @@ def test_round_trip_results(worked: Instance, tmp_path: Path) -> None:
     assert result_to_dict(again) == result_to_dict(result)
 
 
-def _mutate(path: list[Any], value: Any) -> dict[str, Any]:
-    data = copy.deepcopy(VALID)
+def _apply(data: Any, path: list[Any], value: Any) -> None:
+    """Set (or delete, for _DELETE) the field at ``path`` inside ``data``."""
     target = data
     for key in path[:-1]:
         target = target[key]
@@ -74,6 +74,11 @@ def _mutate(path: list[Any], value: Any) -> dict[str, Any]:
         del target[path[-1]]
     else:
         target[path[-1]] = value
+
+
+def _mutate(path: list[Any], value: Any) -> dict[str, Any]:
+    data = copy.deepcopy(VALID)
+    _apply(data, path, value)
     return data
 
 
@@ -191,14 +196,8 @@ def _mutations() -> st.SearchStrategy[tuple[list[Any], Any]]:
 def test_mutated_instances_raise_only_input_error(mutations: list[tuple[list[Any], Any]]) -> None:
     data = copy.deepcopy(VALID)
     for path, value in mutations:
-        target = data
         try:
-            for key in path[:-1]:
-                target = target[key]
-            if value is _DELETE:
-                del target[path[-1]]
-            else:
-                target[path[-1]] = value
+            _apply(data, path, value)
         except (KeyError, IndexError, TypeError):
             continue
     try:
