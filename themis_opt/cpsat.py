@@ -243,10 +243,11 @@ def relabel(instance: Instance, schedule: Schedule) -> Schedule:
 class _Recorder(cp_model.CpSolverSolutionCallback):
     """Keeps the best exactly re-timed solution and the improvement trajectory."""
 
-    def __init__(self, model: _Model, best: Schedule, t0: float) -> None:
+    def __init__(self, model: _Model, best: Schedule, t0: float, good_enough: float) -> None:
         super().__init__()
         self._model = model
         self._t0 = t0
+        self._good_enough = good_enough
         self.best = best
         self.solutions = 0
         self.trajectory: list[tuple[float, float]] = [(time.perf_counter() - t0, best.makespan)]
@@ -257,6 +258,9 @@ class _Recorder(cp_model.CpSolverSolutionCallback):
         if schedule.makespan < self.best.makespan:
             self.best = schedule
             self.trajectory.append((time.perf_counter() - self._t0, schedule.makespan))
+        if schedule.makespan <= self._good_enough:
+            # it meets a proven lower bound: optimal, nothing left to search for
+            self.stop_search()
 
 
 def solve_cpsat(
@@ -269,6 +273,7 @@ def solve_cpsat(
     quantum_ns: float | None,
     log: bool,
     t0: float,
+    lower_bound: float = 0.0,
 ) -> CpsatOutcome:
     """Minimise the makespan with CP-SAT from a complete warm start.
 
@@ -286,11 +291,16 @@ def solve_cpsat(
         Stream CP-SAT's search log through this module's logger at INFO.
     t0
         ``time.perf_counter()`` at the start of the method, for the trajectory.
+    lower_bound
+        A proven lower bound on the exact makespan. It bounds the quantised
+        makespan from below too (rounded durations are only longer), and the
+        search stops once a solution meets it within one quantum.
     """
     quantum = quantum_ns if quantum_ns is not None else default_quantum(warm.makespan)
     horizon_ns = warm.makespan + quantum * (instance.num_phases + 1)
     horizon = math.ceil(horizon_ns / quantum) + 1
     model = _Model(instance, quantum, horizon)
+    model.model.add(model.makespan >= math.ceil(lower_bound / quantum - 1e-9))
     model.hint(warm)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
@@ -299,7 +309,7 @@ def solve_cpsat(
     if log:
         solver.parameters.log_search_progress = True
         solver.log_callback = lambda line: logger.info("%s", line)
-    recorder = _Recorder(model, warm, t0)
+    recorder = _Recorder(model, warm, t0, lower_bound + quantum)
     code = solver.solve(model.model, recorder)
     status = _STATUS[code]
     bound = None

@@ -186,6 +186,7 @@ def _solve_cpsat(
         quantum_ns=quantum,
         log=log,
         t0=t0,
+        lower_bound=bounds.best,
     )
     bounds = Bounds(bounds.ideal, bounds.lp, bounds.ip, bounds.fill_drain, outcome.bound)
     schedule: Schedule | None = outcome.schedule
