@@ -88,6 +88,9 @@ def test_validate_reports_violations(tmp_path: Path, capsys: pytest.CaptureFixtu
         (["bench"], "give instance paths or --suite"),
         (["bench", WORKED, "--resume"], "--resume: needs --out"),
         (["show", "missing.json"], "missing.json: no such file"),
+        (["solve", WORKED, "--output", str(DATA)], "is a folder, not a file"),
+        (["bench", WORKED, "--out", str(DATA / "worked.json" / "x.jsonl")], "cannot be written"),
+        (["bench", WORKED, "--csv", str(DATA)], "is a folder, not a file"),
         ([], "the following arguments are required"),
     ],
 )

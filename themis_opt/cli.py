@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from themis_opt import bench as benchmod
 from themis_opt.errors import InputError
 from themis_opt.generator import FAMILIES, generate
-from themis_opt.io import load_instance, load_result, save_instance, save_result
+from themis_opt.io import check_writable, load_instance, load_result, save_instance, save_result
 from themis_opt.report import bench_table, comparison_table, fmt_time, gantt, result_summary, summary_table
 from themis_opt.result import Result
 from themis_opt.solve import available_workers, solve
@@ -160,6 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _solve(args: argparse.Namespace, console: Console) -> int:
     instance = load_instance(args.instance)
+    if args.output:
+        check_writable(args.output)
     if args.log:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(message)s"))
@@ -261,6 +263,9 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
         load_instance(path)  # bad input fails before any work starts
     if args.resume and not args.out:
         raise InputError("--resume", "needs --out, the file to resume from")
+    for target in (args.out, args.csv):
+        if target:
+            check_writable(target)
     workers = args.workers if args.workers is not None else max(1, available_workers() // args.jobs)
     if args.jobs * workers > available_workers():
         sys.stderr.write(

@@ -8,6 +8,7 @@ field path, so a typo never turns silently into a default.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -242,6 +243,20 @@ def write_json(path: str | Path, data: Any) -> None:
         path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     except OSError as error:
         raise InputError(str(path), f"cannot be written ({error.strerror})") from None
+
+
+def check_writable(path: str | Path) -> None:
+    """Raise :class:`InputError` unless a file can be written at ``path``
+    (checked before long work starts, so that no result is lost at the end).
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(str(path), "is a folder, not a file")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise InputError(str(path), f"cannot be written (no writable folder {folder})")
 
 
 def save_instance(instance: Instance, path: str | Path) -> None:
