@@ -105,7 +105,7 @@ class _Model:
         self.rounded: dict[tuple[int, int, tuple[int, ...]], list[int]] = {}
         for i, (c, k) in enumerate(ids):
             coll = instance.collectives[c]
-            issue = math.ceil(coll.issue_ns / quantum - 1e-9)
+            issue = self.ceil_issue(coll.issue_ns)
             plans = {order: chunk_phases(instance, c, coll.bytes_of(k), order) for order in instance.orders[c]}
             durations = {order: [self.ceil(p.duration) for p in plan] for order, plan in plans.items()}
             for order, dur in durations.items():
@@ -160,6 +160,10 @@ class _Model:
         self._break_symmetry()
         m.minimize(self.makespan)
 
+    def ceil_issue(self, issue_ns: float) -> int:
+        """An issue time in quanta, rounded up (no phase may start earlier)."""
+        return math.ceil(issue_ns / self.quantum - 1e-9)
+
     def ceil(self, duration: float) -> int:
         """A duration in quanta, rounded up (at least 1)."""
         return max(1, math.ceil(duration / self.quantum - 1e-9))
@@ -192,7 +196,8 @@ class _Model:
         durations = [
             self.rounded[(c, instance.collectives[c].bytes_of(k), orders[(c, k)])] for c, k in instance.chunk_ids
         ]
-        starts = left_shift(instance, orders, sequences_of(instance, schedule), durations)
+        issues = [self.ceil_issue(coll.issue_ns) for coll in instance.collectives]
+        starts = left_shift(instance, orders, sequences_of(instance, schedule), durations, issues)
         makespan = 0
         for i, (c, k) in enumerate(instance.chunk_ids):
             order = orders[(c, k)]

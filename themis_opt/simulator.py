@@ -262,6 +262,7 @@ def left_shift(
     orders: Orders,
     sequences: Mapping[int, Sequence[tuple[int, int]]],
     durations: Sequence[Sequence[float]] | None = None,
+    issues: Sequence[float] | None = None,
 ) -> list[list[float]]:
     """Earliest start of every phase given fixed orders and per-dimension sequences.
 
@@ -277,6 +278,9 @@ def left_shift(
     durations
         Per chunk, the duration of each phase; ``None`` uses the cost model
         (pass rounded durations to plan in integer time).
+    issues
+        Per collective, its issue time in the same unit as ``durations``;
+        ``None`` uses the instance's issue times.
 
     Returns
     -------
@@ -291,6 +295,7 @@ def left_shift(
     check_orders(instance, orders)
     plan = phase_plan(instance, orders)
     dur = durations if durations is not None else [[s.duration for s in p] for p in plan]
+    issue = issues if issues is not None else [coll.issue_ns for coll in instance.collectives]
     ids = instance.chunk_ids
     position: dict[tuple[int, int], tuple[int, int]] = {}
     for d, seq in sequences.items():
@@ -313,7 +318,7 @@ def left_shift(
         i, p = stack.pop()
         seen += 1
         d, pos = position[(i, p)]
-        earliest = instance.collectives[ids[i][0]].issue_ns if p == 0 else ends[i][p - 1]
+        earliest = issue[ids[i][0]] if p == 0 else ends[i][p - 1]
         if pos > 0:
             j, q = sequences[d][pos - 1]
             earliest = max(earliest, ends[j][q])
