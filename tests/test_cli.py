@@ -9,6 +9,7 @@ import pytest
 
 from themis_opt.cli import main
 from themis_opt.io import load_result
+from themis_opt.solve import available_workers
 
 from .conftest import DATA
 
@@ -147,3 +148,12 @@ def test_bench_runs_writes_and_resumes(tmp_path: Path, capsys: pytest.CaptureFix
     again = out_file.read_text().splitlines()
     assert again[0] == lines[0] and len(again) == 2
     assert json.loads(again[1])["instance"] == json.loads(lines[1])["instance"]
+
+
+def test_bench_parallel_jobs_warn_when_oversubscribed(capsys: pytest.CaptureFixture[str]) -> None:
+    paths = [str(DATA / "tiny_rs.json"), str(DATA / "tiny_ag.json")]
+    argv = ["bench", *paths, "--methods", "baseline,themis-scf", "--jobs", "2", "--workers", str(available_workers())]
+    code, out, err = run(argv, capsys)
+    assert code == 0
+    assert "exceed the" in err and "cores available" in err
+    assert "tiny_rs" in out and "tiny_ag" in out
