@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from themis_opt.cost import chunk_phases
+from themis_opt.cost import PhaseSpec, chunk_phases
 from themis_opt.instance import Instance, Kind, Op
 from themis_opt.result import SolverStats, Status
 from themis_opt.schedule import ChunkSchedule, Schedule
@@ -39,6 +39,7 @@ from themis_opt.simulator import left_shift, retime, sequences_of
 
 logger = logging.getLogger(__name__)
 
+Order = tuple[int, ...]
 HORIZON_QUANTA = 100_000  # default quantum: the warm start's makespan over this
 
 _STATUS = {
@@ -103,13 +104,17 @@ class _Model:
         least_head = [horizon] * num_dims
         least_tail = [horizon] * num_dims
         self.rounded: dict[tuple[int, int, tuple[int, ...]], list[int]] = {}
+        per_class: dict[tuple[int, int], tuple[dict[Order, tuple[PhaseSpec, ...]], dict[Order, list[int]]]] = {}
         for i, (c, k) in enumerate(ids):
             coll = instance.collectives[c]
             issue = self.ceil_issue(coll.issue_ns)
-            plans = {order: chunk_phases(instance, c, coll.bytes_of(k), order) for order in instance.orders[c]}
-            durations = {order: [self.ceil(p.duration) for p in plan] for order, plan in plans.items()}
-            for order, dur in durations.items():
-                self.rounded[(c, coll.bytes_of(k), order)] = dur
+            if (c, coll.bytes_of(k)) not in per_class:  # identical chunks share their phase plans
+                plans = {order: chunk_phases(instance, c, coll.bytes_of(k), order) for order in instance.orders[c]}
+                durations = {order: [self.ceil(p.duration) for p in plan] for order, plan in plans.items()}
+                for order, dur in durations.items():
+                    self.rounded[(c, coll.bytes_of(k), order)] = dur
+                per_class[c, coll.bytes_of(k)] = (plans, durations)
+            plans, durations = per_class[c, coll.bytes_of(k)]
             keys = [(p.dim, p.op) for p in next(iter(plans.values()))]
             lits = {order: m.new_bool_var(f"o{i}_{'_'.join(map(str, order))}") for order in plans}
             m.add_exactly_one(lits.values())
