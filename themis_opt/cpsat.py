@@ -318,6 +318,7 @@ def solve_cpsat(
     solver.parameters.random_seed = seed
     if log:
         solver.parameters.log_search_progress = True
+        solver.parameters.log_to_stdout = False  # the callback alone carries it
         solver.log_callback = lambda line: logger.info("%s", line)
     recorder = _Recorder(model, warm, t0, lower_bound + quantum)
     code = solver.solve(model.model, recorder)
