@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from themis_opt import bench as benchmod
 from themis_opt.errors import InputError
 from themis_opt.generator import FAMILIES, generate
+from themis_opt.instance import Instance
 from themis_opt.io import check_writable, load_instance, load_result, save_instance, save_result
 from themis_opt.report import bench_table, comparison_table, fmt_time, gantt, result_summary, summary_table
 from themis_opt.result import Result
@@ -162,11 +163,22 @@ def _solve(args: argparse.Namespace, console: Console) -> int:
     instance = load_instance(args.instance)
     if args.output:
         check_writable(args.output)
-    if args.log:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        logging.getLogger("themis_opt").addHandler(handler)
-        logging.getLogger("themis_opt").setLevel(logging.INFO)
+    if not args.log:
+        return _run_solve(args, console, instance)
+    package = logging.getLogger("themis_opt")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level = package.level
+    package.addHandler(handler)
+    package.setLevel(logging.INFO)
+    try:
+        return _run_solve(args, console, instance)
+    finally:  # main() may be called again in the same process
+        package.removeHandler(handler)
+        package.setLevel(level)
+
+
+def _run_solve(args: argparse.Namespace, console: Console, instance: Instance) -> int:
     options = {
         "time_limit": args.time_limit,
         "workers": args.workers,
