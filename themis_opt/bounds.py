@@ -35,7 +35,8 @@ from themis_opt.instance import ChunkClass, Instance, Kind
 logger = logging.getLogger(__name__)
 
 SAFETY = 1e-8  # relative: covers the LP and MIP solvers' float tolerances
-NODE_LIMIT = 20000
+NODE_LIMIT = 20000  # integer load bound: small, SCIP proves it within this
+FILL_DRAIN_NODE_LIMIT = 2000  # its big-step variant is much harder; its dual bound stays valid
 
 
 @dataclass(frozen=True)
@@ -150,15 +151,17 @@ def _issue_cuts(instance: Instance) -> list[tuple[float, list[ChunkClass]]]:
 
 
 def _load_model(
-    instance: Instance, backend: str, *, integer: bool, fill_drain: bool
+    instance: Instance, backend: str, *, integer: bool, fill_drain: bool, floor_ns: float = 0.0
 ) -> tuple[pywraplp.Solver, dict[tuple[ChunkClass, tuple[int, ...]], pywraplp.Variable]]:
-    """The load-bound program in microseconds (well-scaled for the solvers)."""
+    """The load-bound program in microseconds (well-scaled for the solvers);
+    ``floor_ns`` is a known lower bound on its optimum.
+    """
     profiles = order_profiles(instance)
     solver = pywraplp.Solver.CreateSolver(backend)
     if solver is None:  # pragma: no cover - both backends ship with ortools
         raise RuntimeError(f"OR-Tools has no {backend} backend")
     us = 1e-3
-    makespan = solver.NumVar(0.0, solver.infinity(), "makespan")
+    makespan = solver.NumVar(floor_ns * us, solver.infinity(), "makespan")
     x = {}
     for i, cls in enumerate(instance.chunk_classes):
         for j, order in enumerate(profiles[cls]):
@@ -237,7 +240,7 @@ class LoadSolution:
 
 
 @functools.lru_cache(maxsize=64)
-def integer_load_bound(instance: Instance, *, fill_drain: bool, node_limit: int = NODE_LIMIT) -> LoadSolution:
+def integer_load_bound(instance: Instance, *, fill_drain: bool, node_limit: int | None = None) -> LoadSolution:
     """The integer hierarchical load bound, optionally with fill and drain (SCIP).
 
     Parameters
@@ -247,16 +250,22 @@ def integer_load_bound(instance: Instance, *, fill_drain: bool, node_limit: int 
     fill_drain
         Add each dimension's least head and tail over the orders in use.
     node_limit
-        Branch-and-bound nodes SCIP may explore; a node limit, unlike a time
-        limit, keeps the answer the same on every machine. The dual bound is
-        valid whether or not the limit is hit.
+        Branch-and-bound nodes SCIP may explore (default: 20000, or 2000 with
+        fill and drain); a node limit, unlike a time limit, keeps the answer
+        the same on every machine. The dual bound is valid whether or not the
+        limit is hit.
 
     Notes
     -----
     Cached per instance (the solve is deterministic): do not mutate the
     returned counts.
     """
-    solver, x = _load_model(instance, "SCIP", integer=True, fill_drain=fill_drain)
+    # fill-and-drain only adds constraints to the integer program: its optimum
+    # starts from the integer bound, which lets SCIP prune from the first node
+    floor = integer_load_bound(instance, fill_drain=False).bound if fill_drain else 0.0
+    if node_limit is None:
+        node_limit = FILL_DRAIN_NODE_LIMIT if fill_drain else NODE_LIMIT
+    solver, x = _load_model(instance, "SCIP", integer=True, fill_drain=fill_drain, floor_ns=floor)
     solver.SetSolverSpecificParametersAsString(f"limits/nodes = {node_limit}\n")
     params = pywraplp.MPSolverParameters()
     params.SetDoubleParam(params.RELATIVE_MIP_GAP, 0.0)
@@ -274,6 +283,5 @@ def integer_load_bound(instance: Instance, *, fill_drain: bool, node_limit: int 
 def compute_bounds(instance: Instance) -> Bounds:
     """The ideal, LP, integer and fill-and-drain bounds of ``instance``."""
     ip = integer_load_bound(instance, fill_drain=False).bound
-    # fill-and-drain only adds constraints, so it is at least the integer bound
     fill_drain = max(ip, integer_load_bound(instance, fill_drain=True).bound)
     return Bounds(ideal=ideal_bound(instance), lp=lp_bound(instance), ip=ip, fill_drain=fill_drain)
