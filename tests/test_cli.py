@@ -29,9 +29,9 @@ def test_solve_prints_summary_and_writes_result(tmp_path: Path, capsys: pytest.C
     out_file = tmp_path / "r.json"
     code, out, _ = run(["solve", WORKED, "--method", "themis", "--output", str(out_file)], capsys)
     assert code == 0
-    assert "themis-scf" in out and "981.271 µs" in out and "busy share" in out
+    assert "themis-scf" in out and "1.1473 ms" in out and "busy share" in out
     result = load_result(out_file)
-    assert result.makespan == pytest.approx(981271.25)
+    assert result.makespan == pytest.approx(1147316.875)
     code, out, _ = run(["validate", WORKED, str(out_file)], capsys)
     assert code == 0 and "valid" in out
 

@@ -7,8 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from themis_opt.errors import InputError
-from themis_opt.instance import Instance
+from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.policies import baseline_orders, themis_orders
+from themis_opt.schedule import Schedule
 from themis_opt.simulator import ScfQueue, retime, sequences_of, simulate
 from themis_opt.validator import critical_path, validate
 
@@ -18,7 +19,55 @@ from .conftest import heuristic_schedules
 def test_worked_example_makespans(worked: Instance) -> None:
     assert simulate(worked, baseline_orders(worked), "fifo").makespan == pytest.approx(949740.0)
     assert simulate(worked, themis_orders(worked), "fifo").makespan == pytest.approx(1147316.875)
-    assert simulate(worked, themis_orders(worked), "scf").makespan == pytest.approx(981271.25)
+    assert simulate(worked, themis_orders(worked), "scf").makespan == pytest.approx(1147316.875)
+
+
+MIB = 2**20
+
+
+def _one_dim(*collectives: Collective) -> Instance:
+    """One ring of 2 NPUs at 100 GB/s: every phase of every collective queues on d0."""
+    return Instance(Network((Dimension(2, "ring", 100.0, 500.0),)), collectives)
+
+
+def _service(schedule: Schedule) -> list[tuple[int, str]]:
+    """The order d0 serves phases in, as (collective, op initial)."""
+    return [(c, phase.op.value[0]) for phase, c, _ in schedule.by_dimension()[0]]
+
+
+def test_scf_second_to_last_phase_joins_the_tail_and_the_last_is_inserted_by_size() -> None:
+    # c0 (RS 8 MiB) runs from 0; c1 (AR 1 MiB), c2 (RS 4 MiB) and c3 (AR 1 MiB) wait.
+    instance = _one_dim(
+        Collective("reduce_scatter", 8 * MIB, 1),
+        Collective("all_reduce", MIB, 1),
+        Collective("reduce_scatter", 4 * MIB, 1, issue_ns=1000),
+        Collective("all_reduce", MIB, 1, issue_ns=2000),
+    )
+    schedule = simulate(instance, baseline_orders(instance), "scf")
+    # Queue while c0 runs: c1's RS is second-to-last: tail -> [c1.r]; c2 has no smaller
+    # entry after it -> [c1.r, c2]; c3's RS, second-to-last, also joins the tail although
+    # it is the smallest -> [c1.r, c2, c3.r]. c1's AG (its last phase, 1 MiB) then goes
+    # before c2 (4 MiB): inserted by size.
+    assert _service(schedule) == [(0, "r"), (1, "r"), (1, "a"), (2, "r"), (3, "r"), (3, "a")]
+    assert validate(instance, schedule) == []
+
+
+def test_scf_same_instant_arrival_starts_an_idle_dimension_at_once() -> None:
+    # Both are issued at 0, the larger first in collective order: it finds d0 idle and
+    # starts before the smaller one is even queued.
+    instance = _one_dim(Collective("reduce_scatter", 4 * MIB, 1), Collective("reduce_scatter", MIB, 1))
+    schedule = simulate(instance, baseline_orders(instance), "scf")
+    assert _service(schedule) == [(0, "r"), (1, "r")]
+    first = schedule.chunks[0].phases[0]
+    assert first.start_ns == 0.0
+    assert schedule.chunks[1].phases[0].start_ns == pytest.approx(first.end_ns)
+    # Phases that wait for a busy dimension still queue by size: the later, smaller one first.
+    three = _one_dim(
+        Collective("reduce_scatter", 4 * MIB, 1),
+        Collective("reduce_scatter", 2 * MIB, 1, issue_ns=10),
+        Collective("reduce_scatter", MIB, 1, issue_ns=20),
+    )
+    assert _service(simulate(three, baseline_orders(three), "scf")) == [(0, "r"), (2, "r"), (1, "r")]
 
 
 def test_every_simulated_schedule_is_valid_and_left_shifted(instance: Instance) -> None:

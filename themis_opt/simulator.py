@@ -5,15 +5,23 @@ phases run strictly in sequence. When a dimension is free it serves the next
 waiting phase chosen by the intra-dimension policy:
 
 * ``fifo``: arrival order at the dimension; ties by collective, then chunk.
-* ``scf`` (smallest chunk first): ASTRA-sim's queue insertion. A phase that is
-  not its chunk's last is inserted before the first waiting phase whose size
-  ``max(bytes_in, bytes_out)`` is equal or larger (so among equal sizes the
-  latest arrival goes first); a chunk's last phase joins the tail.
+* ``scf`` (smallest chunk first): ASTRA-sim's queue insertion
+  (``Sys::insert_stream``). A phase is inserted before the first waiting
+  phase whose size ``max(bytes_in, bytes_out)`` is equal or larger (so among
+  equal sizes the latest arrival goes first), except a chunk's second-to-last
+  phase (exactly one phase after it), which joins the tail. ASTRA-sim tests
+  ``phases_to_go.size() == 1`` after it has removed the phase being queued,
+  so the last phase is inserted by size.
 
-Phases that become ready at the same instant join their queues in (collective,
-chunk) order before any free dimension picks, so the result does not depend on
-event bookkeeping. Both queues cost O(log Q) an operation, so a run costs
-O(P log P) for P phases.
+Same-instant events follow ASTRA-sim's ``notify_stream_added``: at one
+instant the phases that end are processed first (their dimensions become
+idle); then the phases that became ready are taken one at a time in
+(collective, chunk) order, each is queued on its dimension and, if that
+dimension is idle, the dimension starts the head of its queue at once, before
+the next one is queued. Last, every dimension still idle starts the head of
+its queue. Under fifo this equals queueing everything first; under scf it
+does not. Both queues cost O(log Q) an operation, so a run costs O(P log P)
+for P phases.
 """
 
 from __future__ import annotations
@@ -213,6 +221,16 @@ def simulate(instance: Instance, orders: Orders, intra: Intra | str = Intra.FIFO
     ready = [(instance.collectives[c].issue_ns, i) for i, (c, _) in enumerate(ids)]
     heapq.heapify(ready)
     done: list[tuple[float, int, int]] = []
+    def start_head(d: int) -> None:
+        queue = fifo[d] if intra is Intra.FIFO else scf[d]
+        if busy[d] or not queue:
+            return
+        i = queue.popleft() if isinstance(queue, deque) else queue.pop()
+        starts[i].append(now)
+        busy[d] = True
+        heapq.heappush(done, (now + plan[i][next_phase[i]].duration, d, i))
+
+    now = 0.0
     while ready or done:
         now = min(ready[0][0] if ready else float("inf"), done[0][0] if done else float("inf"))
         while done and done[0][0] == now:
@@ -224,23 +242,19 @@ def simulate(instance: Instance, orders: Orders, intra: Intra | str = Intra.FIFO
         arrivals = []
         while ready and ready[0][0] == now:
             arrivals.append(heapq.heappop(ready)[1])
+
+
         for i in sorted(arrivals):  # chunk index order is (collective, chunk) order
             spec = plan[i][next_phase[i]]
             if intra is Intra.FIFO:
                 fifo[spec.dim].append(i)
-            elif next_phase[i] == len(plan[i]) - 1:
+            elif next_phase[i] == len(plan[i]) - 2:  # second-to-last: exactly one phase after it
                 scf[spec.dim].append(max(spec.bytes_in, spec.bytes_out), i)
             else:
                 scf[spec.dim].insert_before_ge(max(spec.bytes_in, spec.bytes_out), i)
+            start_head(spec.dim)  # an idle dimension starts at once
         for d in range(num_dims):
-            queue = fifo[d] if intra is Intra.FIFO else scf[d]
-            if busy[d] or not queue:
-                continue
-            i = queue.popleft() if isinstance(queue, deque) else queue.pop()
-            spec = plan[i][next_phase[i]]
-            starts[i].append(now)
-            busy[d] = True
-            heapq.heappush(done, (now + spec.duration, d, i))
+            start_head(d)
     return _build(instance, orders, plan, starts)
 
 
