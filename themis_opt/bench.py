@@ -2,29 +2,34 @@
 
 One :class:`Record` per instance holds what each method measured; records
 go to a JSON-lines file one at a time, so an interrupted run keeps what it
-finished and ``resume`` skips it. Every schedule is checked by the validator
-and the record says whether it passed.
+finished and ``resume`` skips it. A record names its instance by a digest of
+the instance's content (not its path), and says which methods, time limit and
+seed produced it, so rows of different runs are never mixed by accident.
+Every schedule is checked by the validator and the record says whether it
+passed.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from themis_opt.bounds import compute_bounds
+from themis_opt.budget import Deadline
 from themis_opt.errors import InputError
-from themis_opt.io import in_file, load_instance, parse_json
-from themis_opt.result import Result, Status
-from themis_opt.solve import solve
+from themis_opt.instance import Instance
+from themis_opt.io import check_writable, in_file, instance_from_dict, instance_to_dict, parse_json, read_json
+from themis_opt.result import Result, Status, gap, is_proven
+from themis_opt.solve import origin_ns, solve
 from themis_opt.validator import validate
 
 METHODS = ("baseline", "themis-fifo", "themis-scf", "balanced", "cpsat")
-SUITES = ("quick", "paper", "exact")
 
 
 @dataclass(frozen=True)
@@ -37,11 +42,17 @@ class Outcome:
     runtime_s: float
     bandwidth_utilization: float | None
     valid: bool
+    note: str = ""
 
 
 @dataclass(frozen=True)
 class Record:
-    """One instance's row: its description, its best lower bound, each method's outcome."""
+    """One instance's row: its description, its best lower bound, each method's outcome.
+
+    ``digest`` identifies the instance by content; ``methods``, ``time_limit_s``
+    and ``seed`` say how the row was made; ``error`` is set (and ``outcomes``
+    empty) when the instance could not be run at all.
+    """
 
     path: str
     instance: str
@@ -51,6 +62,11 @@ class Record:
     lower_bound_ns: float
     ideal_ns: float
     outcomes: tuple[Outcome, ...]
+    digest: str = ""
+    methods: tuple[str, ...] = ()
+    time_limit_s: float = 0.0
+    seed: int = 0
+    error: str = ""
 
     def outcome(self, method: str) -> Outcome | None:
         """The outcome of ``method``, if it ran."""
@@ -59,9 +75,7 @@ class Record:
     def gap(self, method: str) -> float | None:
         """``method``'s makespan over the best lower bound, minus 1."""
         o = self.outcome(method)
-        if o is None or o.makespan_ns is None or self.lower_bound_ns <= 0:
-            return None
-        return o.makespan_ns / self.lower_bound_ns - 1
+        return None if o is None else gap(o.makespan_ns, self.lower_bound_ns)
 
     def speedup(self, method: str) -> float | None:
         """Baseline makespan over ``method``'s."""
@@ -69,6 +83,10 @@ class Record:
         if base is None or o is None or not base.makespan_ns or not o.makespan_ns:
             return None
         return base.makespan_ns / o.makespan_ns
+
+    def settings(self) -> tuple[tuple[str, ...], float, int]:
+        """(methods, time limit, seed): what must match for rows to be compared."""
+        return self.methods, self.time_limit_s, self.seed
 
     def to_json(self) -> str:
         """One JSON line."""
@@ -79,11 +97,24 @@ class Record:
         """Rebuild a record written by :meth:`to_json`."""
         if not isinstance(data, dict):
             raise InputError("", "a record must be a JSON object")
+        known = {f.name for f in fields(Record)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InputError("", f"not a benchmark record (unknown field {unknown[0]!r})")
         try:
             outcomes = tuple(Outcome(**o) for o in data["outcomes"])
-            return Record(**{**data, "outcomes": outcomes})
+            methods = tuple(data.get("methods", ()))
+            return Record(**{**data, "outcomes": outcomes, "methods": methods})
         except (KeyError, TypeError) as error:
             raise InputError("", f"not a benchmark record ({error})") from None
+
+
+def instance_digest(instance: Instance) -> str:
+    """A digest of the instance's content (network and collectives, not its name)."""
+    document = instance_to_dict(instance)
+    del document["name"]
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def parse_methods(text: str) -> tuple[str, ...]:
@@ -94,6 +125,8 @@ def parse_methods(text: str) -> tuple[str, ...]:
     for m in methods:
         if m not in METHODS:
             raise InputError("--methods", f"unknown method {m!r} (choose from {', '.join(METHODS)})")
+    if len(set(methods)) != len(methods):
+        raise InputError("--methods", f"names a method twice: {text!r}")
     return methods
 
 
@@ -103,29 +136,34 @@ def _run_method(instance: Any, method: str, bounds: Any, time_limit: float, work
 
 
 def run_instance(path: str, methods: Sequence[str], time_limit: float, workers: int, seed: int) -> Record:
-    """Run ``methods`` on the instance at ``path`` and validate every schedule."""
-    instance = load_instance(path)
-    bounds = compute_bounds(instance)
+    """Run ``methods`` on the instance file at ``path`` and validate every schedule."""
+    return run_document(read_json(path), path, methods, time_limit, workers, seed)
+
+
+def run_document(
+    document: Any, path: str, methods: Sequence[str], time_limit: float, workers: int, seed: int
+) -> Record:
+    """Run ``methods`` on an instance given as its JSON document (what a remote worker receives).
+
+    The bounds get their own ``time_limit``, then every method gets
+    ``time_limit`` for its whole run.
+    """
+    try:
+        instance = instance_from_dict(document, Path(path).stem)
+    except InputError as error:
+        raise in_file(error, path) from None
+    bounds = compute_bounds(instance, Deadline.after(time_limit))
     results = [_run_method(instance, m, bounds, time_limit, workers, seed) for m in methods]
     best = max([bounds.best, *(r.lower_bound for r in results)])
-    outcomes = tuple(
-        Outcome(
-            method=m,
-            status=r.status.value,
-            makespan_ns=r.makespan,
-            runtime_s=r.runtime,
-            bandwidth_utilization=r.bandwidth_utilization,
-            valid=r.schedule is not None and not validate(instance, r.schedule),
-        )
-        for m, r in zip(methods, results)
-    )
-    # A heuristic meeting the best bound is proven optimal too.
-    outcomes = tuple(
-        Outcome(o.method, Status.OPTIMAL.value, o.makespan_ns, o.runtime_s, o.bandwidth_utilization, o.valid)
-        if o.makespan_ns is not None and o.makespan_ns <= best * (1 + 1e-5) and o.valid
-        else o
-        for o in outcomes
-    )
+    origin = origin_ns(instance)
+    outcomes = []
+    for m, r in zip(methods, results):
+        valid = r.schedule is not None and not validate(instance, r.schedule)
+        status = r.status.value
+        # a heuristic meeting the best bound any method found is proven optimal too
+        if valid and r.makespan is not None and is_proven(r.makespan, best, origin):
+            status = Status.OPTIMAL.value
+        outcomes.append(Outcome(m, status, r.makespan, r.runtime, r.bandwidth_utilization, valid, r.note))
     return Record(
         path=path,
         instance=instance.name,
@@ -134,13 +172,53 @@ def run_instance(path: str, methods: Sequence[str], time_limit: float, workers: 
         chunks=instance.num_chunks,
         lower_bound_ns=best,
         ideal_ns=bounds.ideal,
-        outcomes=outcomes,
+        outcomes=tuple(outcomes),
+        digest=instance_digest(instance),
+        methods=tuple(methods),
+        time_limit_s=time_limit,
+        seed=seed,
     )
 
 
+def die_with_parent() -> None:  # pragma: no cover - runs in the worker processes
+    """Make this worker process die with the process that started it (Linux), so none outlives the bench."""
+    import ctypes
+    import os
+    import signal
+
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def stop_pool(pool: Any) -> None:
+    """Stop a process pool now: cancel what has not started, kill what runs."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+    for process in processes:
+        process.join(timeout=5)
+
+
+def failed_record(path: str, digest: str, methods: Sequence[str], time_limit: float, seed: int, error: str) -> Record:
+    """The row of an instance that could not be run: the error, no outcomes."""
+    return Record(path, Path(path).stem, "", 0, 0, 0.0, 0.0, (), digest, tuple(methods), time_limit, seed, error)
+
+
 def read_records(path: str | Path) -> list[Record]:
-    """Records already in a JSON-lines file; a truncated last line (an
-    interrupted write) is dropped and cut from the file.
+    """Records already in a JSON-lines file.
+
+    A last line that is cut short (not valid JSON, no newline, after at least
+    one good record: a write that was interrupted) is dropped and cut from the
+    file; anything else that is not a record is an error, and the file is left
+    as it is.
     """
     path = Path(path)
     if not path.exists():
@@ -150,18 +228,57 @@ def read_records(path: str | Path) -> list[Record]:
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(str(path), f"cannot be read ({error})") from None
     lines = text.split("\n")
-    records = []
+    records: list[Record] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            records.append(Record.from_dict(parse_json(line)))
+            data = parse_json(line)
         except InputError as error:
-            if number == len(lines) and not text.endswith("\n"):
+            if number == len(lines) and not text.endswith("\n") and records:
                 good = text[: len(text) - len(line)]
                 path.write_text(good, encoding="utf-8")
                 break
-            raise in_file(InputError(f"line {number}", error.problem), path) from None
+            raise in_file(InputError(f"line {number}", f"not a rows file: {error.problem}"), path) from None
+        try:
+            records.append(Record.from_dict(data))
+        except InputError as error:
+            raise in_file(InputError(f"line {number}", f"not a rows file: {error.problem}"), path) from None
+    return records
+
+
+def prepare_rows_file(
+    path: str | Path, settings: tuple[tuple[str, ...], float, int], *, allow_mixed: bool = False
+) -> list[Record]:
+    """Check a rows file before any work starts and return the rows it holds.
+
+    A missing file is fine (its missing folders are created); an existing one
+    must be a rows file, and is only ever appended to. Rows made with other
+    methods, time limit or seed are refused unless ``allow_mixed``.
+
+    Raises
+    ------
+    InputError
+        If the path is a folder, cannot be written, is not a rows file, or
+        holds rows of other settings.
+    """
+    path = Path(path)
+    check_writable(path)
+    if not path.exists():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise InputError(str(path), f"cannot be written ({error.strerror})") from None
+        return []
+    records = read_records(path)
+    other = next((r for r in records if r.settings() != settings), None)
+    if other is not None and not allow_mixed:
+        methods, limit, seed = other.settings()
+        raise InputError(
+            str(path),
+            f"holds rows made with other settings (methods {','.join(methods) or '?'}, time limit {limit:g} s, "
+            f"seed {seed}); use another --out file, or --allow-mixed to add to it anyway",
+        )
     return records
 
 

@@ -16,19 +16,25 @@ With several issue times, a dimension's load counts only the collectives
 issued at or after each issue time, added to that time.
 
 The LP is solved by GLOP and the integer programs by SCIP (both shipped with
-OR-Tools), in microseconds; each bound is the solver's dual bound shrunk by a
-relative 1e-8 to cover float tolerances.
+OR-Tools, imported only when a program runs); each bound is the solver's dual
+bound shrunk by a relative 1e-8 to cover float tolerances. The programs run
+under a node limit (the same answer on every machine) and within their share
+of the caller's time budget; SCIP's dual bound is valid wherever it stops, and
+a program that cannot run in time, or would have more than
+``MAX_LOAD_VARIABLES`` order counts (every chunk class times every order of
+its dimensions: 8! orders per class on 8 dimensions), is reported as not
+computed (``None``).
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from ortools.linear_solver import pywraplp
-
+from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
 from themis_opt.cost import chunk_phases
 from themis_opt.instance import ChunkClass, Instance, Kind
 
@@ -37,6 +43,10 @@ logger = logging.getLogger(__name__)
 SAFETY = 1e-8  # relative: covers the LP and MIP solvers' float tolerances
 NODE_LIMIT = 20000  # integer load bound: small, SCIP proves it within this
 FILL_DRAIN_NODE_LIMIT = 2000  # its big-step variant is much harder; its dual bound stays valid
+MAX_LOAD_VARIABLES = 20000  # order counts over all chunk classes; beyond, the load programs are skipped
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ortools.linear_solver import pywraplp
 
 
 @dataclass(frozen=True)
@@ -150,12 +160,24 @@ def _issue_cuts(instance: Instance) -> list[tuple[float, list[ChunkClass]]]:
     return cuts
 
 
+def load_variables(instance: Instance) -> int:
+    """How many order counts the load programs of ``instance`` have."""
+    return sum(math.factorial(len(instance.active_dims[cls.collective])) for cls in instance.chunk_classes)
+
+
+def load_programs_fit(instance: Instance) -> bool:
+    """Whether the load programs are small enough to run (see ``MAX_LOAD_VARIABLES``)."""
+    return load_variables(instance) <= MAX_LOAD_VARIABLES
+
+
 def _load_model(
     instance: Instance, backend: str, *, integer: bool, fill_drain: bool, floor_ns: float = 0.0
 ) -> tuple[pywraplp.Solver, dict[tuple[ChunkClass, tuple[int, ...]], pywraplp.Variable]]:
     """The load-bound program in microseconds (well-scaled for the solvers);
     ``floor_ns`` is a known lower bound on its optimum.
     """
+    from ortools.linear_solver import pywraplp
+
     profiles = order_profiles(instance)
     solver = pywraplp.Solver.CreateSolver(backend)
     if solver is None:  # pragma: no cover - both backends ship with ortools
@@ -198,25 +220,53 @@ def _least_in_use(
     """An expression that is at least the least value among the orders in use.
 
     With the distinct values v_1 < ... < v_m, it is v_1 + sum_j (v_j - v_{j-1}) w_j
-    where w_j >= 1 - (orders in use with a value below v_j): a step is paid
-    exactly when every order below it is unused.
+    where w_j >= 1 - n_j and n_j counts the orders in use with a value below
+    v_j: a step is paid exactly when every order below it is unused. The
+    counts are chained (n_j = n_{j-1} + orders in use at v_{j-1}), so the
+    program grows with orders + levels, not their product.
     """
-    levels = sorted({v for _, v in values})
-    expr = levels[0]
+    at_level: dict[float, list[pywraplp.Variable]] = {}
+    for key, v in values:
+        at_level.setdefault(v, []).append(used[key])
+    levels = sorted(at_level)
+    steps = []
+    below: pywraplp.LinearExpr = 0
     for j in range(1, len(levels)):
+        count = solver.NumVar(0.0, solver.infinity(), f"{tag}_n{j}")
+        solver.Add(count == below + solver.Sum(at_level[levels[j - 1]]))
         step = solver.NumVar(0.0, 1.0, f"{tag}_{j}")
-        below = [used[key] for key, v in values if v < levels[j]]
-        solver.Add(step >= 1 - sum(below))
-        expr = expr + (levels[j] - levels[j - 1]) * step
-    return expr
+        solver.Add(step >= 1 - count)
+        steps.append((levels[j] - levels[j - 1]) * step)
+        below = count
+    return levels[0] + solver.Sum(steps)
 
 
-def lp_bound(instance: Instance) -> float:
-    """The hierarchical load bound with continuous order counts (GLOP)."""
-    solver, _ = _load_model(instance, "GLOP", integer=False, fill_drain=False)
-    status = solver.Solve()
-    if status != pywraplp.Solver.OPTIMAL:
-        raise RuntimeError(f"the LP load bound did not solve to optimality (status {status})")
+def _time_limit_ms(deadline: Deadline) -> int:
+    """Milliseconds left before ``deadline``; raise :class:`OutOfTime` if none."""
+    ms = int(deadline.remaining() * 1000)
+    if ms <= 0:
+        raise OutOfTime("load bound: out of time")
+    return ms
+
+
+def lp_bound(instance: Instance, deadline: Deadline | None = None) -> float | None:
+    """The hierarchical load bound with continuous order counts (GLOP).
+
+    ``None`` when the program is too large or not solved before ``deadline``.
+    """
+    deadline = deadline or Deadline()
+    if not load_programs_fit(instance):
+        return None
+    try:
+        solver, _ = _load_model(instance, "GLOP", integer=False, fill_drain=False)
+        if not math.isinf(deadline.at):
+            solver.SetTimeLimit(_time_limit_ms(deadline))
+        status = run_interruptibly(solver.Solve, solver.InterruptSolve)
+    except OutOfTime:
+        return None
+    if status != solver.OPTIMAL:
+        logger.info("the LP load bound was not solved in time (status %s): not computed", status)
+        return None
     return float(solver.Objective().Value()) * 1e3 * (1 - SAFETY)
 
 
@@ -239,8 +289,12 @@ class LoadSolution:
     optimal: bool
 
 
-@functools.lru_cache(maxsize=64)
-def integer_load_bound(instance: Instance, *, fill_drain: bool, node_limit: int | None = None) -> LoadSolution:
+_CACHE: OrderedDict[tuple[Instance, bool], LoadSolution] = OrderedDict()
+
+
+def integer_load_bound(
+    instance: Instance, *, fill_drain: bool, deadline: Deadline | None = None
+) -> LoadSolution | None:
     """The integer hierarchical load bound, optionally with fill and drain (SCIP).
 
     Parameters
@@ -249,39 +303,90 @@ def integer_load_bound(instance: Instance, *, fill_drain: bool, node_limit: int 
         The instance.
     fill_drain
         Add each dimension's least head and tail over the orders in use.
-    node_limit
-        Branch-and-bound nodes SCIP may explore (default: 20000, or 2000 with
-        fill and drain); a node limit, unlike a time limit, keeps the answer
-        the same on every machine. The dual bound is valid whether or not the
-        limit is hit.
+    deadline
+        When to stop; SCIP's dual bound is valid wherever it stops.
+
+    Returns
+    -------
+    LoadSolution or None
+        ``None`` when the program is too large, or SCIP found no assignment
+        before ``deadline``.
 
     Notes
     -----
-    Cached per instance (the solve is deterministic): do not mutate the
-    returned counts.
+    SCIP explores at most 20000 branch-and-bound nodes (2000 with fill and
+    drain): a node limit, unlike a time limit, keeps the answer the same on
+    every machine. Answers that the node limit decided (not the deadline)
+    are cached per instance: do not mutate the returned counts.
     """
-    # fill-and-drain only adds constraints to the integer program: its optimum
-    # starts from the integer bound, which lets SCIP prune from the first node
-    floor = integer_load_bound(instance, fill_drain=False).bound if fill_drain else 0.0
-    if node_limit is None:
+    deadline = deadline or Deadline()
+    key = (instance, fill_drain)
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        return _CACHE[key]
+    if not load_programs_fit(instance):
+        return None
+    floor = 0.0
+    if fill_drain:
+        # fill-and-drain only adds constraints to the integer program: its optimum
+        # starts from the integer bound, which lets SCIP prune from the first node
+        plain = integer_load_bound(instance, fill_drain=False, deadline=deadline.share(0.5))
+        floor = plain.bound if plain is not None else 0.0
+    try:
+        solver, x = _load_model(instance, "SCIP", integer=True, fill_drain=fill_drain, floor_ns=floor)
         node_limit = FILL_DRAIN_NODE_LIMIT if fill_drain else NODE_LIMIT
-    solver, x = _load_model(instance, "SCIP", integer=True, fill_drain=fill_drain, floor_ns=floor)
-    solver.SetSolverSpecificParametersAsString(f"limits/nodes = {node_limit}\n")
-    params = pywraplp.MPSolverParameters()
-    params.SetDoubleParam(params.RELATIVE_MIP_GAP, 0.0)
-    status = solver.Solve(params)
-    if status not in (pywraplp.Solver.OPTIMAL, pywraplp.Solver.FEASIBLE):
-        raise RuntimeError(f"the integer load bound found no assignment (status {status})")
+        # misc/catchctrlc: let Ctrl-C reach Python instead of only stopping SCIP
+        solver.SetSolverSpecificParametersAsString(f"limits/nodes = {node_limit}\nmisc/catchctrlc = FALSE\n")
+        if not math.isinf(deadline.at):
+            solver.SetTimeLimit(_time_limit_ms(deadline))
+        params = _mip_parameters()
+        status = run_interruptibly(lambda: solver.Solve(params), solver.InterruptSolve)
+    except OutOfTime:
+        return None
+    if status not in (solver.OPTIMAL, solver.FEASIBLE):
+        logger.info("the integer load bound found no assignment in time (status %s): not computed", status)
+        return None
     counts: dict[ChunkClass, dict[tuple[int, ...], int]] = {}
     for (cls, order), var in x.items():
         counts.setdefault(cls, {})[order] = round(var.solution_value())
-    bound = solver.Objective().BestBound() * 1e3 * (1 - SAFETY)
+    bound = max(floor, solver.Objective().BestBound() * 1e3 * (1 - SAFETY))
     logger.debug("integer load bound (fill_drain=%s): %.3f ns, status %s", fill_drain, bound, status)
-    return LoadSolution(bound, counts, status == pywraplp.Solver.OPTIMAL)
+    solution = LoadSolution(bound, counts, status == solver.OPTIMAL)
+    if not deadline.expired():  # decided by the node limit: the same on every machine
+        _CACHE[key] = solution
+        if len(_CACHE) > 64:
+            _CACHE.popitem(last=False)
+    return solution
 
 
-def compute_bounds(instance: Instance) -> Bounds:
-    """The ideal, LP, integer and fill-and-drain bounds of ``instance``."""
-    ip = integer_load_bound(instance, fill_drain=False).bound
-    fill_drain = max(ip, integer_load_bound(instance, fill_drain=True).bound)
-    return Bounds(ideal=ideal_bound(instance), lp=lp_bound(instance), ip=ip, fill_drain=fill_drain)
+def _mip_parameters() -> Any:
+    from ortools.linear_solver import pywraplp
+
+    params = pywraplp.MPSolverParameters()
+    params.SetDoubleParam(params.RELATIVE_MIP_GAP, 0.0)
+    return params
+
+
+def compute_bounds(instance: Instance, deadline: Deadline | None = None, *, full: bool = True) -> Bounds:
+    """The bounds of ``instance`` that fit in the time until ``deadline``.
+
+    Parameters
+    ----------
+    instance
+        The instance.
+    deadline
+        When to stop; a program cut short keeps its valid dual bound, one
+        that cannot run is ``None``.
+    full
+        ``False`` computes only the ideal bound (no solver, microseconds).
+    """
+    deadline = deadline or Deadline()
+    ideal = ideal_bound(instance)
+    if not full or not load_programs_fit(instance):
+        return Bounds(ideal=ideal)
+    lp = lp_bound(instance, deadline.share(0.2))
+    plain = integer_load_bound(instance, fill_drain=False, deadline=deadline.share(0.4))
+    ip = plain.bound if plain is not None else None
+    fd = integer_load_bound(instance, fill_drain=True, deadline=deadline)
+    fill_drain = max(ip or 0.0, fd.bound) if fd is not None else None
+    return Bounds(ideal=ideal, lp=lp, ip=ip, fill_drain=fill_drain)

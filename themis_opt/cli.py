@@ -1,7 +1,8 @@
 """The ``themis-opt`` command line: solve, validate, generate, bench, show.
 
 Bad input (files, JSON, arguments) prints one line ``themis-opt: error: ...``
-to standard error and exits with status 2.
+to standard error and exits with status 2. Modules are imported where a
+subcommand needs them, so a command that needs no solver does not load one.
 """
 
 from __future__ import annotations
@@ -9,24 +10,23 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import os
 import sys
-from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from themis_opt import bench as benchmod
+from themis_opt.budget import Deadline
 from themis_opt.errors import InputError
-from themis_opt.generator import FAMILIES, generate
-from themis_opt.instance import Instance
-from themis_opt.io import check_writable, load_instance, load_result, save_instance, save_result
-from themis_opt.report import bench_table, comparison_table, fmt_time, gantt, result_summary, summary_table
-from themis_opt.result import Result
-from themis_opt.solve import available_workers, solve
-from themis_opt.validator import validate
+from themis_opt.generator import FAMILIES
+from themis_opt.suites import SUITES
+
+if TYPE_CHECKING:  # pragma: no cover
+    from themis_opt import bench as benchmod
+    from themis_opt.instance import Instance
 
 ALL_RUNS = (("baseline", "fifo"), ("themis", "fifo"), ("themis", "scf"), ("balanced", None), ("cpsat", None))
 
@@ -39,46 +39,48 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _positive_float(name: str) -> type:
+def _number_in(name: str, low: float, high: float) -> type:
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name}: must be a number, got {text!r}") from None
-        if not (value > 0 and math.isfinite(value)):
-            raise argparse.ArgumentTypeError(f"{name}: must be a finite number > 0, got {text}")
+        if not (low < value <= high):
+            raise argparse.ArgumentTypeError(f"{name}: must be a number > {low:g} and <= {high:g}, got {text}")
         return value
 
     return parse  # type: ignore[return-value]
 
 
-def _int_at_least(name: str, minimum: int) -> type:
+def _int_in(name: str, low: int, high: int) -> type:
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name}: must be an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{name}: must be >= {minimum}, got {value}")
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{name}: must be >= {low} and <= {high}, got {value}")
         return value
 
     return parse  # type: ignore[return-value]
 
 
-def _solver_options(parser: argparse.ArgumentParser, time_limit: float) -> None:
+def _solver_options(parser: argparse.ArgumentParser, time_limit: float, what: str) -> None:
     parser.add_argument(
         "--time-limit",
-        type=_positive_float("--time-limit"),
+        type=_number_in("--time-limit", 0, 1e6),
         default=time_limit,
-        help=f"CP-SAT time limit per instance, seconds (default {time_limit:g})",
+        help=f"seconds {what} may take, every stage included (default {time_limit:g})",
     )
     parser.add_argument(
         "--workers",
-        type=_int_at_least("--workers", 1),
+        type=_int_in("--workers", 1, 1024),
         default=None,
         help="CP-SAT worker threads (default: the cores available)",
     )
-    parser.add_argument("--seed", type=_int_at_least("--seed", 0), default=0, help="CP-SAT random seed (default 0)")
+    parser.add_argument(
+        "--seed", type=_int_in("--seed", 0, 2**31 - 1), default=0, help="CP-SAT random seed (default 0)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,12 +98,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="intra-dimension policy (default: scf for themis, fifo for baseline, best for balanced)",
     )
     p.add_argument("--output", help="write the result JSON here (with --method all: one file per method)")
-    _solver_options(p, 10.0)
+    p.add_argument(
+        "--bounds",
+        action="store_true",
+        help="compute every lower bound also for baseline and themis (default: the ideal bound only)",
+    )
+    _solver_options(p, 10.0, "the whole command")
     p.add_argument(
         "--quantum-ns",
-        type=_positive_float("--quantum-ns"),
+        type=_number_in("--quantum-ns", 0, 1e15),
         default=None,
-        help="CP-SAT time quantum in ns (default: warm-start makespan / 100000)",
+        help="CP-SAT time quantum in ns (default: warm-start makespan / 1000000)",
     )
     p.add_argument("--log", action="store_true", help="stream the CP-SAT search log to standard error")
 
@@ -111,36 +118,44 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("generate", help="write random instances of a family")
     p.add_argument("--family", required=True, choices=sorted(FAMILIES))
-    p.add_argument("--count", type=_int_at_least("--count", 1), required=True)
-    p.add_argument("--seed", type=_int_at_least("--seed", 0), required=True)
+    p.add_argument("--count", type=_int_in("--count", 1, 100_000), required=True)
+    p.add_argument("--seed", type=_int_in("--seed", 0, 2**31 - 1), required=True)
     p.add_argument("--out", required=True, help="folder to write the files to")
 
     p = sub.add_parser("bench", help="compare methods over instances in a rich table")
     p.add_argument("paths", nargs="*", help="instance files or folders of them")
-    p.add_argument("--suite", choices=benchmod.SUITES, help="a bundled suite under instances/")
+    p.add_argument("--suite", choices=SUITES, help="a suite bundled with themis_opt")
     p.add_argument(
         "--methods",
-        default=",".join(benchmod.METHODS),
-        help=f"comma-separated, from {', '.join(benchmod.METHODS)} (default: all)",
+        default=None,
+        help="comma-separated, from baseline, themis-fifo, themis-scf, balanced, cpsat (default: all)",
     )
-    _solver_options(p, 5.0)
-    p.add_argument("--jobs", type=_int_at_least("--jobs", 1), default=1, help="instances run in parallel")
-    p.add_argument("--out", help="append each finished instance to this JSON-lines file")
-    p.add_argument("--resume", action="store_true", help="skip instances already in --out")
-    p.add_argument("--csv", help="also write the rows to this CSV file")
+    _solver_options(p, 5.0, "each method (and the bounds) may take on each instance")
+    p.add_argument("--jobs", type=_int_in("--jobs", 1, 256), default=1, help="instances run in parallel")
+    p.add_argument("--out", help="append each finished instance to this JSON-lines file (never erased)")
+    p.add_argument("--resume", action="store_true", help="skip instances already in --out (matched by content)")
+    p.add_argument(
+        "--allow-mixed",
+        action="store_true",
+        help="add to an --out file that holds rows of other methods, time limit or seed",
+    )
+    p.add_argument("--csv", help="also write this run's rows to this CSV file")
 
     p = sub.add_parser("show", help="draw a result's schedule as a per-dimension Gantt chart")
     p.add_argument("result", help="result JSON file")
-    p.add_argument("--width", type=_int_at_least("--width", 10), default=100, help="chart width in columns")
+    p.add_argument(
+        "--width", type=_int_in("--width", 10, 10_000), default=None, help="chart width (default: the terminal's)"
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``themis-opt``; returns the exit status (0 ok, 1 invalid schedule, 2 bad input)."""
+    """Run ``themis-opt``; returns the exit status (0 ok, 1 invalid schedule, 2 bad input, 130 interrupted)."""
+    started = time.perf_counter()  # --time-limit counts from here: loading and printing are stages too
     parser = build_parser()
     args = parser.parse_args(argv)
-    # wide tables read better wrapped by a narrow terminal than cut to 80 columns
-    console = Console(width=max(Console().width, 140 if args.command == "bench" else 100))
+    args.started = started
+    console = Console()
     try:
         if args.command == "solve":
             return _solve(args, console)
@@ -160,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _solve(args: argparse.Namespace, console: Console) -> int:
+    from themis_opt.io import check_writable, load_instance
+
     instance = load_instance(args.instance)
     if args.output:
         check_writable(args.output)
@@ -179,39 +196,43 @@ def _solve(args: argparse.Namespace, console: Console) -> int:
 
 
 def _run_solve(args: argparse.Namespace, console: Console, instance: Instance) -> int:
-    options = {
-        "time_limit": args.time_limit,
-        "workers": args.workers,
-        "seed": args.seed,
-        "quantum_ns": args.quantum_ns,
-        "log": args.log,
-    }
+    from themis_opt.bounds import compute_bounds
+    from themis_opt.io import save_result
+    from themis_opt.report import comparison_table, label, result_summary
+    from themis_opt.solve import solve
+
+    deadline = Deadline(args.started + args.time_limit)
+    options = {"workers": args.workers, "seed": args.seed, "quantum_ns": args.quantum_ns, "log": args.log}
     if args.method != "all":
-        result = solve(instance, args.method, intra=args.intra, **options)
+        bounds = compute_bounds(instance, deadline.share(0.5)) if args.bounds else None
+        result = solve(instance, args.method, intra=args.intra, time_limit=_left(deadline), bounds=bounds, **options)
         console.print(result_summary(instance, result))
         if args.output:
             save_result(result, args.output)
         return 0
-    results: list[Result] = []
-    bounds = None
+    # one budget for all five runs: the bounds first, the cheap methods, CP-SAT with the rest
+    bounds = compute_bounds(instance, deadline.share(0.3))
+    results = []
     for method, intra in ALL_RUNS:
-        result = solve(instance, method, intra=intra, bounds=bounds, **options)
-        bounds = result.bounds if method != "cpsat" else bounds
-        results.append(result)
+        results.append(solve(instance, method, intra=intra, time_limit=_left(deadline), bounds=bounds, **options))
     console.print(comparison_table(instance, results))
     if args.output:
         out = Path(args.output)
         for result in results:
-            tag = (
-                result.method
-                if result.intra is None or result.method == "balanced"
-                else (f"{result.method}-{result.intra}")
-            )
-            save_result(result, out.with_name(f"{out.stem}.{tag}{out.suffix or '.json'}"))
+            save_result(result, out.with_name(f"{out.stem}.{label(result)}{out.suffix or '.json'}"))
     return 0
 
 
+def _left(deadline: Deadline) -> float:
+    """Seconds left before ``deadline`` for the next stage (at least a millisecond, so it can report)."""
+    return max(1e-3, deadline.remaining())
+
+
 def _validate(args: argparse.Namespace, console: Console) -> int:
+    from themis_opt.io import load_instance, load_result
+    from themis_opt.report import fmt_time
+    from themis_opt.validator import validate
+
     instance = load_instance(args.instance)
     result = load_result(args.result)
     if result.schedule is None:
@@ -231,6 +252,9 @@ def _validate(args: argparse.Namespace, console: Console) -> int:
 
 
 def _generate(args: argparse.Namespace, console: Console) -> int:
+    from themis_opt.generator import generate
+    from themis_opt.io import save_instance
+
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError(str(out), "exists and is not a folder")
@@ -240,18 +264,12 @@ def _generate(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _suite_folder(name: str) -> Path:
-    for root in (Path.cwd(), Path(__file__).resolve().parent.parent):
-        folder = root / "instances" / name
-        if folder.is_dir():
-            return folder
-    raise InputError("--suite", f"folder instances/{name} not found (run from the project's root)")
-
-
 def _instance_paths(args: argparse.Namespace) -> list[str]:
+    from themis_opt.suites import suite_folder
+
     if args.suite and args.paths:
         raise InputError("--suite", "give either --suite or instance paths, not both")
-    sources = [_suite_folder(args.suite)] if args.suite else [Path(p) for p in args.paths]
+    sources = [suite_folder(args.suite)] if args.suite else [Path(p) for p in args.paths]
     if not sources:
         raise InputError("bench", "give instance paths or --suite")
     paths: list[str] = []
@@ -269,27 +287,64 @@ def _instance_paths(args: argparse.Namespace) -> list[str]:
 
 
 def _bench(args: argparse.Namespace, console: Console) -> int:
-    methods = benchmod.parse_methods(args.methods)
+    from themis_opt import bench as benchmod
+    from themis_opt.io import check_writable, load_instance
+    from themis_opt.report import bench_table, summary_table
+    from themis_opt.solve import available_workers
+
+    methods = benchmod.parse_methods(args.methods) if args.methods is not None else benchmod.METHODS
     paths = _instance_paths(args)
-    for path in paths:
-        load_instance(path)  # bad input fails before any work starts
+    digests = {path: benchmod.instance_digest(load_instance(path)) for path in paths}  # bad input fails first
     if args.resume and not args.out:
         raise InputError("--resume", "needs --out, the file to resume from")
-    for target in (args.out, args.csv):
-        if target:
-            check_writable(target)
     workers = args.workers if args.workers is not None else max(1, available_workers() // args.jobs)
+    settings = (methods, args.time_limit, args.seed)
+    done: list[benchmod.Record] = []
+    if args.out:
+        done = benchmod.prepare_rows_file(args.out, settings, allow_mixed=args.allow_mixed)
+    if args.csv:
+        check_writable(args.csv)
     if args.jobs * workers > available_workers():
         sys.stderr.write(
             f"themis-opt: warning: {args.jobs} jobs x {workers} workers exceed the "
             f"{available_workers()} cores available: timings will suffer\n"
         )
-    done: list[benchmod.Record] = benchmod.read_records(args.out) if args.out and args.resume else []
-    if args.out and not args.resume and Path(args.out).exists():
-        Path(args.out).unlink()
-    finished = {r.path for r in done}
-    todo = [p for p in paths if p not in finished]
-    records = {r.path: r for r in done if r.path in paths}
+    kept = {r.digest: r for r in done if r.settings() == settings and not r.error} if args.resume else {}
+    todo = [p for p in paths if digests[p] not in kept]
+    records: dict[str, benchmod.Record] = {p: kept[digests[p]] for p in paths if digests[p] in kept}
+    written = 0
+    try:
+        for path, record in _run_bench(todo, methods, args, workers, digests):
+            records[path] = record
+            if args.out:
+                benchmod.append_record(args.out, record)
+                written += 1
+    except KeyboardInterrupt:
+        where = f": {written} new rows kept in {args.out}" if args.out else ""
+        sys.stderr.write(f"themis-opt: interrupted{where}\n")
+        return 130
+    ordered = [records[p] for p in paths if p in records]
+    if args.csv:
+        benchmod.write_csv(args.csv, ordered, methods)
+    console.print(bench_table(ordered, methods))
+    console.print(summary_table(benchmod.summarize(ordered, methods)))
+    console.print(f"{len(ordered)} instances, {args.jobs} jobs x {workers} CP-SAT workers")
+    invalid = sum(1 for r in ordered for o in r.outcomes if not o.valid)
+    failed = sum(1 for r in ordered if r.error)
+    if invalid or failed:
+        sys.stderr.write(f"themis-opt: {invalid} schedules failed the validator, {failed} instances failed\n")
+        return 1
+    return 0
+
+
+def _run_bench(
+    todo: list[str], methods: tuple[str, ...], args: argparse.Namespace, workers: int, digests: dict[str, str]
+) -> Iterator[tuple[str, benchmod.Record]]:
+    """Yield (path, record) as instances finish, in this process or in ``--jobs`` processes."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from themis_opt import bench as benchmod
+
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -298,9 +353,25 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
         console=Console(stderr=True),
         transient=True,
     )
+
+    def failed(path: str, error: BaseException) -> benchmod.Record:
+        return benchmod.failed_record(path, digests[path], methods, args.time_limit, args.seed, str(error))
+
     with progress:
         task = progress.add_task("bench", total=len(todo))
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        if args.jobs == 1:
+            for path in todo:
+                try:
+                    record = benchmod.run_instance(path, methods, args.time_limit, workers, args.seed)
+                except InputError as error:
+                    record = failed(path, error)
+                progress.update(task, advance=1, description=record.instance)
+                yield path, record
+            return
+        from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+
+        pool = ProcessPoolExecutor(max_workers=args.jobs, initializer=benchmod.die_with_parent)
+        try:
             pending: dict[Future[benchmod.Record], str] = {}
             queue = list(todo)
             while queue or pending:
@@ -311,24 +382,22 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
                 finished_now, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished_now:
                     path = pending.pop(future)
-                    record = future.result()
-                    records[path] = record
-                    if args.out:
-                        benchmod.append_record(args.out, record)
+                    try:
+                        record = future.result()
+                    except Exception as error:  # a worker's failure is reported in its row
+                        record = failed(path, error)
                     progress.update(task, advance=1, description=record.instance)
-    ordered = [records[p] for p in paths if p in records]
-    if args.csv:
-        benchmod.write_csv(args.csv, ordered, methods)
-    console.print(bench_table(ordered, methods))
-    console.print(summary_table(benchmod.summarize(ordered, methods)))
-    invalid = sum(1 for r in ordered for o in r.outcomes if not o.valid)
-    if invalid:
-        sys.stderr.write(f"themis-opt: {invalid} schedules failed the validator\n")
-        return 1
-    return 0
+                    yield path, record
+        except BaseException:  # Ctrl-C, or the caller stopped: no worker may outlive the bench
+            benchmod.stop_pool(pool)
+            raise
+        pool.shutdown(wait=True)
 
 
 def _show(args: argparse.Namespace, console: Console) -> int:
+    from themis_opt.io import load_result
+    from themis_opt.report import fmt_time, gantt
+
     result = load_result(args.result)
     if result.schedule is None:
         raise InputError(f"{args.result}: schedule", "is null: there is nothing to draw")
@@ -337,9 +406,25 @@ def _show(args: argparse.Namespace, console: Console) -> int:
         f"{result.instance}: {result.method}"
         f"{'-' + result.intra if result.intra else ''}, makespan {fmt_time(result.makespan)}"
     )
-    console.print(gantt(result.schedule, num_dims, args.width))
+    width = args.width if args.width is not None else max(10, console.width - 20)  # label and busy share
+    console.print(gantt(result.schedule, num_dims, width))
     return 0
 
 
+def entry() -> NoReturn:  # pragma: no cover - the console script; tests call main()
+    """The ``themis-opt`` console script: :func:`main`, then exit with its status.
+
+    After Ctrl-C the process ends without running native destructors: a
+    CP-SAT search stopped from another thread can abort the interpreter's
+    teardown, and everything worth keeping (rows, output) is flushed already.
+    """
+    code = main()
+    if code == 130:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    raise SystemExit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    entry()

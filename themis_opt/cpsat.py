@@ -1,6 +1,6 @@
 """The exact CP-SAT model: every chunk's order and every dimension's sequence.
 
-Model, in integer time (durations rounded *up* to a quantum):
+Model, in integer time (durations and issue times rounded *down* to a quantum):
 
 * each chunk picks exactly one order (a Boolean per permutation of its
   collective's dimensions);
@@ -15,10 +15,13 @@ Model, in integer time (durations rounded *up* to a quantum):
   phases start in chunk order.
 
 The solver's per-dimension sequences are re-timed with the exact durations
-(a left shift), which can only make phases end earlier, so the reported
-makespan is exact and at most the quantised one. The quantised model's bound
-is turned into a bound of the exact problem by subtracting one quantum per
-phase on a path (at most every phase) plus one for the issue time.
+(a left shift), so every reported makespan is exact. Rounding *down* makes the
+quantised model a relaxation: any exact schedule with starts ``s`` becomes a
+feasible quantised one with starts ``floor(s / q)``, since
+``floor(a + b) >= floor(a) + floor(b)`` keeps every precedence and every
+no-overlap. So CP-SAT's objective bound times the quantum is a lower bound of
+the exact problem as it stands, with no correction that grows with the
+number of phases.
 """
 
 from __future__ import annotations
@@ -31,16 +34,17 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
+from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
 from themis_opt.cost import PhaseSpec, chunk_phases
 from themis_opt.instance import Instance, Kind, Op
-from themis_opt.result import SolverStats, Status
+from themis_opt.result import SolverStats, Status, optimality_tolerance
 from themis_opt.schedule import ChunkSchedule, Schedule
 from themis_opt.simulator import left_shift, retime, sequences_of
 
 logger = logging.getLogger(__name__)
 
 Order = tuple[int, ...]
-HORIZON_QUANTA = 100_000  # default quantum: the warm start's makespan over this
+HORIZON_QUANTA = 1_000_000  # default quantum: the warm start's makespan over this
 
 _STATUS = {
     cp_model.OPTIMAL: Status.OPTIMAL,
@@ -87,7 +91,8 @@ class CpsatOutcome:
 class _Model:
     """The CP-SAT model of one instance with one quantum."""
 
-    def __init__(self, instance: Instance, quantum: float, horizon: int) -> None:
+    def __init__(self, instance: Instance, quantum: float, horizon: int, deadline: Deadline | None = None) -> None:
+        deadline = deadline or Deadline()
         self.instance = instance
         self.quantum = quantum
         self.model = cp_model.CpModel()
@@ -106,11 +111,13 @@ class _Model:
         self.rounded: dict[tuple[int, int, tuple[int, ...]], list[int]] = {}
         per_class: dict[tuple[int, int], tuple[dict[Order, tuple[PhaseSpec, ...]], dict[Order, list[int]]]] = {}
         for i, (c, k) in enumerate(ids):
+            if not i & 63:
+                deadline.check("cpsat model")
             coll = instance.collectives[c]
-            issue = self.ceil_issue(coll.issue_ns)
+            issue = self.floor(coll.issue_ns)
             if (c, coll.bytes_of(k)) not in per_class:  # identical chunks share their phase plans
                 plans = {order: chunk_phases(instance, c, coll.bytes_of(k), order) for order in instance.orders[c]}
-                durations = {order: [self.ceil(p.duration) for p in plan] for order, plan in plans.items()}
+                durations = {order: [self.floor(p.duration) for p in plan] for order, plan in plans.items()}
                 for order, dur in durations.items():
                     self.rounded[(c, coll.bytes_of(k), order)] = dur
                 per_class[c, coll.bytes_of(k)] = (plans, durations)
@@ -165,13 +172,9 @@ class _Model:
         self._break_symmetry()
         m.minimize(self.makespan)
 
-    def ceil_issue(self, issue_ns: float) -> int:
-        """An issue time in quanta, rounded up (no phase may start earlier)."""
-        return math.ceil(issue_ns / self.quantum - 1e-9)
-
-    def ceil(self, duration: float) -> int:
-        """A duration in quanta, rounded up (at least 1)."""
-        return max(1, math.ceil(duration / self.quantum - 1e-9))
+    def floor(self, ns: float) -> int:
+        """A time in quanta, rounded down, never above the exact value (a relaxation)."""
+        return max(0, math.floor(ns / self.quantum - 1e-9))
 
     def _break_symmetry(self) -> None:
         index = {cid: i for i, cid in enumerate(self.instance.chunk_ids)}
@@ -201,7 +204,7 @@ class _Model:
         durations = [
             self.rounded[(c, instance.collectives[c].bytes_of(k), orders[(c, k)])] for c, k in instance.chunk_ids
         ]
-        issues = [self.ceil_issue(coll.issue_ns) for coll in instance.collectives]
+        issues = [self.floor(coll.issue_ns) for coll in instance.collectives]
         starts = left_shift(instance, orders, sequences_of(instance, schedule), durations, issues)
         makespan = 0
         for i, (c, k) in enumerate(instance.chunk_ids):
@@ -253,11 +256,12 @@ def relabel(instance: Instance, schedule: Schedule) -> Schedule:
 class _Recorder(cp_model.CpSolverSolutionCallback):
     """Keeps the best exactly re-timed solution and the improvement trajectory."""
 
-    def __init__(self, model: _Model, best: Schedule, t0: float, good_enough: float) -> None:
+    def __init__(self, model: _Model, best: Schedule, t0: float, lower_bound: float, origin: float) -> None:
         super().__init__()
         self._model = model
         self._t0 = t0
-        self._good_enough = good_enough
+        self._lower_bound = lower_bound
+        self._origin = origin
         self.best = best
         self.solutions = 0
         self.trajectory: list[tuple[float, float]] = [(time.perf_counter() - t0, best.makespan)]
@@ -268,7 +272,7 @@ class _Recorder(cp_model.CpSolverSolutionCallback):
         if schedule.makespan < self.best.makespan:
             self.best = schedule
             self.trajectory.append((time.perf_counter() - self._t0, schedule.makespan))
-        if schedule.makespan <= self._good_enough:
+        if self.best.makespan - self._lower_bound <= optimality_tolerance(self.best.makespan, self._origin):
             # it meets a proven lower bound: optimal, nothing left to search for
             self.stop_search()
 
@@ -277,7 +281,7 @@ def solve_cpsat(
     instance: Instance,
     warm: Schedule,
     *,
-    time_limit: float,
+    deadline: Deadline,
     workers: int,
     seed: int,
     quantum_ns: float | None,
@@ -293,8 +297,10 @@ def solve_cpsat(
         The instance.
     warm
         A valid schedule; the outcome is never worse.
-    time_limit, workers, seed
-        CP-SAT's limits and random seed.
+    deadline
+        When the search must be over; building the model counts too.
+    workers, seed
+        CP-SAT's worker threads and random seed.
     quantum_ns
         Time quantum; ``None`` picks :func:`default_quantum` of the warm start.
     log
@@ -304,31 +310,39 @@ def solve_cpsat(
     lower_bound
         A proven lower bound on the exact makespan. It bounds the quantised
         makespan from below too (rounded durations are only longer), and the
-        search stops once a solution meets it within one quantum.
+        search stops once a solution meets it within the optimality tolerance.
+
+    Raises
+    ------
+    OutOfTime
+        If the deadline passes while the model is built.
     """
     quantum = quantum_ns if quantum_ns is not None else default_quantum(warm.makespan)
-    horizon_ns = warm.makespan + quantum * (instance.num_phases + 1)
-    horizon = math.ceil(horizon_ns / quantum) + 1
-    model = _Model(instance, quantum, horizon)
-    model.model.add(model.makespan >= math.ceil(lower_bound / quantum - 1e-9))
+    horizon = math.ceil(warm.makespan / quantum) + 1  # rounded-down durations: the warm start fits
+    model = _Model(instance, quantum, horizon, deadline)
+    model.model.add(model.makespan >= model.floor(lower_bound))
     model.hint(warm)
+    # keep a little of the budget for the last solution's re-timing and the result
+    search_time = deadline.remaining() * 0.95 - 0.05
+    if search_time <= 0:
+        raise OutOfTime("cpsat: no time left to search")
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.max_time_in_seconds = search_time
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
+    solver.parameters.catch_sigint_signal = False  # Ctrl-C goes to Python, which stops the search
     if log:
         solver.parameters.log_search_progress = True
         solver.parameters.log_to_stdout = False  # the callback alone carries it
         solver.log_callback = lambda line: logger.info("%s", line)
-    recorder = _Recorder(model, warm, t0, lower_bound + quantum)
-    code = solver.solve(model.model, recorder)
+    origin = min(coll.issue_ns for coll in instance.collectives)
+    recorder = _Recorder(model, warm, t0, lower_bound, origin)
+    code = run_interruptibly(lambda: solver.solve(model.model, recorder), solver.stop_search)
     status = _STATUS[code]
     bound = None
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        # Each phase's rounded duration exceeds the exact one by < 1 quantum and
-        # the issue rounds up by < 1: an exact optimum re-timed in quanta is
-        # longer by at most (phases on a path + 1) quanta.
-        bound = max(0.0, (solver.best_objective_bound - instance.num_phases - 1) * quantum)
+        # the rounded-down model is a relaxation: its bound in quanta bounds the exact problem
+        bound = max(0.0, solver.best_objective_bound * quantum * (1 - 1e-12))
     stats = SolverStats(
         solver_status=solver.status_name(code),
         branches=solver.num_branches,

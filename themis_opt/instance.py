@@ -12,14 +12,14 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 from functools import cached_property
 from typing import Any
 
 from themis_opt.errors import InputError
 
 
-class Topology(str, Enum):
+class Topology(StrEnum):
     """Physical topology of one dimension."""
 
     RING = "ring"
@@ -27,7 +27,7 @@ class Topology(str, Enum):
     SWITCH = "switch"
 
 
-class Algorithm(str, Enum):
+class Algorithm(StrEnum):
     """Collective algorithm run on one dimension."""
 
     RING = "ring"
@@ -35,7 +35,7 @@ class Algorithm(str, Enum):
     HALVING_DOUBLING = "halving_doubling"
 
 
-class Kind(str, Enum):
+class Kind(StrEnum):
     """Kind of collective communication."""
 
     ALL_REDUCE = "all_reduce"
@@ -43,7 +43,7 @@ class Kind(str, Enum):
     ALL_GATHER = "all_gather"
 
 
-class Op(str, Enum):
+class Op(StrEnum):
     """Operation of one phase on one dimension."""
 
     REDUCE_SCATTER = "reduce_scatter"
@@ -57,19 +57,35 @@ DEFAULT_ALGORITHM = {
 }
 DEFAULT_ENDPOINT_DELAY_NS = 10.0
 
+# Sane upper limits: input beyond them is rejected on construction with a
+# message, instead of overflowing a solver or running for hours.
+MAX_DIMENSIONS = 16
+MAX_DIMENSION_SIZE = 2**20
+MAX_NPUS = 2**40
+MAX_BANDWIDTH_GBPS = 1e9
+MIN_BANDWIDTH_GBPS = 1e-6
+MAX_TIME_NS = 1e15  # latencies, delays and issue times: about 11.6 days
+MAX_SIZE_BYTES = 2**50  # 1 PiB per collective
+MAX_COLLECTIVES = 10_000
+MAX_PHASES = 2**18  # chunk phases over the whole instance: the simulator's scale (seconds)
 
-def check_int(name: str, value: Any, minimum: int) -> int:
-    """Return ``value`` if it is an integer ``>= minimum``, else raise."""
+
+def check_int(name: str, value: Any, minimum: int, maximum: int | None = None) -> int:
+    """Return ``value`` if it is an integer ``>= minimum`` (and ``<= maximum``), else raise."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(name, f"must be an integer, got {value!r}")
     if value < minimum:
         raise InputError(name, f"must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise InputError(name, f"must be <= {maximum}, got {value}")
     return value
 
 
-def check_number(name: str, value: Any, *, positive: bool = False) -> float:
-    """Return ``value`` as a float if it is a finite number ``>= 0``
-    (``> 0`` when ``positive``), else raise.
+def check_number(
+    name: str, value: Any, *, positive: bool = False, minimum: float = 0.0, maximum: float | None = None
+) -> float:
+    """Return ``value`` as a float if it is a finite number ``>= minimum``
+    (``> 0`` when ``positive``) and ``<= maximum``, else raise.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(name, f"must be a number, got {value!r}")
@@ -77,8 +93,10 @@ def check_number(name: str, value: Any, *, positive: bool = False) -> float:
         raise InputError(name, f"must be finite, got {value!r}")
     if positive and value <= 0:
         raise InputError(name, f"must be > 0, got {value!r}")
-    if value < 0:
-        raise InputError(name, f"must be >= 0, got {value!r}")
+    if value < minimum:
+        raise InputError(name, f"must be >= {minimum:g}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise InputError(name, f"must be <= {maximum:g}, got {value!r}")
     return float(value)
 
 
@@ -131,11 +149,14 @@ class Dimension:
     name: str = ""
 
     def __post_init__(self) -> None:
-        check_int("size", self.size, 1)
+        check_int("size", self.size, 1, MAX_DIMENSION_SIZE)
         topology = check_enum("topology", self.topology, Topology)
         object.__setattr__(self, "topology", topology)
-        object.__setattr__(self, "bandwidth_gbps", check_number("bandwidth_gbps", self.bandwidth_gbps, positive=True))
-        object.__setattr__(self, "latency_ns", check_number("latency_ns", self.latency_ns))
+        bandwidth = check_number(
+            "bandwidth_gbps", self.bandwidth_gbps, minimum=MIN_BANDWIDTH_GBPS, maximum=MAX_BANDWIDTH_GBPS
+        )
+        object.__setattr__(self, "bandwidth_gbps", bandwidth)
+        object.__setattr__(self, "latency_ns", check_number("latency_ns", self.latency_ns, maximum=MAX_TIME_NS))
         if self.algorithm is None:
             algorithm = DEFAULT_ALGORITHM[topology]
         else:
@@ -172,6 +193,8 @@ class Network:
             raise InputError("dimensions", f"must be a list of dimensions, got {dims!r}")
         if not dims:
             raise InputError("dimensions", "must hold at least one dimension")
+        if len(dims) > MAX_DIMENSIONS:
+            raise InputError("dimensions", f"must hold at most {MAX_DIMENSIONS} dimensions, got {len(dims)}")
         named = []
         for index, dim in enumerate(dims):
             if not isinstance(dim, Dimension):
@@ -180,7 +203,10 @@ class Network:
                 dim = Dimension(dim.size, dim.topology, dim.bandwidth_gbps, dim.latency_ns, dim.algorithm, f"d{index}")
             named.append(dim)
         object.__setattr__(self, "dimensions", tuple(named))
-        object.__setattr__(self, "endpoint_delay_ns", check_number("endpoint_delay_ns", self.endpoint_delay_ns))
+        delay = check_number("endpoint_delay_ns", self.endpoint_delay_ns, maximum=MAX_TIME_NS)
+        object.__setattr__(self, "endpoint_delay_ns", delay)
+        if self.num_npus > MAX_NPUS:
+            raise InputError("dimensions", f"must have at most {MAX_NPUS} NPUs in all, got {self.num_npus}")
 
     @property
     def num_dims(self) -> int:
@@ -221,18 +247,18 @@ class Collective:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", check_enum("kind", self.kind, Kind))
-        check_int("size_bytes", self.size_bytes, 1)
-        check_int("chunks", self.chunks, 1)
+        check_int("size_bytes", self.size_bytes, 1, MAX_SIZE_BYTES)
+        check_int("chunks", self.chunks, 1, MAX_PHASES)
         if self.chunks > self.size_bytes:
             raise InputError("chunks", f"must be <= size_bytes ({self.size_bytes}), got {self.chunks}")
-        object.__setattr__(self, "issue_ns", check_number("issue_ns", self.issue_ns))
+        object.__setattr__(self, "issue_ns", check_number("issue_ns", self.issue_ns, maximum=MAX_TIME_NS))
         if self.dimensions is not None:
             if not isinstance(self.dimensions, (tuple, list)):
                 raise InputError("dimensions", f"must be a list of indices, got {self.dimensions!r}")
             if not self.dimensions:
                 raise InputError("dimensions", "must name at least one dimension")
             for index, dim in enumerate(self.dimensions):
-                check_int(f"dimensions[{index}]", dim, 0)
+                check_int(f"dimensions[{index}]", dim, 0, MAX_DIMENSIONS - 1)
             if len(set(self.dimensions)) != len(self.dimensions):
                 raise InputError("dimensions", f"must not repeat a dimension, got {list(self.dimensions)}")
             object.__setattr__(self, "dimensions", tuple(self.dimensions))
@@ -297,6 +323,10 @@ class Instance:
             raise InputError("collectives", f"must be a list of collectives, got {self.collectives!r}")
         if not self.collectives:
             raise InputError("collectives", "must hold at least one collective")
+        if len(self.collectives) > MAX_COLLECTIVES:
+            raise InputError(
+                "collectives", f"must hold at most {MAX_COLLECTIVES} collectives, got {len(self.collectives)}"
+            )
         object.__setattr__(self, "collectives", tuple(self.collectives))
         num_dims = self.network.num_dims
         for index, coll in enumerate(self.collectives):
@@ -312,6 +342,12 @@ class Instance:
         for index, dims in enumerate(self.active_dims):
             if not dims:
                 raise InputError(f"collectives[{index}].dimensions", "must include a dimension of size >= 2")
+        if self.num_phases > MAX_PHASES:
+            raise InputError(
+                "collectives",
+                f"hold {self.num_phases} chunk phases in all, more than the {MAX_PHASES} themis_opt schedules "
+                "(use fewer chunks)",
+            )
 
     @cached_property
     def active_dims(self) -> tuple[tuple[int, ...], ...]:

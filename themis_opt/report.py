@@ -13,7 +13,7 @@ from rich.text import Text
 
 from themis_opt import bench as benchmod
 from themis_opt.instance import Instance
-from themis_opt.result import Result
+from themis_opt.result import OPTIMALITY_TOLERANCE, Result, gap
 from themis_opt.schedule import Schedule
 
 PALETTE = (
@@ -33,14 +33,26 @@ PALETTE = (
 
 
 def fmt_time(ns: float | None) -> str:
-    """A duration in ns with a readable unit."""
+    """A duration in ns with a unit that scales: ns, µs, ms or s."""
     if ns is None:
         return "-"
-    if abs(ns) >= 1e6:
+    size = abs(ns)
+    if size >= 1e9:
+        return f"{ns / 1e9:.4f} s"
+    if size >= 1e6:
         return f"{ns / 1e6:.4f} ms"
-    if abs(ns) >= 1e3:
+    if size >= 1e3:
         return f"{ns / 1e3:.3f} µs"
     return f"{ns:.1f} ns"
+
+
+def fmt_bytes(size: float) -> str:
+    """A size in bytes with a binary unit that scales: B, KiB, MiB, GiB, TiB, PiB."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(size) < 1024:
+            return f"{size:.4g} {unit}"
+        size /= 1024
+    return f"{size:.4g} PiB"
 
 
 def fmt_pct(value: float | None) -> str:
@@ -62,8 +74,16 @@ def describe(instance: Instance) -> str:
     """A one-line description of the network and collectives."""
     dims = "x".join(str(d.size) for d in instance.network.dimensions)
     topo = "/".join(d.topology.value[0].upper() + d.topology.value[1:3] for d in instance.network.dimensions)
-    colls = ", ".join(f"{c.kind.value} {c.size_bytes / 2**20:g} MiB/{c.chunks}" for c in instance.collectives)
-    return f"{dims} ({topo}); {colls}"
+    colls = [f"{c.kind.value} {fmt_bytes(c.size_bytes)}/{c.chunks}" for c in instance.collectives]
+    if len(colls) > 3:
+        colls = [*colls[:2], f"... {len(colls)} collectives"]
+    return f"{dims} ({topo}); {', '.join(colls)}"
+
+
+STAR = (
+    f"* optimal: within {100 * OPTIMALITY_TOLERANCE:g}% of the schedule's span above a proven lower bound; "
+    "gap = makespan / best lower bound - 1"
+)
 
 
 def result_summary(instance: Instance, result: Result) -> RenderableType:
@@ -79,14 +99,11 @@ def result_summary(instance: Instance, result: Result) -> RenderableType:
     head.add_row("gap", fmt_pct(result.gap))
     head.add_row("ideal bound", fmt_time(result.bounds.ideal))
     head.add_row("bandwidth utilisation", fmt_pct(result.bandwidth_utilization))
+    head.add_row("optimal within", fmt_time(result.tolerance_ns))
     head.add_row("runtime", f"{result.runtime:.3f} s")
-    bounds = Table(title="lower bounds", title_justify="left")
-    bounds.add_column("bound")
-    bounds.add_column("value", justify="right")
-    for name, value in result.bounds.as_dict().items():
-        if value is not None:
-            bounds.add_row(name, fmt_time(value))
-    parts: list[RenderableType] = [head, bounds]
+    if result.note:
+        head.add_row("note", result.note)
+    parts: list[RenderableType] = [head, bounds_table([result])]
     if result.schedule is not None:
         dims = Table(title="per dimension", title_justify="left")
         for col in ("dim", "size", "topology", "GB/s", "busy", "busy share"):
@@ -114,26 +131,47 @@ def result_summary(instance: Instance, result: Result) -> RenderableType:
     return Group(*parts)
 
 
-def comparison_table(instance: Instance, results: Sequence[Result]) -> Table:
-    """Methods side by side, gaps to the best lower bound any of them knows."""
+def bounds_table(results: Sequence[Result]) -> Table:
+    """Every lower bound any of ``results`` knows (``not computed`` where none did)."""
+    table = Table(title="lower bounds", title_justify="left")
+    table.add_column("bound")
+    table.add_column("value", justify="right")
+    names = results[0].bounds.as_dict()
+    for name in names:
+        values = [v for r in results if (v := r.bounds.as_dict()[name]) is not None]
+        table.add_row(name, fmt_time(max(values)) if values else "not computed")
+    return table
+
+
+def comparison_table(instance: Instance, results: Sequence[Result]) -> RenderableType:
+    """Methods side by side (gaps to the best lower bound any of them knows),
+    every lower bound, and each method's busy share per dimension.
+    """
     best_bound = max(r.lower_bound for r in results)
     baseline = next((r.makespan for r in results if r.method == "baseline"), None)
-    table = Table(title=f"{instance.name}: {describe(instance)}  (lower bound {fmt_time(best_bound)})")
-    for col in ("method", "status", "makespan", "gap", "speedup vs baseline", "bw util", "runtime"):
-        table.add_column(col, justify="left" if col in ("method", "status") else "right")
+    table = Table(title=f"{instance.name}: {describe(instance)}", caption=STAR)
+    for col in ("method", "makespan", "gap", "speedup", "bw util", "runtime"):
+        table.add_column(col, justify="left" if col == "method" else "right")
     for r in results:
-        gap = r.makespan / best_bound - 1 if r.makespan is not None and best_bound > 0 else None
         speedup = baseline / r.makespan if baseline and r.makespan else None
+        star = "*" if r.status.value == "optimal" else ""
         table.add_row(
             label(r),
-            r.status.value,
-            fmt_time(r.makespan),
-            fmt_pct(gap),
+            f"{fmt_time(r.makespan)}{star}",
+            fmt_pct(gap(r.makespan, best_bound)),
             fmt_ratio(speedup),
             fmt_pct(r.bandwidth_utilization),
             f"{r.runtime:.3f} s",
         )
-    return table
+    busy = Table(title="busy share per dimension", title_justify="left")
+    busy.add_column("method")
+    for dim in instance.network.dimensions:
+        busy.add_column(dim.name, justify="right")
+    for r in results:
+        if r.schedule is not None:
+            busy.add_row(label(r), *(fmt_pct(v) for v in r.schedule.busy_share(instance.network.num_dims)))
+    notes = [Text(f"note: {r.note}") for r in results if r.note]
+    return Group(table, bounds_table(results), busy, *notes)
 
 
 def gantt(schedule: Schedule, num_dims: int, width: int = 100, names: Sequence[str] | None = None) -> RenderableType:
@@ -170,51 +208,54 @@ def gantt(schedule: Schedule, num_dims: int, width: int = 100, names: Sequence[s
     return Group(*rows, axis, legend)
 
 
-def bench_table(records: Sequence[benchmod.Record], methods: Sequence[str]) -> Table:
-    """One row per instance: bound, each method's makespan, gaps, speedups, utilisation."""
-    table = Table(title="makespan (gap to the best lower bound) · bandwidth utilisation", show_lines=False)
-    table.add_column("instance")
-    table.add_column("dims", justify="right")
-    table.add_column("chunks", justify="right")
-    table.add_column("lower bound", justify="right")
-    for m in methods:
-        table.add_column(m, justify="right")
-    for m in ("themis-scf", "cpsat"):
-        if m in methods and "baseline" in methods:
-            table.add_column(f"{m} speedup", justify="right")
-    for r in records:
-        cells = [r.instance, r.dims, str(r.chunks), fmt_time(r.lower_bound_ns)]
-        for m in methods:
+def bench_table(records: Sequence[benchmod.Record], methods: Sequence[str]) -> RenderableType:
+    """One row per (instance, method), instances numbered and listed below.
+
+    Every cell holds one line, so the table fits 80 columns and a pipe; the
+    instance names are never shortened: they stand whole in the legend.
+    """
+    table = Table(title="makespan, gap to the best lower bound, bandwidth utilisation", caption=STAR)
+    for col in ("#", "method", "makespan", "gap", "util", "speedup", "time"):
+        table.add_column(col, justify="left" if col == "method" else "right", no_wrap=True)
+    legend = Table.grid(padding=(0, 1))
+    legend.add_column(justify="right", no_wrap=True)
+    legend.add_column(overflow="fold")
+    for n, r in enumerate(records, start=1):
+        entry = Text(f"{r.instance}: ")  # Text, not markup: a name may hold brackets
+        if r.error:
+            entry.append(f"error: {r.error}", style="red")
+        else:
+            entry.append(f"{r.dims}, {r.chunks} chunks, lower bound {fmt_time(r.lower_bound_ns)}")
+        legend.add_row(f"#{n}", entry)
+        shown = [m for m in methods if r.outcome(m) is not None] or ["-"]
+        for i, m in enumerate(shown):
             o = r.outcome(m)
             if o is None:
-                cells.append("-")
+                table.add_row(str(n), "-", "[red]error[/]", "", "", "", "", end_section=True)
                 continue
-            mark = "" if o.valid else " [red]INVALID[/]"
             star = "*" if o.status == "optimal" else ""
-            cells.append(
-                f"{fmt_time(o.makespan_ns)}{star} ({fmt_pct(r.gap(m))})\nutil {fmt_pct(o.bandwidth_utilization)}{mark}"
+            util = fmt_pct(o.bandwidth_utilization) if o.valid else "[red]INVALID[/]"
+            table.add_row(
+                str(n) if i == 0 else "",
+                m,
+                f"{fmt_time(o.makespan_ns)}{star}" if o.makespan_ns is not None else o.status,
+                fmt_pct(r.gap(m)),
+                util,
+                fmt_ratio(r.speedup(m)) if m != "baseline" else "",
+                f"{o.runtime_s:.2f} s",
+                end_section=i == len(shown) - 1,
             )
-        for m in ("themis-scf", "cpsat"):
-            if m in methods and "baseline" in methods:
-                cells.append(fmt_ratio(r.speedup(m)))
-        table.add_row(*cells)
-    table.caption = "* proven optimal (CP-SAT proof, or makespan meets the lower bound)"
-    return table
+    return Group(table, Text("instances:"), legend)
 
 
 def summary_table(summary: benchmod.Summary) -> Table:
     """Per method: geometric-mean speedup, mean and max gap, utilisation, optimal counts."""
-    table = Table(title=f"summary over {summary.instances} instances: {summary.proven_optimal} with a proven optimum")
-    for col in (
-        "method",
-        "geomean speedup vs baseline",
-        "mean gap",
-        "max gap",
-        "mean bw util",
-        "optimal",
-        "loses to baseline",
-    ):
-        table.add_column(col, justify="left" if col == "method" else "right")
+    table = Table(
+        title=f"summary over {summary.instances} instances: {summary.proven_optimal} with a proven optimum",
+        caption="speedup: geometric mean over the baseline; loses: slower than the baseline",
+    )
+    for col in ("method", "speedup", "mean gap", "max gap", "mean util", "optimal", "loses"):
+        table.add_column(col, justify="left" if col == "method" else "right", no_wrap=True)
     for s in summary.methods:
         loses = summary.themis_loses.get(s.method)
         table.add_row(

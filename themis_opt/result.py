@@ -3,21 +3,45 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from themis_opt.bounds import Bounds
 from themis_opt.instance import check_int, check_name, check_number
 from themis_opt.schedule import Schedule
 
+OPTIMALITY_TOLERANCE = 1e-4  # relative to the schedule's span: "optimal" = within 0.01% of it
 
-class Status(str, Enum):
+
+def optimality_tolerance(makespan: float, origin_ns: float) -> float:
+    """The slack, in ns, within which ``makespan`` meeting a lower bound counts as optimal.
+
+    It is ``OPTIMALITY_TOLERANCE`` times the schedule's own span (makespan
+    minus the earliest issue time ``origin_ns``), never of absolute time, so
+    a late issue time cannot hide a gap.
+    """
+    return OPTIMALITY_TOLERANCE * max(0.0, makespan - origin_ns)
+
+
+def is_proven(makespan: float, bound: float, origin_ns: float) -> bool:
+    """Whether ``makespan`` meets the lower ``bound`` within the optimality tolerance."""
+    return makespan - bound <= optimality_tolerance(makespan, origin_ns)
+
+
+def gap(makespan: float | None, bound: float | None) -> float | None:
+    """The optimality gap: ``makespan / bound - 1`` (``None`` without both)."""
+    if makespan is None or bound is None or bound <= 0:
+        return None
+    return makespan / bound - 1
+
+
+class Status(StrEnum):
     """Outcome of a method.
 
-    ``optimal``: the schedule is proven optimal (CP-SAT proved it for its
-    quantised durations, or the makespan meets a lower bound within the time
-    quantum); ``feasible``: a valid schedule, not proven optimal;
-    ``no_solution``: none found in time; ``infeasible`` and ``model_invalid``
-    as CP-SAT reports them.
+    ``optimal``: the schedule is proven optimal within the optimality
+    tolerance (its makespan is within ``OPTIMALITY_TOLERANCE`` of its span
+    above a proven lower bound); ``feasible``: a valid schedule, not proven
+    optimal; ``no_solution``: none found in time; ``infeasible`` and
+    ``model_invalid`` as CP-SAT reports them.
     """
 
     OPTIMAL = "optimal"
@@ -87,6 +111,11 @@ class Result:
         CP-SAT's statistics, for ``cpsat``.
     trajectory
         For ``cpsat``: (seconds, makespan in ns) of every improving solution.
+    tolerance_ns
+        The slack within which the makespan meeting the lower bound counts as
+        optimal (see :func:`optimality_tolerance`); ``None`` without a schedule.
+    note
+        Why a stage was skipped or cut short (time budget, size), or ``""``.
     """
 
     instance: str
@@ -99,6 +128,8 @@ class Result:
     schedule: Schedule | None
     stats: SolverStats | None = None
     trajectory: tuple[tuple[float, float], ...] = field(default=())
+    tolerance_ns: float | None = None
+    note: str = ""
 
     @property
     def lower_bound(self) -> float:
@@ -108,9 +139,7 @@ class Result:
     @property
     def gap(self) -> float | None:
         """Optimality gap: makespan / lower bound - 1."""
-        if self.makespan is None or self.lower_bound <= 0:
-            return None
-        return self.makespan / self.lower_bound - 1
+        return gap(self.makespan, self.lower_bound)
 
     @property
     def bandwidth_utilization(self) -> float | None:

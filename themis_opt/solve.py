@@ -1,4 +1,4 @@
-"""The one entry point: ``solve(instance, method=...) -> Result``."""
+"""The one entry point: ``solve(instance, method=...) -> Result``, and the registry of methods."""
 
 from __future__ import annotations
 
@@ -6,20 +6,65 @@ import logging
 import math
 import os
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, assert_never, get_args
 
 from themis_opt.bounds import Bounds, compute_bounds, integer_load_bound
-from themis_opt.cpsat import default_quantum, solve_cpsat
+from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.errors import InputError
 from themis_opt.instance import Instance
 from themis_opt.policies import baseline_orders, spread_orders, themis_orders
-from themis_opt.result import Result, Status
+from themis_opt.result import Result, Status, is_proven, optimality_tolerance
 from themis_opt.schedule import Schedule
 from themis_opt.simulator import Intra, simulate
 
 logger = logging.getLogger(__name__)
 
-METHODS = ("baseline", "themis", "balanced", "cpsat")
-DEFAULT_INTRA = {"baseline": Intra.FIFO, "themis": Intra.SCF}
+MethodName = Literal["baseline", "themis", "balanced", "cpsat"]
+
+
+@dataclass(frozen=True)
+class Method:
+    """One scheduling method, as solve, the CLI, bench and reports know it.
+
+    Parameters
+    ----------
+    name
+        What users type.
+    orders
+        How it chooses every chunk's order, in a few words.
+    default_intra
+        The intra-dimension policy that times it by default; ``None`` when it
+        tries both (balanced) or sequences the dimensions itself (cpsat).
+    searches
+        Whether it runs CP-SAT.
+    load_bounds
+        Whether it computes the solver-based load bounds by default (cheap
+        methods report only the ideal bound unless given more).
+    """
+
+    name: MethodName
+    orders: str
+    default_intra: Intra | None
+    searches: bool
+    load_bounds: bool
+
+
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        Method("baseline", "one fixed order for every chunk", Intra.FIFO, searches=False, load_bounds=False),
+        Method("themis", "Themis's greedy load balancer", Intra.SCF, searches=False, load_bounds=False),
+        Method("balanced", "order counts of the load bounds, spread evenly", None, searches=False, load_bounds=True),
+        Method("cpsat", "CP-SAT chooses orders and sequences", None, searches=True, load_bounds=True),
+    )
+}
+assert set(METHODS) == set(get_args(MethodName))
+
+# CP-SAT is not started on instances whose model would be larger than this
+MAX_CPSAT_ORDER_LITERALS = 100_000  # chunks x orders per chunk
+MAX_CPSAT_PHASES = 20_000
 
 
 def available_workers() -> int:
@@ -45,12 +90,12 @@ def check_options(
         raise InputError("intra", f"must be fifo or scf, got {intra!r}")
     if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit > 0:
         raise InputError("time_limit", f"must be a number > 0, got {time_limit!r}")
-    if not math.isfinite(time_limit):
-        raise InputError("time_limit", f"must be finite, got {time_limit!r}")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise InputError("workers", f"must be an integer >= 1, got {workers!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError("seed", f"must be an integer >= 0, got {seed!r}")
+    if not math.isfinite(time_limit) or time_limit > 1e6:
+        raise InputError("time_limit", f"must be at most 1e6 seconds, got {time_limit!r}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 1024):
+        raise InputError("workers", f"must be an integer from 1 to 1024, got {workers!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
+        raise InputError("seed", f"must be an integer from 0 to 2^31 - 1, got {seed!r}")
     if quantum_ns is not None and (
         isinstance(quantum_ns, bool)
         or not isinstance(quantum_ns, (int, float))
@@ -59,26 +104,51 @@ def check_options(
         raise InputError("quantum_ns", f"must be a finite number > 0, got {quantum_ns!r}")
 
 
-def _proven(makespan: float, bounds: Bounds, quantum: float) -> bool:
-    """Whether ``makespan`` meets the best bound within the time quantum."""
-    return makespan <= bounds.best + quantum
+def origin_ns(instance: Instance) -> float:
+    """The earliest issue time: where every schedule's span starts."""
+    return min(coll.issue_ns for coll in instance.collectives)
 
 
-def balanced_schedule(instance: Instance, intra: str | None = None) -> tuple[Schedule, Intra]:
-    """The balanced policy's schedule and the intra-dimension policy that timed it.
+def balanced_schedule(
+    instance: Instance, intra: str | None = None, deadline: Deadline | None = None
+) -> tuple[Schedule, Intra, str]:
+    """The balanced policy's schedule, the intra-dimension policy that timed it, and a note.
 
     Order counts come from the integer fill-and-drain bound and, as a second
     candidate, from the plain integer load bound (its assignment often
     interleaves better); each is spread evenly over every class's chunks and
     timed with ``intra``, or with both policies. The shortest schedule wins
-    (ties: fill-and-drain counts first, then fifo).
+    (ties: fill-and-drain counts first, then fifo). When neither program
+    yields counts (too large, or out of time) Themis's orders stand in, and
+    the note says so.
+
+    Raises
+    ------
+    OutOfTime
+        If not even one candidate could be timed before ``deadline``.
     """
+    deadline = deadline or Deadline()
     policies = [Intra(intra)] if intra is not None else [Intra.FIFO, Intra.SCF]
-    timed = []
+    candidates = []
     for fill_drain in (True, False):
-        orders = spread_orders(instance, integer_load_bound(instance, fill_drain=fill_drain).counts)
-        timed += [(simulate(instance, orders, policy), policy) for policy in policies]
-    return min(timed, key=lambda entry: entry[0].makespan)
+        solution = integer_load_bound(instance, fill_drain=fill_drain, deadline=deadline.share(0.3))
+        if solution is not None:
+            candidates.append(spread_orders(instance, solution.counts))
+    note = ""
+    if not candidates:
+        note = "balanced: the load programs gave no order counts (too large or out of time); Themis's orders used"
+        candidates.append(themis_orders(instance))
+    timed: list[tuple[Schedule, Intra]] = []
+    try:
+        for orders in candidates:
+            for policy in policies:
+                timed.append((simulate(instance, orders, policy, deadline), policy))
+    except OutOfTime:
+        if not timed:
+            raise
+        note = "balanced: out of time before every candidate was timed"
+    schedule, policy = min(timed, key=lambda entry: entry[0].makespan)
+    return schedule, policy, note
 
 
 def solve(
@@ -100,27 +170,30 @@ def solve(
     instance
         The instance.
     method
-        ``baseline`` (one fixed order), ``themis`` (greedy orders),
-        ``balanced`` (order counts of the fill-and-drain bound, spread evenly)
-        or ``cpsat`` (exact, from the best of the others as warm start).
+        A name from :data:`METHODS`: ``baseline`` (one fixed order),
+        ``themis`` (greedy orders), ``balanced`` (order counts of the load
+        bounds, spread evenly) or ``cpsat`` (exact, from the best of the others
+        as warm start).
     intra
         ``fifo`` or ``scf``: how a free dimension picks the next waiting
         phase. Defaults: fifo for baseline, scf for themis (as published),
         the better of both for balanced; ignored by cpsat.
     time_limit
-        CP-SAT's time limit in seconds (cpsat only).
+        Seconds the whole call may take, every stage included (bounds,
+        policies, warm starts, model building, search).
     workers
         CP-SAT's worker threads (cpsat only); default: the cores available.
     seed
         CP-SAT's random seed (cpsat only).
     quantum_ns
-        Time quantum CP-SAT's durations are rounded up to, and the tolerance
-        within which a makespan meeting a bound counts as optimal; default:
-        the warm start's makespan / 100000.
+        Time quantum CP-SAT's durations are rounded up to (cpsat only);
+        default: the warm start's makespan / 100000.
     log
         Stream CP-SAT's log to this package's logger at INFO level.
     bounds
-        Bounds already computed for ``instance`` (saves recomputing them).
+        Bounds already computed for ``instance``. Without them, baseline and
+        themis compute only the ideal bound (no solver); balanced and cpsat
+        compute every bound that fits in their share of the time limit.
 
     Returns
     -------
@@ -134,83 +207,137 @@ def solve(
     """
     check_options(method, intra, time_limit, workers, seed, quantum_ns)
     t0 = time.perf_counter()
+    deadline = Deadline(t0 + time_limit)
+    spec = METHODS[method]
     if bounds is None:
-        bounds = compute_bounds(instance)
-    if method == "cpsat":
-        return _solve_cpsat(instance, bounds, time_limit, workers, seed, quantum_ns, log, t0)
-    if method == "balanced":
-        schedule, policy = balanced_schedule(instance, intra)
+        bounds = compute_bounds(instance, deadline.share(0.25 if spec.searches else 0.5), full=spec.load_bounds)
+    if spec.name == "cpsat":
+        return _solve_cpsat(instance, bounds, deadline, workers, seed, quantum_ns, log, t0)
+    schedule: Schedule | None = None
+    note = ""
+    policy = Intra(intra) if intra is not None else spec.default_intra
+    try:
+        match spec.name:
+            case "baseline":
+                schedule = simulate(instance, baseline_orders(instance), policy or Intra.FIFO, deadline)
+            case "themis":
+                schedule = simulate(instance, themis_orders(instance), policy or Intra.SCF, deadline)
+            case "balanced":
+                schedule, policy, note = balanced_schedule(instance, intra, deadline)
+            case "cpsat":  # pragma: no cover - handled above
+                raise AssertionError("cpsat is not a simulated method")
+            case _ as unreachable:
+                assert_never(unreachable)
+    except OutOfTime:
+        note = f"{method}: out of time ({time_limit:.3g} s) before the schedule was complete"
+    return _result(instance, method, policy, schedule, bounds, t0, note=note)
+
+
+def _result(
+    instance: Instance,
+    method: str,
+    policy: Intra | None,
+    schedule: Schedule | None,
+    bounds: Bounds,
+    t0: float,
+    **extra: object,
+) -> Result:
+    """The result of a method, its status decided by the bounds and the tolerance alone."""
+    if schedule is None:
+        status, makespan, tolerance = Status.NO_SOLUTION, None, None
     else:
-        policy = Intra(intra) if intra is not None else DEFAULT_INTRA[method]
-        orders = baseline_orders(instance) if method == "baseline" else themis_orders(instance)
-        schedule = simulate(instance, orders, policy)
-    quantum = quantum_ns if quantum_ns is not None else default_quantum(schedule.makespan)
-    status = Status.OPTIMAL if _proven(schedule.makespan, bounds, quantum) else Status.FEASIBLE
-    runtime = time.perf_counter() - t0
-    return Result(instance.name, method, policy.value, status, schedule.makespan, bounds, runtime, schedule)
+        makespan = schedule.makespan
+        origin = origin_ns(instance)
+        tolerance = optimality_tolerance(makespan, origin)
+        status = Status.OPTIMAL if is_proven(makespan, bounds.best, origin) else Status.FEASIBLE
+    if extra.get("note"):
+        logger.info("%s", extra["note"])
+    return Result(
+        instance.name,
+        method,
+        policy.value if policy is not None else None,
+        status,
+        makespan,
+        bounds,
+        time.perf_counter() - t0,
+        schedule,
+        tolerance_ns=tolerance,
+        **extra,  # type: ignore[arg-type]
+    )
 
 
 def _solve_cpsat(
     instance: Instance,
     bounds: Bounds,
-    time_limit: float,
+    deadline: Deadline,
     workers: int | None,
     seed: int,
     quantum_ns: float | None,
     log: bool,
     t0: float,
 ) -> Result:
-    candidates = [
-        simulate(instance, baseline_orders(instance), Intra.FIFO),
-        simulate(instance, themis_orders(instance), Intra.FIFO),
-        simulate(instance, themis_orders(instance), Intra.SCF),
-        balanced_schedule(instance)[0],
-    ]
-    warm = min(candidates, key=lambda s: s.makespan)
-    quantum = quantum_ns if quantum_ns is not None else default_quantum(warm.makespan)
-    if _proven(warm.makespan, bounds, quantum):
+    warm, note = _warm_start(instance, deadline)
+    if warm is None:
+        return _result(instance, "cpsat", None, None, bounds, t0, note=note)
+    trajectory = ((time.perf_counter() - t0, warm.makespan),)
+    if is_proven(warm.makespan, bounds.best, origin_ns(instance)):
         logger.info("warm start meets the lower bound: CP-SAT not needed")
-        return Result(
-            instance.name,
-            "cpsat",
-            None,
-            Status.OPTIMAL,
-            warm.makespan,
-            bounds,
-            time.perf_counter() - t0,
-            warm,
-            trajectory=((time.perf_counter() - t0, warm.makespan),),
-        )
-    outcome = solve_cpsat(
-        instance,
-        warm,
-        time_limit=time_limit,
-        workers=workers if workers is not None else available_workers(),
-        seed=seed,
-        quantum_ns=quantum,
-        log=log,
-        t0=t0,
-        lower_bound=bounds.best,
+        return _result(instance, "cpsat", None, warm, bounds, t0, trajectory=trajectory, note=note)
+    size = sum(
+        coll.chunks * math.factorial(len(dims)) for coll, dims in zip(instance.collectives, instance.active_dims)
     )
+    if size > MAX_CPSAT_ORDER_LITERALS or instance.num_phases > MAX_CPSAT_PHASES:
+        note = (
+            f"cpsat: the exact model would have {size} order literals and {instance.num_phases} phases "
+            f"(limits {MAX_CPSAT_ORDER_LITERALS} and {MAX_CPSAT_PHASES}): the best heuristic schedule is returned"
+        )
+        return _result(instance, "cpsat", None, warm, bounds, t0, trajectory=trajectory, note=note)
+    from themis_opt.cpsat import solve_cpsat  # CP-SAT is imported only when it runs
+
+    try:
+        outcome = solve_cpsat(
+            instance,
+            warm,
+            deadline=deadline,
+            workers=workers if workers is not None else available_workers(),
+            seed=seed,
+            quantum_ns=quantum_ns,
+            log=log,
+            t0=t0,
+            lower_bound=bounds.best,
+        )
+    except OutOfTime:
+        note = "cpsat: out of time while building the model: the best heuristic schedule is returned"
+        return _result(instance, "cpsat", None, warm, bounds, t0, trajectory=trajectory, note=note)
     bounds = Bounds(bounds.ideal, bounds.lp, bounds.ip, bounds.fill_drain, outcome.bound)
     schedule: Schedule | None = outcome.schedule
-    status = outcome.status
-    if status is Status.NO_SOLUTION:
-        status = Status.FEASIBLE  # CP-SAT found nothing new, the warm start stands
-    elif status in (Status.INFEASIBLE, Status.MODEL_INVALID):
-        logger.error("CP-SAT says %s for a model with a valid warm start", status.value)
-        schedule = None
-    if schedule is not None and status is Status.FEASIBLE and _proven(schedule.makespan, bounds, quantum):
-        status = Status.OPTIMAL
-    return Result(
-        instance.name,
-        "cpsat",
-        None,
-        status,
-        schedule.makespan if schedule else None,
-        bounds,
-        time.perf_counter() - t0,
-        schedule,
-        outcome.stats,
-        outcome.trajectory,
+    if outcome.status in (Status.INFEASIBLE, Status.MODEL_INVALID):
+        logger.error("CP-SAT says %s for a model with a valid warm start", outcome.status.value)
+        return Result(
+            instance.name, "cpsat", None, outcome.status, None, bounds, time.perf_counter() - t0, None, outcome.stats
+        )
+    return _result(
+        instance, "cpsat", None, schedule, bounds, t0, stats=outcome.stats, trajectory=outcome.trajectory, note=note
     )
+
+
+def _warm_start(instance: Instance, deadline: Deadline) -> tuple[Schedule | None, str]:
+    """The best of the heuristics that finish in time, and a note if any did not.
+
+    The baseline may take all the time left (without it there is nothing to
+    search from); each further candidate gets a share of what is left then.
+    """
+    makers: tuple[Callable[[Deadline], Schedule], ...] = (
+        lambda d: simulate(instance, baseline_orders(instance), Intra.FIFO, d),
+        lambda d: simulate(instance, themis_orders(instance), Intra.FIFO, d),
+        lambda d: simulate(instance, themis_orders(instance), Intra.SCF, d),
+        lambda d: balanced_schedule(instance, deadline=d)[0],
+    )
+    candidates: list[Schedule] = []
+    for n, make in enumerate(makers):
+        try:
+            candidates.append(make(deadline if n == 0 else deadline.share(0.25)))
+        except OutOfTime:
+            note = "cpsat: out of time before every warm start was timed"
+            return (min(candidates, key=lambda s: s.makespan) if candidates else None), note
+    return min(candidates, key=lambda s: s.makespan), ""

@@ -16,12 +16,14 @@ Times are compared with a tolerance for float rounding only.
 from __future__ import annotations
 
 import math
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from themis_opt.cost import chunk_phases
 from themis_opt.instance import Instance
 from themis_opt.schedule import Schedule
+
+if TYPE_CHECKING:  # pragma: no cover
+    import networkx as nx
 
 REL_TOL = 1e-9
 ABS_TOL_NS = 1e-6
@@ -118,6 +120,8 @@ def precedence_graph(instance: Instance, schedule: Schedule) -> nx.DiGraph:
     on a dimension, each weighted by the duration of its tail phase. Edges
     from the source carry the collective's issue time.
     """
+    import networkx as nx  # only the graph tools need it: validate() stays light
+
     graph = nx.DiGraph()
     graph.add_node("source")
     graph.add_node("sink")
@@ -159,6 +163,8 @@ def critical_path(instance: Instance, schedule: Schedule) -> tuple[float, list[t
     ValueError
         If the precedences form a cycle (an invalid schedule).
     """
+    import networkx as nx
+
     graph = precedence_graph(instance, schedule)
     if not nx.is_directed_acyclic_graph(graph):
         raise ValueError("the schedule's precedences form a cycle")

@@ -1,0 +1,88 @@
+"""One time budget for a whole ``solve`` call, shared out among its stages.
+
+A :class:`Deadline` is a point on ``time.perf_counter()``'s clock. Every
+stage (bounds, policies, warm starts, model building, search) asks how much
+time it may take and stops at its share with the best it has; a stage that
+cannot finish in time raises :class:`OutOfTime`, and its caller reports what
+it has (a bound as not computed, a method without a schedule).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class OutOfTime(Exception):
+    """A stage ran out of its share of the time budget."""
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """The time by which a call must be done.
+
+    Parameters
+    ----------
+    at
+        A ``time.perf_counter()`` reading; ``math.inf`` means no limit.
+    """
+
+    at: float = math.inf
+
+    @staticmethod
+    def after(seconds: float | None) -> Deadline:
+        """The deadline ``seconds`` from now (``None``: no limit)."""
+        return Deadline() if seconds is None else Deadline(time.perf_counter() + seconds)
+
+    def remaining(self) -> float:
+        """Seconds left, never negative."""
+        return max(0.0, self.at - time.perf_counter())
+
+    def share(self, fraction: float) -> Deadline:
+        """A deadline ``fraction`` of the remaining time from now."""
+        if math.isinf(self.at):
+            return self
+        return Deadline(time.perf_counter() + fraction * self.remaining())
+
+    def expired(self) -> bool:
+        """Whether the deadline has passed."""
+        return time.perf_counter() >= self.at
+
+    def check(self, stage: str) -> None:
+        """Raise :class:`OutOfTime` naming ``stage`` if the deadline has passed."""
+        if self.expired():
+            raise OutOfTime(f"{stage}: out of time")
+
+
+def run_interruptibly(call: Callable[[], T], stop: Callable[[], None]) -> T:
+    """Run a solver ``call`` that releases the GIL in a thread of its own, so
+    that Ctrl-C reaches this thread at once: then ``stop`` asks the solver to
+    stop, and :class:`KeyboardInterrupt` is raised as soon as it has.
+    """
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as error:  # handed to the caller below
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, name="themis-opt-solver", daemon=True)
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(0.05)
+    except KeyboardInterrupt:
+        stop()
+        thread.join()
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    value: T = outcome["value"]
+    return value
