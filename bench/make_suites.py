@@ -1,4 +1,4 @@
-"""Write the bundled suites under instances/ (reproducible: fixed seeds).
+"""Write the bundled suites under themis_opt/suites/ (instances/ links there; fixed seeds).
 
     python bench/make_suites.py            # quick/ and paper/ instances, exact/ instances
     python bench/make_suites.py --optima   # also prove exact/ optima and write optima.json
@@ -21,7 +21,7 @@ from themis_opt.io import load_instance, save_instance
 from themis_opt.result import Status
 from themis_opt.solve import solve
 
-ROOT = Path(__file__).resolve().parent.parent / "instances"
+ROOT = Path(__file__).resolve().parent.parent / "themis_opt" / "suites"
 GIB = 2**30
 
 

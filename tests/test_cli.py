@@ -165,3 +165,98 @@ def test_solve_log_streams_the_cpsat_log_to_stderr(capsys: pytest.CaptureFixture
     assert code == 0
     assert "Starting search" in err and "Starting search" not in out
     assert "cpsat" in out
+
+
+BENCH = ["--methods", "baseline,themis-scf", "--workers", "1"]
+
+
+def test_bench_out_appends_and_never_erases(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_file = tmp_path / "new" / "folder" / "rows.jsonl"  # missing folders are created
+    assert run(["bench", WORKED, *BENCH, "--out", str(out_file)], capsys)[0] == 0
+    first = out_file.read_text()
+    assert run(["bench", str(DATA / "tiny_rs.json"), *BENCH, "--out", str(out_file)], capsys)[0] == 0
+    text = out_file.read_text()
+    assert text.startswith(first) and len(text.splitlines()) == 2
+
+
+def test_bench_refuses_a_file_that_is_not_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    precious = tmp_path / "notes.jsonl"
+    precious.write_text('{"my": "notes"}')  # one line, no newline: not a cut-short record either
+    code, _, err = run(["bench", WORKED, *BENCH, "--out", str(precious)], capsys)
+    assert code == 2 and "not a rows file" in err and err.count("\n") == 1
+    assert precious.read_text() == '{"my": "notes"}'
+
+
+def test_bench_resumes_by_content_and_refuses_to_mix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_file = tmp_path / "rows.jsonl"
+    assert run(["bench", WORKED, *BENCH, "--out", str(out_file)], capsys)[0] == 0
+    moved = tmp_path / "elsewhere.json"
+    moved.write_text(Path(WORKED).read_text())
+    code, out, err = run(["bench", str(moved), *BENCH, "--out", str(out_file), "--resume"], capsys)
+    assert code == 0 and len(out_file.read_text().splitlines()) == 1  # same content: nothing rerun
+    assert "worked" in out
+    other = ["bench", WORKED, "--methods", "baseline", "--workers", "1", "--out", str(out_file)]
+    code, _, err = run([*other, "--resume"], capsys)
+    assert code == 2 and "other settings" in err and "--allow-mixed" in err
+    assert run([*other, "--resume", "--allow-mixed"], capsys)[0] == 0
+    assert len(out_file.read_text().splitlines()) == 2
+
+
+def test_bench_table_fits_80_columns_with_whole_names(capsys: pytest.CaptureFixture[str]) -> None:
+    paths = [str(DATA / f"{name}.json") for name in ("worked", "three_dim", "tiny_rs")]
+    code, out, _ = run(
+        ["bench", *paths, "--methods", "baseline,themis-fifo,themis-scf,balanced", "--workers", "1"], capsys
+    )
+    assert code == 0
+    assert max(len(line) for line in out.splitlines()) <= 80  # capsys is not a terminal: rich uses 80 columns
+    for name in ("worked", "three_dim", "tiny_rs"):
+        assert any(f" {name}: " in line for line in out.splitlines()), name
+
+
+def test_solve_all_prints_bounds_and_busy_shares(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["solve", WORKED, "--method", "all", "--time-limit", "10", "--workers", "1"], capsys)
+    assert code == 0
+    assert "lower bounds" in out and "fill_drain" in out and "busy share per dimension" in out
+    assert "themis-scf" in out and "cpsat" in out and max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_show_fits_the_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_file = tmp_path / "r.json"
+    run(["solve", WORKED, "--output", str(out_file)], capsys)
+    code, out, _ = run(["show", str(out_file)], capsys)
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_huge_numbers_are_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = json.loads(Path(WORKED).read_text())
+    data["collectives"][0]["size_bytes"] = 10**17
+    bad = tmp_path / "huge.json"
+    bad.write_text(json.dumps(data))
+    code, _, err = run(["solve", str(bad), "--method", "all"], capsys)
+    assert code == 2 and "collectives[0].size_bytes: must be <=" in err and err.count("\n") == 1
+
+
+def test_suites_ship_inside_the_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from themis_opt.suites import SUITES, suite_folder
+
+    monkeypatch.chdir(tmp_path)  # outside the checkout
+    for name in SUITES:
+        folder = suite_folder(name)
+        assert folder.is_dir() and "themis_opt" in folder.parts and any(folder.glob("*.json"))
+
+
+def test_ctrl_c_stops_a_search_at_once_with_one_message() -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    hard = str(Path(__file__).resolve().parent.parent / "instances" / "paper" / "paper-4d-r2-fc8-r8-sw8.json")
+    argv = [sys.executable, "-m", "themis_opt.cli", "solve", hard, "--method", "cpsat", "--time-limit", "60"]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3.0)
+    sent = time.perf_counter()
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert time.perf_counter() - sent < 3.0
+    assert process.returncode == 130 and err == "themis-opt: interrupted\n"

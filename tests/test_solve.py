@@ -7,11 +7,12 @@ import math
 
 import pytest
 
+from themis_opt.bounds import compute_bounds
 from themis_opt.cost import chunk_phases
 from themis_opt.errors import InputError
-from themis_opt.instance import Instance
+from themis_opt.instance import Collective, Instance
 from themis_opt.result import Status
-from themis_opt.solve import solve
+from themis_opt.solve import METHODS, solve
 from themis_opt.validator import validate
 
 from .conftest import load, make
@@ -130,3 +131,44 @@ def test_bad_options(worked: Instance, options: dict[str, object], message: str)
     method = options.pop("method", "cpsat")
     with pytest.raises(InputError, match=message):
         solve(worked, method, **options)  # type: ignore[arg-type]
+
+
+def test_status_is_measured_on_the_span_not_on_absolute_time(worked: Instance) -> None:
+    late = Instance(worked.network, (Collective("all_reduce", 64 * 2**20, 4, issue_ns=1e10),), "late")
+    bounds = compute_bounds(late)
+    baseline, themis = solve(late, "baseline", bounds=bounds), solve(late, "themis", bounds=bounds)
+    # both spans start at 10 s; themis is 20% longer than the baseline over its own span
+    assert baseline.status is Status.OPTIMAL
+    assert themis.status is Status.FEASIBLE
+    assert themis.tolerance_ns == pytest.approx(1e-4 * (themis.makespan - 1e10))  # type: ignore[operator]
+    # the gap stays the true ratio of absolute times
+    assert themis.gap == pytest.approx(themis.makespan / themis.lower_bound - 1)  # type: ignore[operator]
+
+
+def test_a_large_quantum_cannot_make_a_schedule_optimal() -> None:
+    instance = make([(4, "switch", 200.0), (4, "switch", 100.0), (4, "switch", 50.0)], size=64 * 2**20, chunks=4)
+    honest = solve(instance, "baseline", bounds=compute_bounds(instance))
+    assert honest.status is Status.FEASIBLE and honest.gap is not None and honest.gap > 0.05
+    result = solve(instance, "cpsat", quantum_ns=1e7, time_limit=5, workers=1)
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+    assert result.bounds.cpsat is None or result.bounds.cpsat <= honest.lower_bound * (1 + 1e-9) + 1e7
+    if result.status is Status.OPTIMAL:
+        assert result.makespan - result.lower_bound <= 1e-4 * result.makespan  # type: ignore[operator]
+    assert result.lower_bound <= result.makespan  # type: ignore[operator]
+
+
+def test_enums_print_as_their_values(worked: Instance) -> None:
+    result = solve(worked, "balanced")
+    assert str(result.status) == "optimal" and f"{result.status}" == "optimal"
+    assert str(worked.collectives[0].kind) == "all_reduce"
+
+
+def test_method_registry_drives_solve(worked: Instance) -> None:
+    assert set(METHODS) == {"baseline", "themis", "balanced", "cpsat"}
+    for name, method in METHODS.items():
+        result = solve(worked, name, time_limit=5)
+        assert result.method == name
+        if method.default_intra is not None:
+            assert result.intra == method.default_intra.value
+        # cheap methods compute no solver bound unless given one
+        assert (result.bounds.ip is not None) == method.load_bounds

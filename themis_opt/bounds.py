@@ -170,20 +170,28 @@ def load_programs_fit(instance: Instance) -> bool:
     return load_variables(instance) <= MAX_LOAD_VARIABLES
 
 
+def _origin(instance: Instance) -> float:
+    """The earliest issue time: the load programs measure time from here."""
+    return min(coll.issue_ns for coll in instance.collectives)
+
+
 def _load_model(
     instance: Instance, backend: str, *, integer: bool, fill_drain: bool, floor_ns: float = 0.0
 ) -> tuple[pywraplp.Solver, dict[tuple[ChunkClass, tuple[int, ...]], pywraplp.Variable]]:
-    """The load-bound program in microseconds (well-scaled for the solvers);
-    ``floor_ns`` is a known lower bound on its optimum.
+    """The load-bound program in microseconds since the earliest issue time
+    (well-scaled for the solvers, and the solvers' relative tolerance applies
+    to the span, not to absolute time); ``floor_ns`` is a known lower bound
+    on its optimum, in absolute ns.
     """
     from ortools.linear_solver import pywraplp
 
+    origin = _origin(instance)
     profiles = order_profiles(instance)
     solver = pywraplp.Solver.CreateSolver(backend)
     if solver is None:  # pragma: no cover - both backends ship with ortools
         raise RuntimeError(f"OR-Tools has no {backend} backend")
     us = 1e-3
-    makespan = solver.NumVar(floor_ns * us, solver.infinity(), "makespan")
+    makespan = solver.NumVar(max(0.0, floor_ns - origin) * us, solver.infinity(), "makespan")
     x = {}
     for i, cls in enumerate(instance.chunk_classes):
         for j, order in enumerate(profiles[cls]):
@@ -194,7 +202,7 @@ def _load_model(
         for d in range(instance.network.num_dims):
             load = [x[cls, o] * (p.busy[d] * us) for cls in later for o, p in profiles[cls].items() if p.busy[d]]
             if load:
-                solver.Add(makespan >= t * us + sum(load))
+                solver.Add(makespan >= (t - origin) * us + sum(load))
     if fill_drain:
         used = {key: solver.BoolVar(f"used{n}") for n, key in enumerate(x)}
         for key, var in x.items():
@@ -204,7 +212,7 @@ def _load_model(
             pairs = [(cls, o, p) for cls in profiles for o, p in profiles[cls].items() if p.head[d] is not None]
             if not pairs:
                 continue
-            head = _least_in_use(solver, used, [((c, o), p.head[d] * us) for c, o, p in pairs], f"h{d}")  # type: ignore[operator]
+            head = _least_in_use(solver, used, [((c, o), (p.head[d] - origin) * us) for c, o, p in pairs], f"h{d}")  # type: ignore[operator]
             tail = _least_in_use(solver, used, [((c, o), p.tail[d] * us) for c, o, p in pairs], f"t{d}")  # type: ignore[operator]
             solver.Add(makespan >= head + tail + sum(x[cls, o] * (p.busy[d] * us) for cls, o, p in pairs))
     solver.Minimize(makespan)
@@ -267,7 +275,7 @@ def lp_bound(instance: Instance, deadline: Deadline | None = None) -> float | No
     if status != solver.OPTIMAL:
         logger.info("the LP load bound was not solved in time (status %s): not computed", status)
         return None
-    return float(solver.Objective().Value()) * 1e3 * (1 - SAFETY)
+    return _origin(instance) + float(solver.Objective().Value()) * 1e3 * (1 - SAFETY)
 
 
 @dataclass(frozen=True)
@@ -349,7 +357,7 @@ def integer_load_bound(
     counts: dict[ChunkClass, dict[tuple[int, ...], int]] = {}
     for (cls, order), var in x.items():
         counts.setdefault(cls, {})[order] = round(var.solution_value())
-    bound = max(floor, solver.Objective().BestBound() * 1e3 * (1 - SAFETY))
+    bound = max(floor, _origin(instance) + solver.Objective().BestBound() * 1e3 * (1 - SAFETY))
     logger.debug("integer load bound (fill_drain=%s): %.3f ns, status %s", fill_drain, bound, status)
     solution = LoadSolution(bound, counts, status == solver.OPTIMAL)
     if not deadline.expired():  # decided by the node limit: the same on every machine

@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--quantum-ns",
         type=_number_in("--quantum-ns", 0, 1e15),
         default=None,
-        help="CP-SAT time quantum in ns (default: warm-start makespan / 1000000)",
+        help="CP-SAT time quantum in ns (default: warm-start makespan / 100000)",
     )
     p.add_argument("--log", action="store_true", help="stream the CP-SAT search log to standard error")
 

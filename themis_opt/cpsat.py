@@ -44,7 +44,7 @@ from themis_opt.simulator import left_shift, retime, sequences_of
 logger = logging.getLogger(__name__)
 
 Order = tuple[int, ...]
-HORIZON_QUANTA = 1_000_000  # default quantum: the warm start's makespan over this
+HORIZON_QUANTA = 100_000  # default quantum: the warm start's makespan over this
 
 _STATUS = {
     cp_model.OPTIMAL: Status.OPTIMAL,

@@ -317,6 +317,8 @@ def result_to_dict(result: Result) -> dict[str, Any]:
             "quantum_ns": stats.quantum_ns,
         },
         "trajectory": [{"time_s": t, "makespan_ns": m} for t, m in result.trajectory],
+        "tolerance_ns": result.tolerance_ns,
+        "note": result.note,
         "schedule": None if result.schedule is None else schedule_to_dict(result.schedule),
     }
 
@@ -369,6 +371,8 @@ def result_from_dict(data: Any) -> Result:
             "bounds_ns",
             "stats",
             "trajectory",
+            "tolerance_ns",
+            "note",
         },
     )
     for key in ("instance", "method"):
@@ -405,6 +409,9 @@ def result_from_dict(data: Any) -> Result:
         trajectory.append(
             (check_number(f"{at}.time_s", point["time_s"]), check_number(f"{at}.makespan_ns", point["makespan_ns"]))
         )
+    note = data.get("note", "")
+    if not isinstance(note, str):
+        raise InputError("note", f"must be a string, got {_kind(note)}")
     return Result(
         data["instance"],
         data["method"],
@@ -416,6 +423,8 @@ def result_from_dict(data: Any) -> Result:
         schedule,
         stats,
         tuple(trajectory),
+        _optional_number(data, "tolerance_ns"),
+        note,
     )
 
 
