@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,6 +28,8 @@ VERSION = 1
 
 def instance_schema() -> dict[str, Any]:
     """The JSON Schema of instance files, as shipped in the package."""
+    from importlib import resources
+
     text = resources.files("themis_opt").joinpath("schema/instance.schema.json").read_text()
     schema: dict[str, Any] = json.loads(text)
     return schema

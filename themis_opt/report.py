@@ -6,15 +6,18 @@ Only the CLI uses this module; the core library never imports rich.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from themis_opt import bench as benchmod
 from themis_opt.instance import Instance
 from themis_opt.result import OPTIMALITY_TOLERANCE, Result, gap
 from themis_opt.schedule import Schedule
+
+if TYPE_CHECKING:  # pragma: no cover
+    from themis_opt import bench as benchmod
 
 PALETTE = (
     "cyan",
