@@ -14,6 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -140,6 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="add to an --out file that holds rows of other methods, time limit or seed",
     )
     p.add_argument("--csv", help="also write this run's rows to this CSV file")
+    p.add_argument(
+        "--scheduler",
+        help="run on a Dask cluster: tcp://HOST:PORT, or local:N for N single-threaded local workers "
+        '(needs pip install -e ".[dask]")',
+    )
 
     p = sub.add_parser("show", help="draw a result's schedule as a per-dimension Gantt chart")
     p.add_argument("result", help="result JSON file")
@@ -288,47 +294,52 @@ def _instance_paths(args: argparse.Namespace) -> list[str]:
 
 def _bench(args: argparse.Namespace, console: Console) -> int:
     from themis_opt import bench as benchmod
-    from themis_opt.io import check_writable, load_instance
+    from themis_opt.cluster import ClusterLost, check_scheduler
+    from themis_opt.io import check_writable, read_json
     from themis_opt.report import bench_table, summary_table
-    from themis_opt.solve import available_workers
 
     methods = benchmod.parse_methods(args.methods) if args.methods is not None else benchmod.METHODS
     paths = _instance_paths(args)
-    digests = {path: benchmod.instance_digest(load_instance(path)) for path in paths}  # bad input fails first
+    documents = {path: read_json(path) for path in paths}
+    # bad input fails before any work starts
+    digests = {path: benchmod.instance_digest(_instance_of(documents[path], path)) for path in paths}
     if args.resume and not args.out:
         raise InputError("--resume", "needs --out, the file to resume from")
-    workers = args.workers if args.workers is not None else max(1, available_workers() // args.jobs)
+    if args.scheduler is not None and args.jobs != 1:
+        raise InputError("--jobs", "runs local processes: give --jobs or --scheduler, not both")
+    if args.scheduler is not None:
+        check_scheduler(args.scheduler)
     settings = (methods, args.time_limit, args.seed)
     done: list[benchmod.Record] = []
     if args.out:
         done = benchmod.prepare_rows_file(args.out, settings, allow_mixed=args.allow_mixed)
     if args.csv:
         check_writable(args.csv)
-    if args.jobs * workers > available_workers():
-        sys.stderr.write(
-            f"themis-opt: warning: {args.jobs} jobs x {workers} workers exceed the "
-            f"{available_workers()} cores available: timings will suffer\n"
-        )
     kept = {r.digest: r for r in done if r.settings() == settings and not r.error} if args.resume else {}
     todo = [p for p in paths if digests[p] not in kept]
     records: dict[str, benchmod.Record] = {p: kept[digests[p]] for p in paths if digests[p] in kept}
     written = 0
-    try:
-        for path, record in _run_bench(todo, methods, args, workers, digests):
-            records[path] = record
-            if args.out:
-                benchmod.append_record(args.out, record)
-                written += 1
-    except KeyboardInterrupt:
-        where = f": {written} new rows kept in {args.out}" if args.out else ""
-        sys.stderr.write(f"themis-opt: interrupted{where}\n")
-        return 130
+    with _bench_backend(args, todo, methods, documents, digests) as (runs, jobs, workers):
+        try:
+            for path, record in runs:
+                records[path] = record
+                if args.out:
+                    benchmod.append_record(args.out, record)
+                    written += 1
+        except KeyboardInterrupt:
+            where = f": {written} new rows kept in {args.out}" if args.out else ""
+            sys.stderr.write(f"themis-opt: interrupted{where}\n")
+            return 130
+        except ClusterLost as error:
+            where = f"; {written} new rows kept in {args.out}" if args.out else ""
+            sys.stderr.write(f"themis-opt: error: lost the scheduler {args.scheduler} ({error}){where}\n")
+            return 1
     ordered = [records[p] for p in paths if p in records]
     if args.csv:
         benchmod.write_csv(args.csv, ordered, methods)
     console.print(bench_table(ordered, methods))
     console.print(summary_table(benchmod.summarize(ordered, methods)))
-    console.print(f"{len(ordered)} instances, {args.jobs} jobs x {workers} CP-SAT workers")
+    console.print(f"{len(ordered)} instances, {jobs} jobs x {workers} CP-SAT workers")
     invalid = sum(1 for r in ordered for o in r.outcomes if not o.valid)
     failed = sum(1 for r in ordered if r.error)
     if invalid or failed:
@@ -337,13 +348,47 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _run_bench(
-    todo: list[str], methods: tuple[str, ...], args: argparse.Namespace, workers: int, digests: dict[str, str]
-) -> Iterator[tuple[str, benchmod.Record]]:
-    """Yield (path, record) as instances finish, in this process or in ``--jobs`` processes."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+def _instance_of(document: object, path: str) -> Instance:
+    from themis_opt.io import in_file, instance_from_dict
 
-    from themis_opt import bench as benchmod
+    try:
+        return instance_from_dict(document, Path(path).stem)
+    except InputError as error:
+        raise in_file(error, path) from None
+
+
+@contextmanager
+def _bench_backend(
+    args: argparse.Namespace,
+    todo: list[str],
+    methods: tuple[str, ...],
+    documents: dict[str, object],
+    digests: dict[str, str],
+) -> Iterator[tuple[Iterator[tuple[str, benchmod.Record]], int, int]]:
+    """(finished (path, record) pairs, jobs, CP-SAT workers per job) on the chosen backend."""
+    from themis_opt.solve import available_workers
+
+    if args.scheduler is None:
+        workers = args.workers if args.workers is not None else max(1, available_workers() // args.jobs)
+        if args.jobs * workers > available_workers():
+            sys.stderr.write(
+                f"themis-opt: warning: {args.jobs} jobs x {workers} workers exceed the "
+                f"{available_workers()} cores available: timings will suffer\n"
+            )
+        yield _with_progress(_run_local(todo, methods, args, workers, digests), len(todo)), args.jobs, workers
+        return
+    from themis_opt.cluster import connect, run_on_cluster, worker_threads
+
+    with connect(args.scheduler) as client:
+        jobs, threads = worker_threads(client)
+        workers = args.workers if args.workers is not None else threads
+        items = [(path, documents[path], digests[path]) for path in todo]
+        runs = run_on_cluster(client, items, methods, args.time_limit, workers, args.seed)
+        yield _with_progress(runs, len(todo)), jobs, workers
+
+
+def _with_progress(runs: Iterator[tuple[str, benchmod.Record]], total: int) -> Iterator[tuple[str, benchmod.Record]]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     progress = Progress(
         TextColumn("{task.description}"),
@@ -353,45 +398,53 @@ def _run_bench(
         console=Console(stderr=True),
         transient=True,
     )
+    with progress:
+        task = progress.add_task("bench", total=total)
+        for path, record in runs:
+            progress.update(task, advance=1, description=record.instance)
+            yield path, record
+
+
+def _run_local(
+    todo: list[str], methods: tuple[str, ...], args: argparse.Namespace, workers: int, digests: dict[str, str]
+) -> Iterator[tuple[str, benchmod.Record]]:
+    """Yield (path, record) as instances finish, in this process or in ``--jobs`` processes."""
+    from themis_opt import bench as benchmod
 
     def failed(path: str, error: BaseException) -> benchmod.Record:
         return benchmod.failed_record(path, digests[path], methods, args.time_limit, args.seed, str(error))
 
-    with progress:
-        task = progress.add_task("bench", total=len(todo))
-        if args.jobs == 1:
-            for path in todo:
-                try:
-                    record = benchmod.run_instance(path, methods, args.time_limit, workers, args.seed)
-                except InputError as error:
-                    record = failed(path, error)
-                progress.update(task, advance=1, description=record.instance)
-                yield path, record
-            return
-        from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+    if args.jobs == 1:
+        for path in todo:
+            try:
+                record = benchmod.run_instance(path, methods, args.time_limit, workers, args.seed)
+            except InputError as error:
+                record = failed(path, error)
+            yield path, record
+        return
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
-        pool = ProcessPoolExecutor(max_workers=args.jobs, initializer=benchmod.die_with_parent)
-        try:
-            pending: dict[Future[benchmod.Record], str] = {}
-            queue = list(todo)
-            while queue or pending:
-                while queue and len(pending) < args.jobs:
-                    path = queue.pop(0)
-                    future = pool.submit(benchmod.run_instance, path, methods, args.time_limit, workers, args.seed)
-                    pending[future] = path
-                finished_now, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished_now:
-                    path = pending.pop(future)
-                    try:
-                        record = future.result()
-                    except Exception as error:  # a worker's failure is reported in its row
-                        record = failed(path, error)
-                    progress.update(task, advance=1, description=record.instance)
-                    yield path, record
-        except BaseException:  # Ctrl-C, or the caller stopped: no worker may outlive the bench
-            benchmod.stop_pool(pool)
-            raise
-        pool.shutdown(wait=True)
+    pool = ProcessPoolExecutor(max_workers=args.jobs, initializer=benchmod.die_with_parent)
+    try:
+        pending: dict[Future[benchmod.Record], str] = {}
+        queue = list(todo)
+        while queue or pending:
+            while queue and len(pending) < args.jobs:
+                path = queue.pop(0)
+                future = pool.submit(benchmod.run_instance, path, methods, args.time_limit, workers, args.seed)
+                pending[future] = path
+            finished_now, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished_now:
+                path = pending.pop(future)
+                try:
+                    record = future.result()
+                except Exception as error:  # a worker's failure is reported in its row
+                    record = failed(path, error)
+                yield path, record
+    except BaseException:  # Ctrl-C, or the caller stopped: no worker may outlive the bench
+        benchmod.stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _show(args: argparse.Namespace, console: Console) -> int:
