@@ -6,7 +6,7 @@ import math
 
 from ortools.sat.python import cp_model
 
-from themis_opt.cpsat import _Model, default_quantum, relabel
+from themis_opt.cpsat import CpsatModel, default_quantum, relabel
 from themis_opt.instance import Instance
 from themis_opt.policies import themis_orders
 from themis_opt.simulator import simulate
@@ -16,7 +16,7 @@ from themis_opt.validator import validate
 def test_hint_is_feasible_and_extracts_back(instance: Instance) -> None:
     warm = simulate(instance, themis_orders(instance), "scf")
     quantum = default_quantum(warm.makespan)
-    model = _Model(instance, quantum, math.ceil(warm.makespan / quantum) + instance.num_phases + 2)
+    model = CpsatModel(instance, quantum, math.ceil(warm.makespan / quantum) + instance.num_phases + 2)
     model.hint(warm)
     solver = cp_model.CpSolver()
     solver.parameters.fix_variables_to_their_hinted_value = True

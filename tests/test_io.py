@@ -117,7 +117,7 @@ BAD = [
     (["collectives", 2, "issue_ns"], -5, r"collectives\[2\]\.issue_ns: must be >= 0"),
     (["collectives"], [], r"collectives: must hold at least one"),
     (["format"], "other", r"format: must be 'themis-opt-instance'"),
-    (["version"], 2, r"version: must be 1"),
+    (["version"], 3, r"version: must be 1 or 2"),
     (["network"], _DELETE, r"network: missing required field"),
 ]
 
@@ -164,7 +164,7 @@ def test_data_classes_validate_themselves() -> None:
     with pytest.raises(InputError, match="chunks: must be <= size_bytes"):
         Collective("all_reduce", 4, 5)
     network = Network((Dimension(2, "ring", 10.0, 1.0),))
-    with pytest.raises(InputError, match=r"collectives\[0\]\.dimensions\[0\]: must be < 1"):
+    with pytest.raises(InputError, match=r"tasks\[0\] \(c0\)\.dimensions\[0\]: must be < 1"):
         Instance(network, (Collective("all_reduce", 4, 2, dimensions=(3,)),))
 
 

@@ -28,15 +28,17 @@ computed (``None``).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
-from themis_opt.cost import chunk_phases
-from themis_opt.instance import ChunkClass, Instance, Kind
+from themis_opt.cost import bytes_sent, chunk_phases, phase_duration, phase_plan_of
+from themis_opt.instance import ChunkClass, Collective, Compute, Instance, Kind, Op
 
 logger = logging.getLogger(__name__)
 
@@ -73,8 +75,10 @@ class OrderProfile:
 class Bounds:
     """Lower bounds on the makespan, each valid on its own, in ns.
 
-    ``None`` marks a bound that was not computed. ``cpsat`` is CP-SAT's own
-    bound, corrected for its rounded durations.
+    ``None`` marks a bound that was not computed. ``critical_path`` is the
+    longest dependency chain with every collective at its shortest possible
+    duration; ``compute`` the compute unit's work after its earliest start;
+    ``cpsat`` CP-SAT's own bound (of a relaxation, so valid as it stands).
     """
 
     ideal: float
@@ -82,29 +86,138 @@ class Bounds:
     ip: float | None = None
     fill_drain: float | None = None
     cpsat: float | None = None
+    critical_path: float | None = None
+    compute: float | None = None
 
     @property
     def best(self) -> float:
         """The largest (tightest) bound."""
-        return max(b for b in (self.ideal, self.lp, self.ip, self.fill_drain, self.cpsat) if b is not None)
+        return max(b for b in self.as_dict().values() if b is not None)
 
     def as_dict(self) -> dict[str, float | None]:
         """The bounds by name."""
-        return {
-            "ideal": self.ideal,
-            "lp": self.lp,
-            "ip": self.ip,
-            "fill_drain": self.fill_drain,
-            "cpsat": self.cpsat,
-        }
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
 def traffic_bytes(instance: Instance, collective: int) -> float:
     """Bytes one NPU sends for a whole collective, whatever the orders."""
     coll = instance.collectives[collective]
-    npus = math.prod(instance.network.dimensions[d].size for d in instance.active_dims[collective])
+    dims = [instance.network.dimensions[d] for d in instance.active_dims[collective]]
+    npus = math.prod(dim.size for dim in dims)
     one_way = coll.size_bytes * (npus - 1) / npus
-    return 2 * one_way if coll.kind is Kind.ALL_REDUCE else one_way
+    match coll.kind:
+        case Kind.ALL_REDUCE:
+            return 2 * one_way
+        case Kind.REDUCE_SCATTER | Kind.ALL_GATHER:
+            return one_way
+        case Kind.ALL_TO_ALL:  # one fixed order, the size kept: each dimension's share is fixed
+            return sum(bytes_sent(dim, Op.ALL_TO_ALL, coll.size_bytes) for dim in dims)
+        case _ as unreachable:
+            assert_never(unreachable)
+
+
+def shortest_durations(instance: Instance) -> tuple[float, ...]:
+    """Per task, a lower bound on how long it lasts: a compute task's duration;
+    for a collective, its slowest chunk class taking that class's fastest order.
+    """
+    fastest: dict[int, float] = {}
+    for cls in instance.chunk_classes:
+        fastest[cls.collective] = max(fastest.get(cls.collective, 0.0), _fastest_chunk(instance, cls))
+    out = []
+    c = 0
+    for task in instance.tasks:
+        if isinstance(task, Compute):
+            out.append(task.duration_ns)
+        else:
+            out.append(fastest[c])
+            c += 1
+    return tuple(out)
+
+
+def _fastest_chunk(instance: Instance, cls: ChunkClass) -> float:
+    """A lower bound on how long one chunk of ``cls`` takes: its fastest order,
+    or, with more than 720 orders to try, every phase at its smallest possible
+    input (a reduce-scatter after all other dimensions, an all-gather on the shard).
+    """
+    c = cls.collective
+    if len(instance.orders[c]) <= 720:
+        return min(sum(p.duration for p in chunk_phases(instance, c, cls.chunk_bytes, o)) for o in instance.orders[c])
+    network = instance.network
+    dims = instance.active_dims[c]
+    npus = math.prod(network.dimensions[d].size for d in dims)
+    total = 0.0
+    for d, op in phase_plan_of(instance.collectives[c].kind, dims):
+        n = network.dimensions[d].size
+        match op:
+            case Op.REDUCE_SCATTER:
+                smallest = cls.chunk_bytes * n / npus
+            case Op.ALL_GATHER:
+                smallest = cls.chunk_bytes / npus
+            case Op.ALL_TO_ALL:
+                smallest = float(cls.chunk_bytes)
+            case _ as unreachable:
+                assert_never(unreachable)
+        total += phase_duration(network, d, op, smallest)
+    return total
+
+
+@functools.lru_cache(maxsize=64)
+def earliest_releases(instance: Instance) -> tuple[float, ...]:
+    """Per task, a lower bound on its release: its issue time, and each
+    dependency's earliest release plus shortest duration plus lag.
+    """
+    shortest = shortest_durations(instance)
+    index = instance.task_index
+    release = [task.issue_ns for task in instance.tasks]
+    for t in _topological(instance):
+        for dep in instance.tasks[t].after:
+            p = index[dep.task]
+            release[t] = max(release[t], release[p] + shortest[p] + dep.lag_ns)
+    return tuple(release)
+
+
+def _topological(instance: Instance) -> list[int]:
+    """The tasks, each after the tasks it waits for."""
+    index = instance.task_index
+    waiting = [len(task.after) for task in instance.tasks]
+    users: list[list[int]] = [[] for _ in instance.tasks]
+    for t, task in enumerate(instance.tasks):
+        for dep in task.after:
+            users[index[dep.task]].append(t)
+    ready = [t for t, n in enumerate(waiting) if not n]
+    out = []
+    while ready:
+        t = ready.pop()
+        out.append(t)
+        for u in users[t]:
+            waiting[u] -= 1
+            if not waiting[u]:
+                ready.append(u)
+    return out
+
+
+def collective_releases(instance: Instance) -> tuple[float, ...]:
+    """Per collective, the lower bound on its release (its issue time without dependencies)."""
+    release = earliest_releases(instance)
+    return tuple(release[t] for t, task in enumerate(instance.tasks) if isinstance(task, Collective))
+
+
+def critical_path_bound(instance: Instance) -> float:
+    """The longest dependency chain, every collective at its shortest duration."""
+    shortest = shortest_durations(instance)
+    return max(r + d for r, d in zip(earliest_releases(instance), shortest))
+
+
+def compute_bound(instance: Instance) -> float | None:
+    """For every earliest release t of a compute task: t plus the work of the
+    compute tasks released no earlier (the compute unit runs one at a time);
+    ``None`` without compute tasks.
+    """
+    release = earliest_releases(instance)
+    work = [(release[t], task.duration_ns) for t, task in enumerate(instance.tasks) if isinstance(task, Compute)]
+    if not work:
+        return None
+    return max(t + sum(d for r, d in work if r >= t) for t in {r for r, _ in work})
 
 
 def ideal_bound(instance: Instance) -> float:
@@ -112,14 +225,16 @@ def ideal_bound(instance: Instance) -> float:
 
     For one all-reduce of S bytes over dimensions with N NPUs in all:
     ``2 S (N - 1) / N / sum(B_d)`` (half of it for a reduce-scatter or an
-    all-gather). With several collectives, for every issue time t, the traffic
-    of the collectives issued at or after t over the bandwidth of the
-    dimensions they use, plus t; the largest of these.
+    all-gather). With several collectives, for every release time t (a lower
+    bound on when each collective may start), the traffic of the collectives
+    released at or after t over the bandwidth of the dimensions they use,
+    plus t; the largest of these.
     """
     dims = instance.network.dimensions
+    releases = collective_releases(instance)
     best = 0.0
-    for t in sorted({coll.issue_ns for coll in instance.collectives}):
-        later = [c for c, coll in enumerate(instance.collectives) if coll.issue_ns >= t]
+    for t in sorted(set(releases)):
+        later = [c for c, r in enumerate(releases) if r >= t]
         used = {d for c in later for d in instance.active_dims[c]}
         rate = sum(dims[d].bytes_per_ns for d in used)
         best = max(best, t + sum(traffic_bytes(instance, c) for c in later) / rate)
@@ -127,11 +242,14 @@ def ideal_bound(instance: Instance) -> float:
 
 
 def order_profiles(instance: Instance) -> dict[ChunkClass, dict[tuple[int, ...], OrderProfile]]:
-    """Per chunk class and order, the :class:`OrderProfile` of one chunk."""
+    """Per chunk class and order, the :class:`OrderProfile` of one chunk
+    (heads counted from the collective's earliest release).
+    """
+    releases = collective_releases(instance)
     num_dims = instance.network.num_dims
     profiles: dict[ChunkClass, dict[tuple[int, ...], OrderProfile]] = {}
     for cls in instance.chunk_classes:
-        issue = instance.collectives[cls.collective].issue_ns
+        issue = releases[cls.collective]
         per_order = {}
         for order in instance.orders[cls.collective]:
             phases = chunk_phases(instance, cls.collective, cls.chunk_bytes, order)
@@ -152,10 +270,11 @@ def order_profiles(instance: Instance) -> dict[ChunkClass, dict[tuple[int, ...],
 
 
 def _issue_cuts(instance: Instance) -> list[tuple[float, list[ChunkClass]]]:
-    """(t, classes issued at or after t) for every distinct issue time t."""
+    """(t, classes released at or after t) for every distinct earliest release t."""
+    releases = collective_releases(instance)
     cuts = []
-    for t in sorted({coll.issue_ns for coll in instance.collectives}):
-        later = [cls for cls in instance.chunk_classes if instance.collectives[cls.collective].issue_ns >= t]
+    for t in sorted(set(releases)):
+        later = [cls for cls in instance.chunk_classes if releases[cls.collective] >= t]
         cuts.append((t, later))
     return cuts
 
@@ -171,8 +290,8 @@ def load_programs_fit(instance: Instance) -> bool:
 
 
 def _origin(instance: Instance) -> float:
-    """The earliest issue time: the load programs measure time from here."""
-    return min(coll.issue_ns for coll in instance.collectives)
+    """The earliest release of a collective: the load programs measure time from here."""
+    return min(collective_releases(instance))
 
 
 def _load_model(
@@ -389,12 +508,16 @@ def compute_bounds(instance: Instance, deadline: Deadline | None = None, *, full
         ``False`` computes only the ideal bound (no solver, microseconds).
     """
     deadline = deadline or Deadline()
-    ideal = ideal_bound(instance)
+    cheap = Bounds(
+        ideal=ideal_bound(instance),
+        critical_path=critical_path_bound(instance) if instance.is_task_graph else None,
+        compute=compute_bound(instance),
+    )
     if not full or not load_programs_fit(instance):
-        return Bounds(ideal=ideal)
+        return cheap
     lp = lp_bound(instance, deadline.share(0.2))
     plain = integer_load_bound(instance, fill_drain=False, deadline=deadline.share(0.4))
     ip = plain.bound if plain is not None else None
     fd = integer_load_bound(instance, fill_drain=True, deadline=deadline)
     fill_drain = max(ip or 0.0, fd.bound) if fd is not None else None
-    return Bounds(ideal=ideal, lp=lp, ip=ip, fill_drain=fill_drain)
+    return dataclasses.replace(cheap, lp=lp, ip=ip, fill_drain=fill_drain)

@@ -34,12 +34,13 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
+from themis_opt.bounds import collective_releases
 from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
-from themis_opt.cost import PhaseSpec, chunk_phases
-from themis_opt.instance import Instance, Kind, Op
+from themis_opt.cost import PhaseSpec, chunk_phases, phase_plan_of
+from themis_opt.instance import Collective, Instance, Op
 from themis_opt.result import SolverStats, Status, optimality_tolerance
 from themis_opt.schedule import ChunkSchedule, Schedule
-from themis_opt.simulator import left_shift, retime, sequences_of
+from themis_opt.simulator import compute_sequence_of, left_shift, retime, sequences_of
 
 logger = logging.getLogger(__name__)
 
@@ -88,110 +89,195 @@ class CpsatOutcome:
     trajectory: tuple[tuple[float, float], ...]
 
 
-class _Model:
-    """The CP-SAT model of one instance with one quantum."""
+class CpsatModel:
+    """The CP-SAT model of one instance with one quantum, built in stages as
+    PyJobShop builds its OR-Tools model: variables, one method per family of
+    constraints, the objective; the hint and the extraction of a schedule sit
+    beside the variables they read.
+
+    Times are in quanta, rounded down (see the module's docstring).
+    """
 
     def __init__(self, instance: Instance, quantum: float, horizon: int, deadline: Deadline | None = None) -> None:
-        deadline = deadline or Deadline()
         self.instance = instance
         self.quantum = quantum
+        self.horizon = horizon
+        self.deadline = deadline or Deadline()
         self.model = cp_model.CpModel()
-        m = self.model
-        ids = instance.chunk_ids
-        num_dims = instance.network.num_dims
-        self.lits: list[dict[tuple[int, ...], cp_model.IntVar]] = []
-        self.start: list[dict[tuple[int, Op], cp_model.IntVar]] = []
-        self.size: list[dict[tuple[int, Op], cp_model.IntVar]] = []
-        self.end: list[dict[tuple[int, Op], cp_model.IntVar]] = []
-        self.makespan = m.new_int_var(0, horizon, "makespan")
-        intervals: list[list[cp_model.IntervalVar]] = [[] for _ in range(num_dims)]
-        sizes_on: list[list[cp_model.IntVar]] = [[] for _ in range(num_dims)]
-        least_head = [horizon] * num_dims
-        least_tail = [horizon] * num_dims
-        self.rounded: dict[tuple[int, int, tuple[int, ...]], list[int]] = {}
-        per_class: dict[tuple[int, int], tuple[dict[Order, tuple[PhaseSpec, ...]], dict[Order, list[int]]]] = {}
-        for i, (c, k) in enumerate(ids):
-            if not i & 63:
-                deadline.check("cpsat model")
-            coll = instance.collectives[c]
-            issue = self.floor(coll.issue_ns)
-            if (c, coll.bytes_of(k)) not in per_class:  # identical chunks share their phase plans
-                plans = {order: chunk_phases(instance, c, coll.bytes_of(k), order) for order in instance.orders[c]}
-                durations = {order: [self.floor(p.duration) for p in plan] for order, plan in plans.items()}
-                for order, dur in durations.items():
-                    self.rounded[(c, coll.bytes_of(k), order)] = dur
-                per_class[c, coll.bytes_of(k)] = (plans, durations)
-            plans, durations = per_class[c, coll.bytes_of(k)]
-            keys = [(p.dim, p.op) for p in next(iter(plans.values()))]
-            lits = {order: m.new_bool_var(f"o{i}_{'_'.join(map(str, order))}") for order in plans}
-            m.add_exactly_one(lits.values())
-            start, size, end = {}, {}, {}
-            for dim, op in keys:
-                values = sorted(
-                    {
-                        dur[p]
-                        for order, dur in durations.items()
-                        for p, ph in enumerate(plans[order])
-                        if (ph.dim, ph.op) == (dim, op)
-                    }
-                )
-                tag = f"{i}_{dim}_{op.value[0]}"
-                start[dim, op] = m.new_int_var(issue, horizon, f"s{tag}")
-                size[dim, op] = m.new_int_var_from_domain(cp_model.Domain.from_values(values), f"d{tag}")
-                end[dim, op] = m.new_int_var(issue, horizon, f"e{tag}")
-                intervals[dim].append(m.new_interval_var(start[dim, op], size[dim, op], end[dim, op], f"i{tag}"))
-                sizes_on[dim].append(size[dim, op])
-                m.add(self.makespan >= end[dim, op])
-            for order, plan in plans.items():
-                lit = lits[order]
-                dur = durations[order]
-                for p, ph in enumerate(plan):
-                    m.add(size[ph.dim, ph.op] == dur[p]).only_enforce_if(lit)
-                    if p > 0:
-                        prev = plan[p - 1]
-                        m.add(start[ph.dim, ph.op] >= end[prev.dim, prev.op]).only_enforce_if(lit)
-                elapsed = 0
-                total = sum(dur)
-                seen: set[int] = set()
-                for p, ph in enumerate(plan):
-                    if ph.dim not in seen:
-                        seen.add(ph.dim)
-                        least_head[ph.dim] = min(least_head[ph.dim], issue + elapsed)
-                    elapsed += dur[p]
-                    last_on_dim = all(q.dim != ph.dim for q in plan[p + 1 :])
-                    if last_on_dim:
-                        least_tail[ph.dim] = min(least_tail[ph.dim], total - elapsed)
-            self.lits.append(lits)
-            self.start.append(start)
-            self.size.append(size)
-            self.end.append(end)
-        for d in range(num_dims):
-            if intervals[d]:
-                m.add_no_overlap(intervals[d])
-                m.add(self.makespan >= least_head[d] + sum(sizes_on[d]) + least_tail[d])
-        self._break_symmetry()
-        m.minimize(self.makespan)
+        # per chunk class: each order's exact phases and rounded durations
+        self.plans: dict[tuple[int, int], dict[Order, tuple[PhaseSpec, ...]]] = {}
+        self.rounded: dict[tuple[int, int, Order], list[int]] = {}
+        self._variables()
+        self._order_constraints()
+        self._resource_constraints()
+        self._task_constraints()
+        self._redundant_constraints()
+        self._symmetry_constraints()
+        self._objective()
 
     def floor(self, ns: float) -> int:
         """A time in quanta, rounded down, never above the exact value (a relaxation)."""
         return max(0, math.floor(ns / self.quantum - 1e-9))
 
-    def _break_symmetry(self) -> None:
+    # ------------------------------------------------------------ variables
+
+    def _variables(self) -> None:
+        instance, m, horizon = self.instance, self.model, self.horizon
+        self.makespan = m.new_int_var(0, horizon, "makespan")
+        self.lits: list[dict[Order, cp_model.IntVar]] = []
+        self.start: list[dict[tuple[int, Op], cp_model.IntVar]] = []
+        self.size: list[dict[tuple[int, Op], cp_model.IntVar]] = []
+        self.end: list[dict[tuple[int, Op], cp_model.IntVar]] = []
+        self.intervals: list[list[cp_model.IntervalVar]] = [[] for _ in range(instance.network.num_dims)]
+        for i, (c, k) in enumerate(instance.chunk_ids):
+            if not i & 63:
+                self.deadline.check("cpsat model")
+            key = (c, instance.collectives[c].bytes_of(k))
+            if key not in self.plans:  # identical chunks share their phase plans
+                self.plans[key] = {o: chunk_phases(instance, c, key[1], o) for o in instance.orders[c]}
+                for order, plan in self.plans[key].items():
+                    self.rounded[(*key, order)] = [self.floor(p.duration) for p in plan]
+            plans = self.plans[key]
+            self.lits.append({o: m.new_bool_var(f"o{i}_{'_'.join(map(str, o))}") for o in plans})
+            start, size, end = {}, {}, {}
+            for dim, op in ((p.dim, p.op) for p in next(iter(plans.values()))):
+                values = sorted(
+                    {
+                        self.rounded[(*key, order)][p]
+                        for order, plan in plans.items()
+                        for p, ph in enumerate(plan)
+                        if (ph.dim, ph.op) == (dim, op)
+                    }
+                )
+                tag = f"{i}_{dim}_{op.value[0]}"
+                start[dim, op] = m.new_int_var(0, horizon, f"s{tag}")
+                size[dim, op] = m.new_int_var_from_domain(cp_model.Domain.from_values(values), f"d{tag}")
+                end[dim, op] = m.new_int_var(0, horizon, f"e{tag}")
+                self.intervals[dim].append(m.new_interval_var(start[dim, op], size[dim, op], end[dim, op], f"i{tag}"))
+            self.start.append(start)
+            self.size.append(size)
+            self.end.append(end)
+        self.release = [m.new_int_var(0, horizon, f"r{c}") for c in range(len(instance.collectives))]
+        self.finish = [m.new_int_var(0, horizon, f"f{c}") for c in range(len(instance.collectives))]
+        self.compute_start = []
+        self.compute_intervals = []
+        for j, task in enumerate(instance.computes):
+            start_var = m.new_int_var(0, horizon, f"cs{j}")
+            self.compute_start.append(start_var)
+            size_q = self.floor(task.duration_ns)
+            self.compute_intervals.append(m.new_fixed_size_interval_var(start_var, size_q, f"ci{j}"))
+
+    # ---------------------------------------------------------- constraints
+
+    def _order_constraints(self) -> None:
+        """Exactly one order per chunk; it fixes the phase sizes and chains the phases."""
+        instance, m = self.instance, self.model
+        for i, (c, k) in enumerate(instance.chunk_ids):
+            key = (c, instance.collectives[c].bytes_of(k))
+            m.add_exactly_one(self.lits[i].values())
+            for order, plan in self.plans[key].items():
+                lit, dur = self.lits[i][order], self.rounded[(*key, order)]
+                for p, ph in enumerate(plan):
+                    m.add(self.size[i][ph.dim, ph.op] == dur[p]).only_enforce_if(lit)
+                    if p > 0:
+                        prev = plan[p - 1]
+                        m.add(self.start[i][ph.dim, ph.op] >= self.end[i][prev.dim, prev.op]).only_enforce_if(lit)
+
+    def _resource_constraints(self) -> None:
+        """One phase at a time on each dimension, one compute task at a time."""
+        for intervals in self.intervals:
+            if intervals:
+                self.model.add_no_overlap(intervals)
+        if self.compute_intervals:
+            self.model.add_no_overlap(self.compute_intervals)
+
+    def _task_constraints(self) -> None:
+        """Releases after issue times and dependencies (with lags), collective ends, the makespan."""
+        instance, m = self.instance, self.model
+        ends = self.task_ends()
+        index = instance.task_index
+        c = j = 0
+        for task in instance.tasks:
+            if isinstance(task, Collective):
+                at = self.release[c]
+                c += 1
+            else:
+                at = self.compute_start[j]
+                j += 1
+            m.add(at >= self.floor(task.issue_ns))
+            for dep in task.after:
+                m.add(at >= ends[index[dep.task]] + self.floor(dep.lag_ns))
+        for i, (c, _) in enumerate(instance.chunk_ids):
+            for key in self.start[i]:
+                m.add(self.start[i][key] >= self.release[c])
+                m.add(self.finish[c] >= self.end[i][key])
+        for finish in self.finish:
+            m.add(self.makespan >= finish)
+        for j, task in enumerate(instance.computes):
+            m.add(self.makespan >= self.compute_start[j] + self.floor(task.duration_ns))
+
+    def task_ends(self) -> list[cp_model.LinearExprT]:
+        """Each task's end as an expression, in ``instance.tasks`` order."""
+        ends: list[cp_model.LinearExprT] = []
+        c = j = 0
+        for task in self.instance.tasks:
+            if isinstance(task, Collective):
+                ends.append(self.finish[c])
+                c += 1
+            else:
+                ends.append(self.compute_start[j] + self.floor(task.duration_ns))
+                j += 1
+        return ends
+
+    def _redundant_constraints(self) -> None:
+        """Per dimension: makespan >= least head + total load + least tail
+        (without it the search proves little beyond a handful of chunks).
+        """
+        instance = self.instance
+        num_dims = instance.network.num_dims
+        least_head, least_tail = [self.horizon] * num_dims, [self.horizon] * num_dims
+        releases = [self.floor(r) for r in collective_releases(instance)]
+        for (c, _), plans in self.plans.items():
+            for order in plans:
+                dur = self.rounded[(c, _, order)]
+                total, elapsed, seen = sum(dur), 0, set()
+                plan = plans[order]
+                for p, ph in enumerate(plan):
+                    if ph.dim not in seen:
+                        seen.add(ph.dim)
+                        least_head[ph.dim] = min(least_head[ph.dim], releases[c] + elapsed)
+                    elapsed += dur[p]
+                    if all(q.dim != ph.dim for q in plan[p + 1 :]):
+                        least_tail[ph.dim] = min(least_tail[ph.dim], total - elapsed)
+        for d in range(num_dims):
+            if self.intervals[d]:
+                sizes = [self.size[i][key] for i in range(len(self.size)) for key in self.size[i] if key[0] == d]
+                self.model.add(self.makespan >= least_head[d] + sum(sizes) + least_tail[d])
+
+    def _symmetry_constraints(self) -> None:
+        """Chunks of one class are interchangeable: order indices do not
+        decrease with the chunk index, and among equal orders the first
+        phases start in chunk order.
+        """
         index = {cid: i for i, cid in enumerate(self.instance.chunk_ids)}
         for cls in self.instance.chunk_classes:
             orders = self.instance.orders[cls.collective]
             kind = self.instance.collectives[cls.collective].kind
-            first_op = Op.ALL_GATHER if kind is Kind.ALL_GATHER else Op.REDUCE_SCATTER
             for a, b in zip(cls.chunks, cls.chunks[1:]):
                 i, j = index[(cls.collective, a)], index[(cls.collective, b)]
                 rank_i = sum(r * self.lits[i][o] for r, o in enumerate(orders))
                 rank_j = sum(r * self.lits[j][o] for r, o in enumerate(orders))
                 self.model.add(rank_i <= rank_j)
                 for order in orders:
-                    first = (order[0], first_op)
+                    first = phase_plan_of(kind, order)[0]
                     self.model.add(self.start[i][first] <= self.start[j][first]).only_enforce_if(
                         [self.lits[i][order], self.lits[j][order]]
                     )
+
+    def _objective(self) -> None:
+        self.model.minimize(self.makespan)
+
+    # --------------------------------------------------- hint and extraction
 
     def hint(self, schedule: Schedule) -> None:
         """Hint a complete solution: ``schedule``'s orders and sequences,
@@ -204,21 +290,37 @@ class _Model:
         durations = [
             self.rounded[(c, instance.collectives[c].bytes_of(k), orders[(c, k)])] for c, k in instance.chunk_ids
         ]
-        issues = [self.floor(coll.issue_ns) for coll in instance.collectives]
-        starts = left_shift(instance, orders, sequences_of(instance, schedule), durations, issues)
+        starts, compute_starts = left_shift(
+            instance,
+            orders,
+            sequences_of(instance, schedule),
+            compute_sequence_of(schedule),
+            durations=durations,
+            compute_durations=[self.floor(t.duration_ns) for t in instance.computes],
+            issues=[self.floor(t.issue_ns) for t in instance.tasks],
+            lags=[[self.floor(d.lag_ns) for d in t.after] for t in instance.tasks],
+        )
         makespan = 0
+        first = [self.horizon] * len(instance.collectives)
+        last = [0] * len(instance.collectives)
         for i, (c, k) in enumerate(instance.chunk_ids):
             order = orders[(c, k)]
             for o, lit in self.lits[i].items():
                 self.model.add_hint(lit, o == order)
-            plan = chunk_phases(instance, c, instance.collectives[c].bytes_of(k), order)
-            for p, ph in enumerate(plan):
+            for p, (dim, op) in enumerate(phase_plan_of(instance.collectives[c].kind, order)):
                 s = round(starts[i][p])
-                self.model.add_hint(self.start[i][ph.dim, ph.op], s)
-                self.model.add_hint(self.size[i][ph.dim, ph.op], durations[i][p])
-                self.model.add_hint(self.end[i][ph.dim, ph.op], s + durations[i][p])
-                makespan = max(makespan, s + durations[i][p])
-        self.model.add_hint(self.makespan, makespan)
+                self.model.add_hint(self.start[i][dim, op], s)
+                self.model.add_hint(self.size[i][dim, op], durations[i][p])
+                self.model.add_hint(self.end[i][dim, op], s + durations[i][p])
+                first[c], last[c] = min(first[c], s), max(last[c], s + durations[i][p])
+        for c in range(len(instance.collectives)):
+            self.model.add_hint(self.release[c], first[c])
+            self.model.add_hint(self.finish[c], last[c])
+        for j, task in enumerate(instance.computes):
+            s = round(compute_starts[j])
+            self.model.add_hint(self.compute_start[j], s)
+            last.append(s + self.floor(task.duration_ns))
+        self.model.add_hint(self.makespan, max([makespan, *last]))
 
     def extract(self, value: Callable[[cp_model.IntVar], int]) -> Schedule:
         """The exactly re-timed schedule of the solution ``value`` reads."""
@@ -228,11 +330,11 @@ class _Model:
         for i, (c, k) in enumerate(instance.chunk_ids):
             order = next(o for o, lit in self.lits[i].items() if value(lit))
             orders[(c, k)] = order
-            plan = chunk_phases(instance, c, instance.collectives[c].bytes_of(k), order)
-            for p, ph in enumerate(plan):
-                entries.setdefault(ph.dim, []).append((value(self.start[i][ph.dim, ph.op]), i, p))
+            for p, (dim, op) in enumerate(phase_plan_of(instance.collectives[c].kind, order)):
+                entries.setdefault(dim, []).append((value(self.start[i][dim, op]), i, p))
         sequences = {d: [(i, p) for _, i, p in sorted(seq)] for d, seq in entries.items()}
-        return retime(instance, orders, sequences)
+        computes = sorted(range(len(instance.computes)), key=lambda j: (value(self.compute_start[j]), j))
+        return retime(instance, orders, sequences, computes)
 
 
 def relabel(instance: Instance, schedule: Schedule) -> Schedule:
@@ -250,13 +352,13 @@ def relabel(instance: Instance, schedule: Schedule) -> Schedule:
         )
         for k, ch in zip(cls.chunks, members):
             renamed[(cls.collective, k)] = ChunkSchedule(cls.collective, k, ch.order, ch.phases)
-    return Schedule(tuple(renamed[cid] for cid in instance.chunk_ids))
+    return Schedule(tuple(renamed[cid] for cid in instance.chunk_ids), schedule.computes)
 
 
 class _Recorder(cp_model.CpSolverSolutionCallback):
     """Keeps the best exactly re-timed solution and the improvement trajectory."""
 
-    def __init__(self, model: _Model, best: Schedule, t0: float, lower_bound: float, origin: float) -> None:
+    def __init__(self, model: CpsatModel, best: Schedule, t0: float, lower_bound: float, origin: float) -> None:
         super().__init__()
         self._model = model
         self._t0 = t0
@@ -319,7 +421,7 @@ def solve_cpsat(
     """
     quantum = quantum_ns if quantum_ns is not None else default_quantum(warm.makespan)
     horizon = math.ceil(warm.makespan / quantum) + 1  # rounded-down durations: the warm start fits
-    model = _Model(instance, quantum, horizon, deadline)
+    model = CpsatModel(instance, quantum, horizon, deadline)
     model.model.add(model.makespan >= model.floor(lower_bound))
     model.hint(warm)
     # keep a little of the budget for the last solution's re-timing and the result
@@ -335,7 +437,7 @@ def solve_cpsat(
         solver.parameters.log_search_progress = True
         solver.parameters.log_to_stdout = False  # the callback alone carries it
         solver.log_callback = lambda line: logger.info("%s", line)
-    origin = min(coll.issue_ns for coll in instance.collectives)
+    origin = min(task.issue_ns for task in instance.tasks)
     recorder = _Recorder(model, warm, t0, lower_bound, origin)
     code = run_interruptibly(lambda: solver.solve(model.model, recorder), solver.stop_search)
     status = _STATUS[code]

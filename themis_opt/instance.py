@@ -9,6 +9,7 @@ reads.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ class Kind(StrEnum):
     ALL_REDUCE = "all_reduce"
     REDUCE_SCATTER = "reduce_scatter"
     ALL_GATHER = "all_gather"
+    ALL_TO_ALL = "all_to_all"
 
 
 class Op(StrEnum):
@@ -48,12 +50,18 @@ class Op(StrEnum):
 
     REDUCE_SCATTER = "reduce_scatter"
     ALL_GATHER = "all_gather"
+    ALL_TO_ALL = "all_to_all"
 
 
 DEFAULT_ALGORITHM = {
     Topology.RING: Algorithm.RING,
     Topology.FULLY_CONNECTED: Algorithm.DIRECT,
     Topology.SWITCH: Algorithm.HALVING_DOUBLING,
+}
+DEFAULT_ALL_TO_ALL_ALGORITHM = {
+    Topology.RING: Algorithm.RING,
+    Topology.FULLY_CONNECTED: Algorithm.DIRECT,
+    Topology.SWITCH: Algorithm.DIRECT,
 }
 DEFAULT_ENDPOINT_DELAY_NS = 10.0
 
@@ -139,6 +147,10 @@ class Dimension:
         topology's default (ring, direct, halving_doubling respectively).
     name
         A label for tables; ``""`` lets the network call it ``d<index>``.
+    all_to_all_algorithm
+        How an all-to-all runs here: ``ring`` or ``direct`` (``None``: ring on
+        a ring, direct elsewhere); ``halving_doubling`` is accepted but no
+        all-to-all may then use the dimension (ASTRA-sim cannot run it).
     """
 
     size: int
@@ -147,6 +159,7 @@ class Dimension:
     latency_ns: float
     algorithm: Algorithm = None  # type: ignore[assignment]  # resolved below
     name: str = ""
+    all_to_all_algorithm: Algorithm = None  # type: ignore[assignment]  # resolved below
 
     def __post_init__(self) -> None:
         check_int("size", self.size, 1, MAX_DIMENSION_SIZE)
@@ -163,6 +176,11 @@ class Dimension:
             algorithm = check_enum("algorithm", self.algorithm, Algorithm)
         object.__setattr__(self, "algorithm", algorithm)
         check_name("name", self.name)
+        if self.all_to_all_algorithm is None:
+            a2a = DEFAULT_ALL_TO_ALL_ALGORITHM[topology]
+        else:
+            a2a = check_enum("all_to_all_algorithm", self.all_to_all_algorithm, Algorithm)
+        object.__setattr__(self, "all_to_all_algorithm", a2a)
         if algorithm is Algorithm.HALVING_DOUBLING and self.size & (self.size - 1):
             raise InputError("size", f"must be a power of two under halving_doubling, got {self.size}")
 
@@ -200,7 +218,7 @@ class Network:
             if not isinstance(dim, Dimension):
                 raise InputError(f"dimensions[{index}]", f"must be a Dimension, got {dim!r}")
             if not dim.name:
-                dim = Dimension(dim.size, dim.topology, dim.bandwidth_gbps, dim.latency_ns, dim.algorithm, f"d{index}")
+                dim = dataclasses.replace(dim, name=f"d{index}")
             named.append(dim)
         object.__setattr__(self, "dimensions", tuple(named))
         delay = check_number("endpoint_delay_ns", self.endpoint_delay_ns, maximum=MAX_TIME_NS)
@@ -217,6 +235,36 @@ class Network:
     def num_npus(self) -> int:
         """Number of NPUs: the product of the dimension sizes."""
         return math.prod(dim.size for dim in self.dimensions)
+
+
+@dataclass(frozen=True)
+class After:
+    """A dependency: the task waits until ``task`` has ended, plus ``lag_ns``.
+
+    Parameters
+    ----------
+    task
+        The id of the task waited for. A collective ends when its last
+        chunk's last phase ends; a compute task when its duration is over.
+    lag_ns
+        Extra wait after that end (>= 0), e.g. a weight update.
+    """
+
+    task: str
+    lag_ns: float = 0.0
+
+    def __post_init__(self) -> None:
+        check_name("task", self.task)
+        object.__setattr__(self, "lag_ns", check_number("lag_ns", self.lag_ns, maximum=MAX_TIME_NS))
+
+
+def _check_after(after: Any) -> tuple[After, ...]:
+    if not isinstance(after, (tuple, list)):
+        raise InputError("after", f"must be a list of dependencies, got {after!r}")
+    for index, dep in enumerate(after):
+        if not isinstance(dep, After):
+            raise InputError(f"after[{index}]", f"must be an After, got {dep!r}")
+    return tuple(after)
 
 
 @dataclass(frozen=True)
@@ -237,6 +285,15 @@ class Collective:
         Time the collective is issued; no phase starts earlier.
     dimensions
         Indices of the dimensions it runs over; ``None`` means all.
+    id
+        The task's id in a task graph; ``""`` lets the instance call it
+        ``c<index>``.
+    priority
+        Which collective's waiting phase a dimension serves first (higher
+        first; see the simulator).
+    after
+        The tasks it waits for; its release is the latest of ``issue_ns``
+        and each dependency's end plus lag.
     """
 
     kind: Kind
@@ -244,9 +301,15 @@ class Collective:
     chunks: int
     issue_ns: float = 0.0
     dimensions: tuple[int, ...] | None = None
+    id: str = ""
+    priority: int = 0
+    after: tuple[After, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", check_enum("kind", self.kind, Kind))
+        check_name("id", self.id)
+        check_int("priority", self.priority, -(2**31), 2**31 - 1)
+        object.__setattr__(self, "after", _check_after(self.after))
         check_int("size_bytes", self.size_bytes, 1, MAX_SIZE_BYTES)
         check_int("chunks", self.chunks, 1, MAX_PHASES)
         if self.chunks > self.size_bytes:
@@ -279,6 +342,40 @@ class Collective:
 
 
 @dataclass(frozen=True)
+class Compute:
+    """A compute task: it occupies the NPU's compute unit for its duration.
+
+    Compute tasks run one at a time, without preemption; when several are
+    ready the one listed first starts first.
+
+    Parameters
+    ----------
+    duration_ns
+        How long it runs.
+    id
+        The task's id; ``""`` lets the instance call it ``t<index>``.
+    issue_ns
+        It starts no earlier.
+    after
+        The tasks it waits for (see :class:`After`).
+    """
+
+    duration_ns: float
+    id: str = ""
+    issue_ns: float = 0.0
+    after: tuple[After, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "duration_ns", check_number("duration_ns", self.duration_ns, maximum=MAX_TIME_NS))
+        check_name("id", self.id)
+        object.__setattr__(self, "issue_ns", check_number("issue_ns", self.issue_ns, maximum=MAX_TIME_NS))
+        object.__setattr__(self, "after", _check_after(self.after))
+
+
+Task = Collective | Compute
+
+
+@dataclass(frozen=True)
 class ChunkClass:
     """Chunks of one collective that have the same size and are interchangeable.
 
@@ -299,55 +396,117 @@ class ChunkClass:
 
 @dataclass(frozen=True)
 class Instance:
-    """A scheduling instance: a network and the collectives that share it.
+    """A scheduling instance: a network and the tasks that share it.
 
     Parameters
     ----------
     network
         The network.
-    collectives
-        The collectives, in index order.
+    tasks
+        Collectives and compute tasks, in list order (which breaks ties: the
+        compute unit starts the first listed ready task). Collective ``c`` is
+        the c-th collective of the list, compute ``j`` the j-th compute task.
+        Unnamed tasks get the ids ``c<index>`` and ``t<index>``.
     name
         A label for results and tables.
     """
 
     network: Network
-    collectives: tuple[Collective, ...]
+    tasks: tuple[Task, ...]
     name: str = "instance"
 
     def __post_init__(self) -> None:
         check_name("name", self.name)
         if not isinstance(self.network, Network):
             raise InputError("network", f"must be a Network, got {self.network!r}")
-        if not isinstance(self.collectives, (tuple, list)):
-            raise InputError("collectives", f"must be a list of collectives, got {self.collectives!r}")
+        if not isinstance(self.tasks, (tuple, list)):
+            raise InputError("tasks", f"must be a list of tasks, got {self.tasks!r}")
+        if len(self.tasks) > MAX_COLLECTIVES:
+            raise InputError("tasks", f"must hold at most {MAX_COLLECTIVES} tasks, got {len(self.tasks)}")
+        named: list[Task] = []
+        counts = {Collective: 0, Compute: 0}
+        for index, task in enumerate(self.tasks):
+            if not isinstance(task, (Collective, Compute)):
+                raise InputError(f"tasks[{index}]", f"must be a Collective or a Compute, got {task!r}")
+            if not task.id:
+                prefix = "c" if isinstance(task, Collective) else "t"
+                task = dataclasses.replace(task, id=f"{prefix}{counts[type(task)]}")
+            counts[type(task)] += 1
+            named.append(task)
+        object.__setattr__(self, "tasks", tuple(named))
         if not self.collectives:
-            raise InputError("collectives", "must hold at least one collective")
-        if len(self.collectives) > MAX_COLLECTIVES:
-            raise InputError(
-                "collectives", f"must hold at most {MAX_COLLECTIVES} collectives, got {len(self.collectives)}"
-            )
-        object.__setattr__(self, "collectives", tuple(self.collectives))
+            raise InputError("tasks", "must hold at least one collective")
+        self._check_graph()
         num_dims = self.network.num_dims
-        for index, coll in enumerate(self.collectives):
-            where = f"collectives[{index}]"
-            if not isinstance(coll, Collective):
-                raise InputError(where, f"must be a Collective, got {coll!r}")
+        dims = self.network.dimensions
+        for c, coll in enumerate(self.collectives):
+            where = self.where(coll)
             for pos, dim in enumerate(coll.dimensions or ()):
                 if dim >= num_dims:
                     raise InputError(
                         f"{where}.dimensions[{pos}]",
                         f"must be < {num_dims} (the network's dimensions), got {dim}",
                     )
-        for index, dims in enumerate(self.active_dims):
-            if not dims:
-                raise InputError(f"collectives[{index}].dimensions", "must include a dimension of size >= 2")
+            if not self.active_dims[c]:
+                raise InputError(f"{where}.dimensions", "must include a dimension of size >= 2")
+            if coll.kind is Kind.ALL_TO_ALL:
+                for d in self.active_dims[c]:
+                    if dims[d].all_to_all_algorithm is Algorithm.HALVING_DOUBLING:
+                        raise InputError(
+                            f"{where}.dimensions",
+                            f"an all-to-all cannot run on dimension {d} ({dims[d].name}): "
+                            "its all_to_all_algorithm is halving_doubling",
+                        )
         if self.num_phases > MAX_PHASES:
             raise InputError(
-                "collectives",
+                "tasks",
                 f"hold {self.num_phases} chunk phases in all, more than the {MAX_PHASES} themis_opt schedules "
                 "(use fewer chunks)",
             )
+
+    def where(self, task: Task) -> str:
+        """The field path of ``task`` in errors: ``tasks[i] (id)``."""
+        return f"tasks[{self.task_index[task.id]}] ({task.id})"
+
+    def _check_graph(self) -> None:
+        index: dict[str, int] = {}
+        for i, task in enumerate(self.tasks):
+            if task.id in index:
+                raise InputError(f"tasks[{i}].id", f"duplicate id {task.id!r} (also tasks[{index[task.id]}])")
+            index[task.id] = i
+        for i, task in enumerate(self.tasks):
+            for k, dep in enumerate(task.after):
+                if dep.task not in index:
+                    raise InputError(f"tasks[{i}] ({task.id}).after[{k}]", f"unknown task id {dep.task!r}")
+                if dep.task == task.id:
+                    raise InputError(f"tasks[{i}] ({task.id}).after[{k}]", "a task cannot wait for itself")
+        cycle = _find_cycle([[index[d.task] for d in t.after] for t in self.tasks])
+        if cycle:
+            names = " -> ".join(self.tasks[i].id for i in cycle)
+            raise InputError(
+                f"tasks[{cycle[0]}] ({self.tasks[cycle[0]].id}).after",
+                f"dependency cycle (each waits for the next): {names}",
+            )
+
+    @cached_property
+    def task_index(self) -> dict[str, int]:
+        """Each task's position in ``tasks``, by id."""
+        return {task.id: i for i, task in enumerate(self.tasks)}
+
+    @cached_property
+    def collectives(self) -> tuple[Collective, ...]:
+        """The collectives, in list order: collective ``c`` is the c-th."""
+        return tuple(t for t in self.tasks if isinstance(t, Collective))
+
+    @cached_property
+    def computes(self) -> tuple[Compute, ...]:
+        """The compute tasks, in list order: compute ``j`` is the j-th."""
+        return tuple(t for t in self.tasks if isinstance(t, Compute))
+
+    @cached_property
+    def is_task_graph(self) -> bool:
+        """Whether it has compute tasks or dependencies (format version 2 proper)."""
+        return bool(self.computes) or any(t.after for t in self.tasks)
 
     @cached_property
     def active_dims(self) -> tuple[tuple[int, ...], ...]:
@@ -361,15 +520,20 @@ class Instance:
             tuple(
                 d
                 for d in sorted(coll.dimensions if coll.dimensions is not None else range(len(dims)))
-                if dims[d].size >= 2
+                if d < len(dims) and dims[d].size >= 2
             )
             for coll in self.collectives
         )
 
     @cached_property
     def orders(self) -> tuple[tuple[tuple[int, ...], ...], ...]:
-        """Per collective, every order its chunks may take, lexicographically."""
-        return tuple(tuple(itertools.permutations(dims)) for dims in self.active_dims)
+        """Per collective, every order its chunks may take, lexicographically
+        (only the ascending one for an all-to-all, which is never reordered).
+        """
+        return tuple(
+            (dims,) if coll.kind is Kind.ALL_TO_ALL else tuple(itertools.permutations(dims))
+            for coll, dims in zip(self.collectives, self.active_dims)
+        )
 
     @cached_property
     def chunk_classes(self) -> tuple[ChunkClass, ...]:
@@ -395,7 +559,7 @@ class Instance:
         """Total number of chunks over all collectives."""
         return len(self.chunk_ids)
 
-    @property
+    @cached_property
     def num_phases(self) -> int:
         """Total number of phases over all chunks."""
         return sum(
@@ -404,14 +568,44 @@ class Instance:
         )
 
 
+def _find_cycle(preds: list[list[int]]) -> list[int]:
+    """A cycle of the graph whose node i waits for ``preds[i]``: nodes, each waiting
+    for the next, ending where it starts; [] if there is none.
+    """
+    state = [0] * len(preds)  # 0 new, 1 on the stack, 2 done
+    for root in range(len(preds)):
+        if state[root]:
+            continue
+        stack = [(root, iter(preds[root]))]
+        path = [root]
+        state[root] = 1
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+            elif state[nxt] == 1:
+                return [*path[path.index(nxt) :], nxt]
+            elif state[nxt] == 0:
+                state[nxt] = 1
+                stack.append((nxt, iter(preds[nxt])))
+                path.append(nxt)
+    return []
+
+
 __all__ = [
+    "After",
     "Algorithm",
     "ChunkClass",
     "Collective",
+    "Compute",
     "Dimension",
     "Instance",
     "Kind",
     "Network",
     "Op",
+    "Task",
     "Topology",
 ]

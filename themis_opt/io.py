@@ -1,4 +1,4 @@
-"""Reading and writing instances and results as JSON (format version 1).
+"""Reading and writing instances and results as JSON (format version 2; version 1 files still load).
 
 Readers are strict: unknown, missing, duplicated or mistyped fields and
 non-finite numbers raise :class:`~themis_opt.errors.InputError` naming the
@@ -7,23 +7,26 @@ field path, so a typo never turns silently into a default.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from themis_opt.bounds import Bounds
 from themis_opt.errors import InputError
-from themis_opt.instance import Collective, Dimension, Instance, Network, check_number
+from themis_opt.instance import After, Collective, Compute, Dimension, Instance, Network, Task, check_number
 from themis_opt.result import Result, SolverStats, Status
-from themis_opt.schedule import ChunkSchedule, Phase, Schedule
+from themis_opt.schedule import ChunkSchedule, ComputeSchedule, Phase, Schedule
 
 T = TypeVar("T")
 
 INSTANCE_FORMAT = "themis-opt-instance"
 RESULT_FORMAT = "themis-opt-result"
-VERSION = 1
+VERSION = 2
+VERSIONS = (1, 2)  # what the readers accept; writers write VERSION
 
 
 def instance_schema() -> dict[str, Any]:
@@ -135,15 +138,19 @@ def _build(path: str, factory: Any, *args: Any, **kwargs: Any) -> Any:
 def _header(data: Any, fmt: str, required: set[str], optional: set[str]) -> dict[str, Any]:
     if isinstance(data, dict) and "format" in data and data["format"] != fmt:
         raise InputError("format", f"must be {fmt!r}, got {data['format']!r}")
+    if isinstance(data, dict) and "version" in data and (data["version"] not in VERSIONS or _is_bool(data["version"])):
+        raise InputError("version", f"must be 1 or 2, got {data['version']!r}")
     data = _object(data, "", required | {"format", "version"}, optional)
-    if data["version"] != VERSION or isinstance(data["version"], bool):
-        raise InputError("version", f"must be {VERSION}, got {data['version']!r}")
     header: dict[str, Any] = data
     return header
 
 
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
 def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
-    """Build an :class:`Instance` from parsed JSON (format version 1).
+    """Build an :class:`Instance` from parsed JSON (format version 1 or 2).
 
     Parameters
     ----------
@@ -152,39 +159,113 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
     default_name
         The instance's name when the document has none.
     """
-    data = _header(data, INSTANCE_FORMAT, {"network", "collectives"}, {"name"})
-    net = _object(data["network"], "network", {"dimensions"}, {"endpoint_delay_ns"})
+    if isinstance(data, dict) and data.get("version") == 1 and not isinstance(data.get("version"), bool):
+        data = _header(data, INSTANCE_FORMAT, {"network", "collectives"}, {"name"})
+        collectives = [
+            _collective(raw, f"collectives[{i}]", version=1)
+            for i, raw in enumerate(_list(data["collectives"], "collectives"))
+        ]
+        network = _network(data["network"])
+        try:
+            return Instance(network, tuple(collectives), data.get("name", default_name))
+        except InputError as error:  # version 1 names a collective by its place in "collectives"
+            path = re.sub(r"^tasks\[(\d+)\] \(c\d+\)", r"collectives[\1]", error.path)
+            raise InputError(re.sub(r"^tasks\b", "collectives", path), error.problem) from None
+    data = _header(data, INSTANCE_FORMAT, {"network", "tasks"}, {"name"})
+    network = _network(data["network"])
+    tasks: list[Task] = []
+    for i, raw in enumerate(_list(data["tasks"], "tasks")):
+        where = f"tasks[{i}]"
+        if not isinstance(raw, dict):
+            raise InputError(where, f"must be an object, got {_kind(raw)}")
+        if raw.get("kind") == "compute":
+            raw = _object(raw, where, {"id", "kind", "duration_ns"}, {"issue_ns", "after"})
+            where = f"{where} ({raw['id']})" if isinstance(raw["id"], str) else where
+            tasks.append(
+                _build(
+                    where,
+                    Compute,
+                    raw["duration_ns"],
+                    raw["id"],
+                    raw.get("issue_ns", 0.0),
+                    _after(raw.get("after", []), f"{where}.after"),
+                )
+            )
+        else:
+            tasks.append(_collective(raw, where, version=2))
+    instance: Instance = _build("", Instance, network, tuple(tasks), data.get("name", default_name))
+    return instance
+
+
+def _network(raw: Any) -> Network:
+    net = _object(raw, "network", {"dimensions"}, {"endpoint_delay_ns"})
     dims = []
-    for i, raw in enumerate(_list(net["dimensions"], "network.dimensions")):
+    for i, raw_dim in enumerate(_list(net["dimensions"], "network.dimensions")):
         where = f"network.dimensions[{i}]"
-        raw = _object(raw, where, {"size", "topology", "bandwidth_gbps", "latency_ns"}, {"name", "algorithm"})
+        raw_dim = _object(
+            raw_dim,
+            where,
+            {"size", "topology", "bandwidth_gbps", "latency_ns"},
+            {"name", "algorithm", "all_to_all_algorithm"},
+        )
         dims.append(
             _build(
                 where,
                 Dimension,
-                raw["size"],
-                raw["topology"],
-                raw["bandwidth_gbps"],
-                raw["latency_ns"],
-                raw.get("algorithm"),
-                raw.get("name", f"d{i}"),
+                raw_dim["size"],
+                raw_dim["topology"],
+                raw_dim["bandwidth_gbps"],
+                raw_dim["latency_ns"],
+                raw_dim.get("algorithm"),
+                raw_dim.get("name", f"d{i}"),
+                raw_dim.get("all_to_all_algorithm"),
             )
         )
-    network = _build("network", Network, tuple(dims), net.get("endpoint_delay_ns", 10.0))
-    collectives = []
-    for i, raw in enumerate(_list(data["collectives"], "collectives")):
-        where = f"collectives[{i}]"
+    network: Network = _build("network", Network, tuple(dims), net.get("endpoint_delay_ns", 10.0))
+    return network
+
+
+def _collective(raw: Any, where: str, *, version: int) -> Collective:
+    if version == 1:
         raw = _object(raw, where, {"kind", "size_bytes", "chunks"}, {"issue_ns", "dimensions"})
-        dims_field = raw.get("dimensions")
-        if dims_field is not None:
-            dims_field = tuple(_list(dims_field, f"{where}.dimensions"))
-        collectives.append(
-            _build(
-                where, Collective, raw["kind"], raw["size_bytes"], raw["chunks"], raw.get("issue_ns", 0.0), dims_field
-            )
+        if raw.get("kind") == "all_to_all":
+            raise InputError(f"{where}.kind", "all_to_all needs format version 2")
+    else:
+        raw = _object(
+            raw, where, {"id", "kind", "size_bytes", "chunks"}, {"issue_ns", "dimensions", "priority", "after"}
         )
-    instance: Instance = _build("", Instance, network, tuple(collectives), data.get("name", default_name))
-    return instance
+        if isinstance(raw["id"], str):
+            where = f"{where} ({raw['id']})"
+    dims_field = raw.get("dimensions")
+    if dims_field is not None:
+        dims_field = tuple(_list(dims_field, f"{where}.dimensions"))
+    collective: Collective = _build(
+        where,
+        Collective,
+        raw["kind"],
+        raw["size_bytes"],
+        raw["chunks"],
+        raw.get("issue_ns", 0.0),
+        dims_field,
+        raw.get("id", ""),
+        raw.get("priority", 0),
+        _after(raw.get("after", []), f"{where}.after"),
+    )
+    return collective
+
+
+def _after(raw: Any, where: str) -> tuple[After, ...]:
+    deps = []
+    for k, entry in enumerate(_list(raw, where)):
+        at = f"{where}[{k}]"
+        if isinstance(entry, str):
+            deps.append(After(entry))
+            continue
+        entry = _object(entry, at, {"task"}, {"lag_ns"})
+        if not isinstance(entry["task"], str):
+            raise InputError(f"{at}.task", f"must be a task id (a string), got {_kind(entry['task'])}")
+        deps.append(_build(at, After, entry["task"], entry.get("lag_ns", 0.0)))
+    return tuple(deps)
 
 
 def load_instance(path: str | Path) -> Instance:
@@ -204,7 +285,33 @@ def _num(value: float) -> int | float:
 
 
 def instance_to_dict(instance: Instance) -> dict[str, Any]:
-    """The JSON document of ``instance``, every default written out."""
+    """The JSON document of ``instance`` (format version 2), every default written out."""
+    tasks: list[dict[str, Any]] = []
+    for task in instance.tasks:
+        after = [dep.task if dep.lag_ns == 0 else {"task": dep.task, "lag_ns": _num(dep.lag_ns)} for dep in task.after]
+        if isinstance(task, Compute):
+            tasks.append(
+                {
+                    "id": task.id,
+                    "kind": "compute",
+                    "duration_ns": _num(task.duration_ns),
+                    "issue_ns": _num(task.issue_ns),
+                    "after": after,
+                }
+            )
+            continue
+        tasks.append(
+            {
+                "id": task.id,
+                "kind": task.kind.value,
+                "size_bytes": task.size_bytes,
+                "chunks": task.chunks,
+                "issue_ns": _num(task.issue_ns),
+                **({"dimensions": list(task.dimensions)} if task.dimensions is not None else {}),
+                "priority": task.priority,
+                "after": after,
+            }
+        )
     return {
         "format": INSTANCE_FORMAT,
         "version": VERSION,
@@ -219,20 +326,12 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
                     "bandwidth_gbps": _num(dim.bandwidth_gbps),
                     "latency_ns": _num(dim.latency_ns),
                     "algorithm": dim.algorithm.value,
+                    "all_to_all_algorithm": dim.all_to_all_algorithm.value,
                 }
                 for dim in instance.network.dimensions
             ],
         },
-        "collectives": [
-            {
-                "kind": coll.kind.value,
-                "size_bytes": coll.size_bytes,
-                "chunks": coll.chunks,
-                "issue_ns": _num(coll.issue_ns),
-                **({"dimensions": list(coll.dimensions)} if coll.dimensions is not None else {}),
-            }
-            for coll in instance.collectives
-        ],
+        "tasks": tasks,
     }
 
 
@@ -265,9 +364,19 @@ def save_instance(instance: Instance, path: str | Path) -> None:
     write_json(path, instance_to_dict(instance))
 
 
-def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
-    """The JSON form of a schedule."""
+def schedule_to_dict(schedule: Schedule, instance: Instance | None = None) -> dict[str, Any]:
+    """The JSON form of a schedule (compute tasks named by id when ``instance`` is given)."""
+    computes = [
+        {
+            "compute": c.compute,
+            **({"task": instance.computes[c.compute].id} if instance is not None else {}),
+            "start_ns": c.start_ns,
+            "end_ns": c.end_ns,
+        }
+        for c in schedule.computes
+    ]
     return {
+        "computes": computes,
         "chunks": [
             {
                 "collective": chunk.collective,
@@ -286,7 +395,7 @@ def schedule_to_dict(schedule: Schedule) -> dict[str, Any]:
                 ],
             }
             for chunk in schedule.chunks
-        ]
+        ],
     }
 
 
@@ -330,7 +439,7 @@ def save_result(result: Result, path: str | Path) -> None:
 
 
 def _schedule_from_dict(raw: Any, path: str) -> Schedule:
-    raw = _object(raw, path, {"chunks"}, set())
+    raw = _object(raw, path, {"chunks"}, {"computes"})
     chunks = []
     for i, entry in enumerate(_list(raw["chunks"], f"{path}.chunks")):
         where = f"{path}.chunks[{i}]"
@@ -344,7 +453,12 @@ def _schedule_from_dict(raw: Any, path: str) -> Schedule:
             )
         order = tuple(_list(entry["order"], f"{where}.order"))
         chunks.append(_build(where, ChunkSchedule, entry["collective"], entry["chunk"], order, tuple(phases)))
-    return Schedule(tuple(chunks))
+    computes = []
+    for i, entry in enumerate(_list(raw.get("computes", []), f"{path}.computes")):
+        where = f"{path}.computes[{i}]"
+        entry = _object(entry, where, {"compute", "start_ns", "end_ns"}, {"task"})
+        computes.append(_build(where, ComputeSchedule, entry["compute"], entry["start_ns"], entry["end_ns"]))
+    return Schedule(tuple(chunks), tuple(computes))
 
 
 def _optional_number(data: dict[str, Any], key: str) -> float | None:
@@ -390,10 +504,10 @@ def result_from_dict(data: Any) -> Result:
     ideal = _optional_number(data, "ideal_ns") or 0.0
     raw_bounds = data.get("bounds_ns")
     if raw_bounds is not None:
-        names = {"ideal", "lp", "ip", "fill_drain", "cpsat"}
+        names = {f.name for f in dataclasses.fields(Bounds)}
         raw_bounds = _object(raw_bounds, "bounds_ns", {"ideal"}, names)
         values = {k: _optional_number(raw_bounds, k) for k in names}
-        bounds = Bounds(values["ideal"] or 0.0, values["lp"], values["ip"], values["fill_drain"], values["cpsat"])
+        bounds = Bounds(**{**values, "ideal": values["ideal"] or 0.0})  # type: ignore[arg-type]
     else:
         lower = _optional_number(data, "lower_bound_ns")
         bounds = Bounds(ideal, cpsat=lower)

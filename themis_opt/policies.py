@@ -14,6 +14,7 @@ The simulator times the orders.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import assert_never
 
 from themis_opt.instance import ChunkClass, Instance, Kind
 
@@ -23,9 +24,13 @@ MIB = 2**20
 def baseline_order(instance: Instance, collective: int) -> tuple[int, ...]:
     """The baseline order of one collective's chunks."""
     dims = instance.active_dims[collective]
-    if instance.collectives[collective].kind is Kind.ALL_GATHER:
-        return tuple(reversed(dims))
-    return dims
+    match instance.collectives[collective].kind:
+        case Kind.ALL_GATHER:
+            return tuple(reversed(dims))
+        case Kind.ALL_REDUCE | Kind.REDUCE_SCATTER | Kind.ALL_TO_ALL:
+            return dims
+        case _ as unreachable:
+            assert_never(unreachable)
 
 
 def baseline_orders(instance: Instance) -> dict[tuple[int, int], tuple[int, ...]]:
@@ -33,8 +38,9 @@ def baseline_orders(instance: Instance) -> dict[tuple[int, int], tuple[int, ...]
     return {(c, k): baseline_order(instance, c) for c, k in instance.chunk_ids}
 
 
-def themis_orders(instance: Instance) -> dict[tuple[int, int], tuple[int, ...]]:
-    """Orders chosen by Themis's greedy load tracker (ASTRA-sim's OfflineGreedy).
+class ThemisTracker:
+    """Themis's greedy load tracker (ASTRA-sim's OfflineGreedy), planning one
+    collective at a time, when it is released.
 
     The tracker keeps a list of (dimension, load) entries, loads in MiB of
     traffic normalised to dimension 0's bandwidth, latency ignored. For each
@@ -42,29 +48,38 @@ def themis_orders(instance: Instance) -> dict[tuple[int, int], tuple[int, ...]]:
     if the load gap it could close is below 1/16 of the chunk it takes the
     baseline order and puts the list back in dimension order; otherwise the
     chunk takes the list's order. Either way the chunk's traffic is then
-    charged along its order. Collectives are planned by issue time (then
-    index) and the tracker is reset whenever the issue time changes.
+    charged along its order. The loads are reset whenever a collective is
+    planned at a release time other than the last reset's.
 
     An all-reduce is planned as a reduce-scatter (its all-gather half mirrors
     it). Where ASTRA-sim's all-gather fallback keeps the ascending order and
     charges mirrored entries, here it takes the baseline all-gather order
-    (descending) and charges along it.
+    (descending) and charges along it. An all-to-all is never reordered: it
+    takes the baseline (ascending) order and leaves the loads alone.
     """
-    dims = instance.network.dimensions
-    b0 = dims[0].bandwidth_gbps
-    orders: dict[tuple[int, int], tuple[int, ...]] = {}
-    entries: list[list[float]] = []  # [dimension, load]; the dimension stays an int
-    issue: float | None = None
-    planning = sorted(range(len(instance.collectives)), key=lambda c: (instance.collectives[c].issue_ns, c))
-    for c in planning:
+
+    def __init__(self, instance: Instance) -> None:
+        self.instance = instance
+        self._entries: list[list[float]] = []  # [dimension, load]; the dimension stays an int
+        self._reset_at: float | None = None
+
+    def plan(self, c: int, release_ns: float) -> list[tuple[int, ...]]:
+        """The order of every chunk of collective ``c``, released at ``release_ns``."""
+        instance = self.instance
         coll = instance.collectives[c]
-        if issue is None or coll.issue_ns != issue:
-            entries = [[d, 0.0] for d in range(len(dims))]
-            issue = coll.issue_ns
+        if coll.kind is Kind.ALL_TO_ALL:
+            return [baseline_order(instance, c)] * coll.chunks
+        dims = instance.network.dimensions
+        if self._reset_at is None or release_ns != self._reset_at:
+            self._entries = [[d, 0.0] for d in range(len(dims))]
+            self._reset_at = release_ns
+        entries = self._entries
+        b0 = dims[0].bandwidth_gbps
         active = set(instance.active_dims[c])
         is_ag = coll.kind is Kind.ALL_GATHER
         nominal = coll.chunk_bytes
-        for k in range(coll.chunks):
+        orders = []
+        for _ in range(coll.chunks):
             entries.sort(key=lambda e: e[1])
             if is_ag:
                 entries.reverse()
@@ -94,6 +109,22 @@ def themis_orders(instance: Instance) -> dict[tuple[int, int], tuple[int, ...]]:
                 else:
                     load[d][1] += (size / MIB) * ((n - 1) / n) / share
                     size //= n
+            orders.append(order)
+        return orders
+
+
+def themis_orders(instance: Instance) -> dict[tuple[int, int], tuple[int, ...]]:
+    """Themis's orders when every collective is released at its issue time.
+
+    Collectives are planned by issue time (then index). In a task graph a
+    collective's release depends on the schedule: there the simulator plans
+    with a :class:`ThemisTracker` as each collective is released.
+    """
+    tracker = ThemisTracker(instance)
+    orders: dict[tuple[int, int], tuple[int, ...]] = {}
+    planning = sorted(range(len(instance.collectives)), key=lambda c: (instance.collectives[c].issue_ns, c))
+    for c in planning:
+        for k, order in enumerate(tracker.plan(c, instance.collectives[c].issue_ns)):
             orders[(c, k)] = order
     return orders
 

@@ -107,16 +107,41 @@ class ChunkSchedule:
 
 
 @dataclass(frozen=True)
+class ComputeSchedule:
+    """When one compute task runs.
+
+    Parameters
+    ----------
+    compute
+        Its index among the instance's compute tasks.
+    start_ns, end_ns
+        When it runs on the compute unit.
+    """
+
+    compute: int
+    start_ns: float
+    end_ns: float
+
+    def __post_init__(self) -> None:
+        check_int("compute", self.compute, 0)
+        for name in ("start_ns", "end_ns"):
+            object.__setattr__(self, name, check_number(name, getattr(self, name)))
+
+
+@dataclass(frozen=True)
 class Schedule:
-    """A timed schedule of every chunk.
+    """A timed schedule of every chunk and every compute task.
 
     Parameters
     ----------
     chunks
         One entry per chunk, in (collective, chunk) order.
+    computes
+        One entry per compute task, in index order (none without them).
     """
 
     chunks: tuple[ChunkSchedule, ...]
+    computes: tuple[ComputeSchedule, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.chunks, (tuple, list)):
@@ -125,11 +150,33 @@ class Schedule:
             if not isinstance(chunk, ChunkSchedule):
                 raise InputError(f"chunks[{index}]", f"must be a ChunkSchedule, got {chunk!r}")
         object.__setattr__(self, "chunks", tuple(self.chunks))
+        if not isinstance(self.computes, (tuple, list)):
+            raise InputError("computes", f"must be a list of compute schedules, got {self.computes!r}")
+        for index, compute in enumerate(self.computes):
+            if not isinstance(compute, ComputeSchedule):
+                raise InputError(f"computes[{index}]", f"must be a ComputeSchedule, got {compute!r}")
+        object.__setattr__(self, "computes", tuple(self.computes))
 
     @cached_property
     def makespan(self) -> float:
-        """End of the last phase."""
-        return max((chunk.end_ns for chunk in self.chunks), default=0.0)
+        """End of the last phase or compute task."""
+        return max(
+            max((chunk.end_ns for chunk in self.chunks), default=0.0),
+            max((compute.end_ns for compute in self.computes), default=0.0),
+        )
+
+    def collective_ends(self, num_collectives: int) -> tuple[float, ...]:
+        """When each collective ends: its last chunk's last phase."""
+        ends = [0.0] * num_collectives
+        for chunk in self.chunks:
+            if chunk.collective < num_collectives:
+                ends[chunk.collective] = max(ends[chunk.collective], chunk.end_ns)
+        return tuple(ends)
+
+    @property
+    def compute_busy_ns(self) -> float:
+        """Total time the compute unit is busy."""
+        return sum(c.end_ns - c.start_ns for c in self.computes)
 
     @property
     def orders(self) -> dict[tuple[int, int], tuple[int, ...]]:

@@ -1,27 +1,37 @@
 """Event-driven simulator: turns every chunk's dimension order into a timed schedule.
 
 Each dimension serves one phase at a time without preemption, and a chunk's
-phases run strictly in sequence. When a dimension is free it serves the next
-waiting phase chosen by the intra-dimension policy:
+phases run strictly in sequence. The NPU's compute unit runs one compute task
+at a time, without preemption; when several are ready, the one listed first
+starts. A task is released at the latest of its issue time and each
+dependency's end plus lag (a collective ends with its last chunk's last
+phase); a released collective's chunks all arrive at their first dimension.
 
-* ``fifo``: arrival order at the dimension; ties by collective, then chunk.
-* ``scf`` (smallest chunk first): ASTRA-sim's queue insertion
-  (``Sys::insert_stream``). A phase is inserted before the first waiting
-  phase whose size ``max(bytes_in, bytes_out)`` is equal or larger (so among
-  equal sizes the latest arrival goes first), except a chunk's second-to-last
-  phase (exactly one phase after it), which joins the tail. ASTRA-sim tests
-  ``phases_to_go.size() == 1`` after it has removed the phase being queued,
-  so the last phase is inserted by size.
+When a dimension is free it serves the next waiting phase chosen by the
+intra-dimension policy (ASTRA-sim's ``Sys::insert_stream``):
+
+* ``fifo``: a phase is queued before the first waiting phase of lower
+  priority: priority first, then arrival (ties by collective, then chunk).
+* ``scf`` (smallest chunk first): a phase is inserted before the first
+  waiting phase whose size ``max(bytes_in, bytes_out)`` is equal or larger
+  (so among equal sizes the latest arrival goes first), except a chunk's
+  second-to-last phase (exactly one phase after it), which joins the tail.
+  ASTRA-sim tests ``phases_to_go.size() == 1`` after it has removed the phase
+  being queued, so the last phase is inserted by size. Priorities are ignored,
+  except that an all-to-all phase is queued as under fifo.
 
 Same-instant events follow ASTRA-sim's ``notify_stream_added``: at one
-instant the phases that end are processed first (their dimensions become
-idle); then the phases that became ready are taken one at a time in
-(collective, chunk) order, each is queued on its dimension and, if that
-dimension is idle, the dimension starts the head of its queue at once, before
-the next one is queued. Last, every dimension still idle starts the head of
-its queue. Under fifo this equals queueing everything first; under scf it
-does not. Both queues cost O(log Q) an operation, so a run costs O(P log P)
-for P phases.
+instant the phases and compute tasks that end are processed first (their
+dimensions become idle, their dependents may be released); then the phases
+that became ready are taken one at a time in (collective, chunk) order, each
+is queued on its dimension and, if that dimension is idle, the dimension
+starts the head of its queue at once, before the next one is queued. Last,
+every dimension still idle starts the head of its queue, and the compute unit
+starts the first ready compute task. Both queues cost O(log Q) an operation,
+so a run costs O(P log P) for P phases.
+
+Orders are either fixed per chunk (a mapping) or chosen by a planner when a
+collective is released (Themis plans then, from the loads so far).
 """
 
 from __future__ import annotations
@@ -29,18 +39,18 @@ from __future__ import annotations
 import gc
 import heapq
 import random
-from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from enum import StrEnum
 
 from themis_opt.budget import Deadline
 from themis_opt.cost import PhaseSpec, chunk_phases
 from themis_opt.errors import InputError
-from themis_opt.instance import Instance
-from themis_opt.schedule import ChunkSchedule, Phase, Schedule
+from themis_opt.instance import Collective, Instance, Kind, Op
+from themis_opt.schedule import ChunkSchedule, ComputeSchedule, Phase, Schedule
 
 Orders = Mapping[tuple[int, int], tuple[int, ...]]
+Planner = Callable[[int, float], Sequence[tuple[int, ...]]]
 
 
 class Intra(StrEnum):
@@ -54,16 +64,20 @@ class ScfQueue:
     """ASTRA-sim's smallest-chunk-first queue as an implicit treap.
 
     The queue is a sequence; :meth:`insert_before_ge` puts an item before the
-    first item whose key is >= its own, :meth:`append` puts it at the tail and
-    :meth:`pop` takes the head. A treap keyed by position with the maximum key
-    of every subtree finds that spot in O(log Q) expected time. Priorities come
-    from a seeded generator: they shape the tree, never the sequence.
+    first item whose key is >= its own, :meth:`insert_before_lower_rank`
+    before the first item of lower rank (priority), :meth:`append` puts it at
+    the tail and :meth:`pop` takes the head. A treap keyed by position, with
+    the maximum key and the minimum rank of every subtree, finds either spot
+    in O(log Q) expected time. Heap priorities come from a seeded generator:
+    they shape the tree, never the sequence.
     """
 
     def __init__(self) -> None:
         self._rng = random.Random(0)
         self._key: list[float] = []
         self._max: list[float] = []
+        self._rank: list[int] = []
+        self._rmin: list[int] = []
         self._item: list[int] = []
         self._pri: list[float] = []
         self._left: list[int] = []
@@ -74,9 +88,11 @@ class ScfQueue:
     def __len__(self) -> int:
         return self._len
 
-    def _node(self, key: float, item: int) -> int:
+    def _node(self, key: float, item: int, rank: int) -> int:
         self._key.append(key)
         self._max.append(key)
+        self._rank.append(rank)
+        self._rmin.append(rank)
         self._item.append(item)
         self._pri.append(self._rng.random())
         self._left.append(-1)
@@ -84,13 +100,20 @@ class ScfQueue:
         return len(self._key) - 1
 
     def _pull(self, t: int) -> None:
-        best = self._key[t]
+        best, low = self._key[t], self._rank[t]
         left, right = self._left[t], self._right[t]
-        if left >= 0 and self._max[left] > best:
-            best = self._max[left]
-        if right >= 0 and self._max[right] > best:
-            best = self._max[right]
+        if left >= 0:
+            if self._max[left] > best:
+                best = self._max[left]
+            if self._rmin[left] < low:
+                low = self._rmin[left]
+        if right >= 0:
+            if self._max[right] > best:
+                best = self._max[right]
+            if self._rmin[right] < low:
+                low = self._rmin[right]
         self._max[t] = best
+        self._rmin[t] = low
 
     def _merge(self, a: int, b: int) -> int:
         if a < 0:
@@ -124,6 +147,25 @@ class ScfQueue:
         self._pull(t)
         return t, b
 
+    def _split_rank(self, t: int, rank: int) -> tuple[int, int]:
+        # (items before the first one with rank < `rank`, the rest)
+        if t < 0:
+            return -1, -1
+        left = self._left[t]
+        if left >= 0 and self._rmin[left] < rank:
+            a, b = self._split_rank(left, rank)
+            self._left[t] = b
+            self._pull(t)
+            return a, t
+        if self._rank[t] < rank:
+            self._left[t] = -1
+            self._pull(t)
+            return left, t
+        a, b = self._split_rank(self._right[t], rank)
+        self._right[t] = a
+        self._pull(t)
+        return t, b
+
     def _pop_front(self, t: int) -> tuple[int, int]:
         left = self._left[t]
         if left < 0:
@@ -132,15 +174,21 @@ class ScfQueue:
         self._pull(t)
         return t, node
 
-    def insert_before_ge(self, key: float, item: int) -> None:
+    def insert_before_ge(self, key: float, item: int, rank: int = 0) -> None:
         """Insert ``item`` before the first queued item with key >= ``key``."""
         before, after = self._split(self._root, key)
-        self._root = self._merge(self._merge(before, self._node(key, item)), after)
+        self._root = self._merge(self._merge(before, self._node(key, item, rank)), after)
         self._len += 1
 
-    def append(self, key: float, item: int) -> None:
+    def insert_before_lower_rank(self, rank: int, key: float, item: int) -> None:
+        """Insert ``item`` before the first queued item with rank < ``rank``."""
+        before, after = self._split_rank(self._root, rank)
+        self._root = self._merge(self._merge(before, self._node(key, item, rank)), after)
+        self._len += 1
+
+    def append(self, key: float, item: int, rank: int = 0) -> None:
         """Put ``item`` at the tail."""
-        self._root = self._merge(self._root, self._node(key, item))
+        self._root = self._merge(self._root, self._node(key, item, rank))
         self._len += 1
 
     def pop(self) -> int:
@@ -153,18 +201,22 @@ class ScfQueue:
 
 
 def check_orders(instance: Instance, orders: Orders) -> None:
-    """Raise :class:`InputError` unless ``orders`` gives every chunk a
-    permutation of its collective's dimensions of size >= 2.
+    """Raise :class:`InputError` unless ``orders`` gives every chunk one of its
+    collective's orders (a permutation of its dimensions of size >= 2; the
+    ascending one for an all-to-all).
     """
     for c, k in instance.chunk_ids:
-        order = orders.get((c, k))
-        if order is None:
-            raise InputError(f"orders[{c}, {k}]", "missing: every chunk needs an order")
-        if sorted(order) != list(instance.active_dims[c]):
-            raise InputError(
-                f"orders[{c}, {k}]",
-                f"must be a permutation of {list(instance.active_dims[c])}, got {list(order)}",
-            )
+        _check_order(instance, c, k, orders.get((c, k)))
+
+
+def _check_order(instance: Instance, c: int, k: int, order: tuple[int, ...] | None) -> None:
+    if order is None:
+        raise InputError(f"orders[{c}, {k}]", "missing: every chunk needs an order")
+    dims = instance.active_dims[c]
+    if sorted(order) != list(dims):
+        raise InputError(f"orders[{c}, {k}]", f"must be a permutation of {list(dims)}, got {list(order)}")
+    if instance.collectives[c].kind is Kind.ALL_TO_ALL and tuple(order) != dims:
+        raise InputError(f"orders[{c}, {k}]", f"an all-to-all takes the ascending order {list(dims)}")
 
 
 def phase_plan(instance: Instance, orders: Orders) -> list[tuple[PhaseSpec, ...]]:
@@ -182,9 +234,11 @@ def phase_plan(instance: Instance, orders: Orders) -> list[tuple[PhaseSpec, ...]
 def _build(
     instance: Instance,
     orders: Orders,
-    plan: list[tuple[PhaseSpec, ...]],
-    starts: list[list[float]],
+    plan: Sequence[Sequence[PhaseSpec]],
+    starts: Sequence[Sequence[float]],
+    compute_starts: Sequence[float],
     deadline: Deadline | None = None,
+    durations: Sequence[Sequence[float]] | None = None,
 ) -> Schedule:
     deadline = deadline or Deadline()
     chunks = []
@@ -197,7 +251,11 @@ def _build(
             for spec, start in zip(plan[i], starts[i])
         )
         chunks.append(ChunkSchedule(c, k, tuple(orders[(c, k)]), phases))
-    return Schedule(tuple(chunks))
+    computes = tuple(
+        ComputeSchedule(j, start, start + task.duration_ns)
+        for j, (task, start) in enumerate(zip(instance.computes, compute_starts))
+    )
+    return Schedule(tuple(chunks), computes)
 
 
 @contextmanager
@@ -215,16 +273,21 @@ def _gc_paused() -> Iterator[None]:
 
 
 def simulate(
-    instance: Instance, orders: Orders, intra: Intra | str = Intra.FIFO, deadline: Deadline | None = None
+    instance: Instance,
+    orders: Orders | Planner,
+    intra: Intra | str = Intra.FIFO,
+    deadline: Deadline | None = None,
 ) -> Schedule:
-    """Time every chunk's phases under an intra-dimension policy.
+    """Time every task's phases and compute under an intra-dimension policy.
 
     Parameters
     ----------
     instance
         The instance.
     orders
-        Each chunk's order, keyed by (collective, chunk).
+        Each chunk's order, keyed by (collective, chunk); or a planner
+        ``(collective, release_ns) -> one order per chunk`` called when each
+        collective is released (Themis's tracker plans this way).
     intra
         ``fifo`` or ``scf``.
     deadline
@@ -233,71 +296,159 @@ def simulate(
     Returns
     -------
     Schedule
-        The timed schedule; dimensions never idle while a phase waits for them.
+        The timed schedule; dimensions never idle while a phase waits for
+        them, nor the compute unit while a compute task is ready.
 
     Raises
     ------
     OutOfTime
         If ``deadline`` passes first.
+    InputError
+        If ``orders`` misses a chunk or gives one an order it cannot take.
     """
+    if not callable(orders):
+        check_orders(instance, orders)
     with _gc_paused():
         return _simulate(instance, orders, Intra(intra), deadline or Deadline())
 
 
-def _simulate(instance: Instance, orders: Orders, intra: Intra, deadline: Deadline) -> Schedule:
-    events = 0
-    check_orders(instance, orders)
-    plan = phase_plan(instance, orders)
+_PHASE_DONE, _COMPUTE_DONE, _RELEASE = 0, 1, 2  # same-instant events in this order
+
+
+def _simulate(instance: Instance, orders: Orders | Planner, intra: Intra, deadline: Deadline) -> Schedule:
+    tasks = instance.tasks
+    collectives = instance.collectives
     ids = instance.chunk_ids
     num_dims = instance.network.num_dims
+    index = instance.task_index
+    # task -> (is collective, collective or compute index)
+    kind_of: list[tuple[bool, int]] = []
+    counts = [0, 0]
+    for task in tasks:
+        is_coll = isinstance(task, Collective)
+        kind_of.append((is_coll, counts[0] if is_coll else counts[1]))
+        counts[0 if is_coll else 1] += 1
+    task_of_coll = [t for t, (is_coll, _) in enumerate(kind_of) if is_coll]
+    task_of_compute = [t for t, (is_coll, _) in enumerate(kind_of) if not is_coll]
+    successors: list[list[tuple[int, float]]] = [[] for _ in tasks]
+    pending = [len(task.after) for task in tasks]
+    earliest = [task.issue_ns for task in tasks]
+    for t, task in enumerate(tasks):
+        for dep in task.after:
+            successors[index[dep.task]].append((t, dep.lag_ns))
+    first_chunk = [0] * len(collectives)
+    for c in range(1, len(collectives)):
+        first_chunk[c] = first_chunk[c - 1] + collectives[c - 1].chunks
+    left = [coll.chunks for coll in collectives]
+    priority = [coll.priority for coll in collectives]
+
+    plan: list[tuple[PhaseSpec, ...]] = [()] * len(ids)
+    chosen: dict[tuple[int, int], tuple[int, ...]] = {}
+    memo: dict[tuple[int, int, tuple[int, ...]], tuple[PhaseSpec, ...]] = {}
     starts: list[list[float]] = [[] for _ in ids]
+    compute_starts = [0.0] * len(instance.computes)
     next_phase = [0] * len(ids)
-    fifo: list[deque[int]] = [deque() for _ in range(num_dims)]
+    fifo: list[list[tuple[int, int, int]]] = [[] for _ in range(num_dims)]
     scf: list[ScfQueue] = [ScfQueue() for _ in range(num_dims)]
     busy = [False] * num_dims
-    # ready: (time, chunk index) of a chunk whose next phase can start;
-    # done: (time, dim, chunk index) of a phase that ends.
-    ready = [(instance.collectives[c].issue_ns, i) for i, (c, _) in enumerate(ids)]
-    heapq.heapify(ready)
-    done: list[tuple[float, int, int]] = []
+    compute_busy = False
+    compute_ready: list[int] = []
+    seq = 0
+    events: list[tuple[float, int, int, int]] = [
+        (earliest[t], _RELEASE, t, 0) for t in range(len(tasks)) if not pending[t]
+    ]
+    heapq.heapify(events)
+    now = 0.0
+
+    def end_task(t: int) -> None:
+        for dependent, lag in successors[t]:
+            earliest[dependent] = max(earliest[dependent], now + lag)
+            pending[dependent] -= 1
+            if not pending[dependent]:
+                heapq.heappush(events, (earliest[dependent], _RELEASE, dependent, 0))
+
+    def release(c: int) -> list[int]:
+        coll = collectives[c]
+        planned = orders(c, now) if callable(orders) else [orders[(c, k)] for k in range(coll.chunks)]
+        chunks = []
+        for k, order in enumerate(planned):
+            order = tuple(order)
+            if callable(orders):
+                _check_order(instance, c, k, order)
+            key = (c, coll.bytes_of(k), order)
+            if key not in memo:
+                memo[key] = chunk_phases(instance, c, key[1], order)
+            i = first_chunk[c] + k
+            plan[i] = memo[key]
+            chosen[(c, k)] = order
+            chunks.append(i)
+        return chunks
 
     def start_head(d: int) -> None:
-        queue = fifo[d] if intra is Intra.FIFO else scf[d]
-        if busy[d] or not queue:
+        if busy[d]:
             return
-        i = queue.popleft() if isinstance(queue, deque) else queue.pop()
+        if intra is Intra.FIFO:
+            if not fifo[d]:
+                return
+            i = heapq.heappop(fifo[d])[2]
+        else:
+            if not scf[d]:
+                return
+            i = scf[d].pop()
         starts[i].append(now)
         busy[d] = True
-        heapq.heappush(done, (now + plan[i][next_phase[i]].duration, d, i))
+        heapq.heappush(events, (now + plan[i][next_phase[i]].duration, _PHASE_DONE, d, i))
 
-    now = 0.0
-    while ready or done:
-        events += 1
-        if not events & 4095:
-            deadline.check("simulator")
-        now = min(ready[0][0] if ready else float("inf"), done[0][0] if done else float("inf"))
-        while done and done[0][0] == now:
-            _, d, i = heapq.heappop(done)
-            busy[d] = False
-            next_phase[i] += 1
-            if next_phase[i] < len(plan[i]):
-                heapq.heappush(ready, (now, i))
-        arrivals = []
-        while ready and ready[0][0] == now:
-            arrivals.append(heapq.heappop(ready)[1])
-
-        for i in sorted(arrivals):  # chunk index order is (collective, chunk) order
-            spec = plan[i][next_phase[i]]
-            if intra is Intra.FIFO:
-                fifo[spec.dim].append(i)
-            elif next_phase[i] == len(plan[i]) - 2:  # second-to-last: exactly one phase after it
-                scf[spec.dim].append(max(spec.bytes_in, spec.bytes_out), i)
+    handled = 0
+    while events:
+        now = events[0][0]
+        arrivals: list[int] = []
+        while events and events[0][0] == now:
+            _, what, a, b = heapq.heappop(events)
+            handled += 1
+            if not handled & 4095:
+                deadline.check("simulator")
+            if what == _PHASE_DONE:
+                busy[a] = False
+                next_phase[b] += 1
+                if next_phase[b] < len(plan[b]):
+                    arrivals.append(b)
+                else:
+                    c = ids[b][0]
+                    left[c] -= 1
+                    if not left[c]:
+                        end_task(task_of_coll[c])
+            elif what == _COMPUTE_DONE:
+                compute_busy = False
+                end_task(task_of_compute[a])
             else:
-                scf[spec.dim].insert_before_ge(max(spec.bytes_in, spec.bytes_out), i)
+                is_coll, n = kind_of[a]
+                if is_coll:
+                    arrivals += release(n)
+                else:
+                    heapq.heappush(compute_ready, n)
+        for i in sorted(arrivals):  # chunk index order is (collective, chunk) order
+            p = next_phase[i]
+            spec = plan[i][p]
+            c = ids[i][0]
+            if intra is Intra.FIFO:
+                heapq.heappush(fifo[spec.dim], (-priority[c], seq, i))
+                seq += 1
+            elif spec.op is Op.ALL_TO_ALL:
+                scf[spec.dim].insert_before_lower_rank(priority[c], max(spec.bytes_in, spec.bytes_out), i)
+            elif p == len(plan[i]) - 2:  # second-to-last: exactly one phase after it
+                scf[spec.dim].append(max(spec.bytes_in, spec.bytes_out), i, priority[c])
+            else:
+                scf[spec.dim].insert_before_ge(max(spec.bytes_in, spec.bytes_out), i, priority[c])
             start_head(spec.dim)  # an idle dimension starts at once
         for d in range(num_dims):
             start_head(d)
-    return _build(instance, orders, plan, starts, deadline)
+        if not compute_busy and compute_ready:
+            j = heapq.heappop(compute_ready)
+            compute_starts[j] = now
+            compute_busy = True
+            heapq.heappush(events, (now + instance.computes[j].duration_ns, _COMPUTE_DONE, j, 0))
+    return _build(instance, chosen, plan, starts, compute_starts, deadline)
 
 
 def sequences_of(instance: Instance, schedule: Schedule) -> dict[int, list[tuple[int, int]]]:
@@ -313,14 +464,23 @@ def sequences_of(instance: Instance, schedule: Schedule) -> dict[int, list[tuple
     return {d: [(i, p) for _, _, i, p in sorted(seq)] for d, seq in entries.items()}
 
 
+def compute_sequence_of(schedule: Schedule) -> list[int]:
+    """The compute tasks of ``schedule`` in the order the compute unit runs them."""
+    return [c.compute for c in sorted(schedule.computes, key=lambda c: (c.start_ns, c.end_ns, c.compute))]
+
+
 def left_shift(
     instance: Instance,
     orders: Orders,
     sequences: Mapping[int, Sequence[tuple[int, int]]],
+    compute_sequence: Sequence[int] = (),
+    *,
     durations: Sequence[Sequence[float]] | None = None,
+    compute_durations: Sequence[float] | None = None,
     issues: Sequence[float] | None = None,
-) -> list[list[float]]:
-    """Earliest start of every phase given fixed orders and per-dimension sequences.
+    lags: Sequence[Sequence[float]] | None = None,
+) -> tuple[list[list[float]], list[float]]:
+    """Earliest start of every phase and compute task given fixed orders and sequences.
 
     Parameters
     ----------
@@ -331,71 +491,110 @@ def left_shift(
     sequences
         Per dimension, the phases it serves in that order, each as
         (chunk index in ``instance.chunk_ids``, phase position in the chunk).
-    durations
-        Per chunk, the duration of each phase; ``None`` uses the cost model
-        (pass rounded durations to plan in integer time).
-    issues
-        Per collective, its issue time in the same unit as ``durations``;
-        ``None`` uses the instance's issue times.
+    compute_sequence
+        The compute tasks (indices) in the order the compute unit runs them.
+    durations, compute_durations, issues, lags
+        Per chunk the duration of each phase, per compute task its duration,
+        per task its issue time and the lag of each of its dependencies, all
+        in one unit; ``None`` takes the instance's (pass rounded values to
+        plan in integer time).
 
     Returns
     -------
-    list of list of float
-        Per chunk (in ``instance.chunk_ids`` order), each phase's start.
+    tuple
+        Per chunk (in ``instance.chunk_ids`` order) each phase's start, and
+        each compute task's start.
 
     Raises
     ------
     InputError
-        If the sequences miss or repeat a phase or contradict the chunk orders.
+        If the sequences miss or repeat a phase or a compute task, or
+        contradict the chunk orders or the dependencies.
     """
     check_orders(instance, orders)
     plan = phase_plan(instance, orders)
+    tasks = instance.tasks
     dur = durations if durations is not None else [[s.duration for s in p] for p in plan]
-    issue = issues if issues is not None else [coll.issue_ns for coll in instance.collectives]
+    cdur = compute_durations if compute_durations is not None else [t.duration_ns for t in instance.computes]
+    issue = issues if issues is not None else [t.issue_ns for t in tasks]
+    lag = lags if lags is not None else [[d.lag_ns for d in t.after] for t in tasks]
     ids = instance.chunk_ids
-    position: dict[tuple[int, int], tuple[int, int]] = {}
+    # nodes: phases, then compute tasks, then one release and one end per task
+    offset = [0] * (len(ids) + 1)
+    for i, chunk_plan in enumerate(plan):
+        offset[i + 1] = offset[i] + len(chunk_plan)
+    phases = offset[-1]
+    computes = len(instance.computes)
+    release0, end0 = phases + computes, phases + computes + len(tasks)
+    size = end0 + len(tasks)
+    succ: list[list[tuple[int, float]]] = [[] for _ in range(size)]
+    base = [0.0] * size
+    length = [0.0] * size
+    task_of_coll = [t for t, task in enumerate(tasks) if isinstance(task, Collective)]
+    task_of_compute = [t for t, task in enumerate(tasks) if not isinstance(task, Collective)]
+    seen_phase = [False] * phases
     for d, seq in sequences.items():
         for pos, (i, p) in enumerate(seq):
             if not (0 <= i < len(ids) and 0 <= p < len(plan[i])) or plan[i][p].dim != d:
                 raise InputError(f"sequences[{d}][{pos}]", f"no phase ({i}, {p}) runs on dimension {d}")
-            if (i, p) in position:
+            if seen_phase[offset[i] + p]:
                 raise InputError(f"sequences[{d}][{pos}]", f"phase ({i}, {p}) is sequenced twice")
-            position[(i, p)] = (d, pos)
-    total = sum(len(p) for p in plan)
-    if len(position) != total:
-        raise InputError("sequences", f"must sequence all {total} phases, got {len(position)}")
-    # Kahn's algorithm over chunk edges and dimension edges.
-    indegree = {node: (node[1] > 0) + (position[node][1] > 0) for node in position}
-    stack = [node for node, deg in indegree.items() if deg == 0]
-    starts = [[0.0] * len(p) for p in plan]
-    ends = [[0.0] * len(p) for p in plan]
-    seen = 0
+            seen_phase[offset[i] + p] = True
+            if pos:
+                j, q = seq[pos - 1]
+                succ[offset[j] + q].append((offset[i] + p, 0.0))
+    if not all(seen_phase):
+        raise InputError("sequences", f"must sequence all {phases} phases, got {sum(seen_phase)}")
+    if sorted(compute_sequence) != list(range(computes)):
+        raise InputError("compute_sequence", f"must list every compute task once, got {list(compute_sequence)}")
+    for a, b in zip(compute_sequence, compute_sequence[1:]):
+        succ[phases + a].append((phases + b, 0.0))
+    for i, (c, _) in enumerate(ids):
+        for p in range(len(plan[i])):
+            length[offset[i] + p] = dur[i][p]
+            if p:
+                succ[offset[i] + p - 1].append((offset[i] + p, 0.0))
+        succ[release0 + task_of_coll[c]].append((offset[i], 0.0))
+        succ[offset[i + 1] - 1].append((end0 + task_of_coll[c], 0.0))
+    for j in range(computes):
+        length[phases + j] = cdur[j]
+        succ[release0 + task_of_compute[j]].append((phases + j, 0.0))
+        succ[phases + j].append((end0 + task_of_compute[j], 0.0))
+    for t, task in enumerate(tasks):
+        base[release0 + t] = issue[t]
+        for k, dep in enumerate(task.after):
+            succ[end0 + instance.task_index[dep.task]].append((release0 + t, lag[t][k]))
+    indegree = [0] * size
+    for edges in succ:
+        for v, _ in edges:
+            indegree[v] += 1
+    start = list(base)
+    stack = [v for v in range(size) if not indegree[v]]
+    done = 0
     while stack:
-        i, p = stack.pop()
-        seen += 1
-        d, pos = position[(i, p)]
-        earliest = issue[ids[i][0]] if p == 0 else ends[i][p - 1]
-        if pos > 0:
-            j, q = sequences[d][pos - 1]
-            earliest = max(earliest, ends[j][q])
-        starts[i][p] = earliest
-        ends[i][p] = earliest + dur[i][p]
-        successors = [(i, p + 1)] if p + 1 < len(plan[i]) else []
-        if pos + 1 < len(sequences[d]):
-            j, q = sequences[d][pos + 1]
-            successors.append((j, q))
-        for node in successors:
-            indegree[node] -= 1
-            if indegree[node] == 0:
-                stack.append(node)
-    if seen != total:
-        raise InputError("sequences", "contradict the chunk orders (a cycle of precedences)")
-    return starts
+        u = stack.pop()
+        done += 1
+        end = start[u] + length[u]
+        for v, extra in succ[u]:
+            if end + extra > start[v]:
+                start[v] = end + extra
+            indegree[v] -= 1
+            if not indegree[v]:
+                stack.append(v)
+    if done != size:
+        raise InputError("sequences", "contradict the chunk orders or the dependencies (a cycle of precedences)")
+    phase_starts = [[start[offset[i] + p] for p in range(len(plan[i]))] for i in range(len(ids))]
+    return phase_starts, [start[phases + j] for j in range(computes)]
 
 
-def retime(instance: Instance, orders: Orders, sequences: Mapping[int, Sequence[tuple[int, int]]]) -> Schedule:
-    """The left-shifted schedule of fixed orders and per-dimension sequences,
-    with the cost model's durations (see :func:`left_shift`).
+def retime(
+    instance: Instance,
+    orders: Orders,
+    sequences: Mapping[int, Sequence[tuple[int, int]]],
+    compute_sequence: Sequence[int] = (),
+) -> Schedule:
+    """The left-shifted schedule of fixed orders and sequences, with the cost
+    model's durations (see :func:`left_shift`).
     """
-    starts = left_shift(instance, orders, sequences)
-    return _build(instance, orders, phase_plan(instance, orders), starts)
+    starts, compute_starts = left_shift(instance, orders, sequences, compute_sequence)
+    return _build(instance, orders, phase_plan(instance, orders), starts, compute_starts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -14,10 +15,10 @@ from themis_opt.bounds import Bounds, compute_bounds, integer_load_bound
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.errors import InputError
 from themis_opt.instance import Instance
-from themis_opt.policies import baseline_orders, spread_orders, themis_orders
+from themis_opt.policies import ThemisTracker, baseline_orders, spread_orders
 from themis_opt.result import Result, Status, is_proven, optimality_tolerance
 from themis_opt.schedule import Schedule
-from themis_opt.simulator import Intra, simulate
+from themis_opt.simulator import Intra, Orders, Planner, simulate
 
 logger = logging.getLogger(__name__)
 
@@ -105,8 +106,8 @@ def check_options(
 
 
 def origin_ns(instance: Instance) -> float:
-    """The earliest issue time: where every schedule's span starts."""
-    return min(coll.issue_ns for coll in instance.collectives)
+    """The earliest issue time of any task: where every schedule's span starts."""
+    return min(task.issue_ns for task in instance.tasks)
 
 
 def balanced_schedule(
@@ -129,7 +130,7 @@ def balanced_schedule(
     """
     deadline = deadline or Deadline()
     policies = [Intra(intra)] if intra is not None else [Intra.FIFO, Intra.SCF]
-    candidates = []
+    candidates: list[Orders | Planner] = []
     for fill_drain in (True, False):
         solution = integer_load_bound(instance, fill_drain=fill_drain, deadline=deadline.share(0.3))
         if solution is not None:
@@ -137,7 +138,7 @@ def balanced_schedule(
     note = ""
     if not candidates:
         note = "balanced: the load programs gave no order counts (too large or out of time); Themis's orders used"
-        candidates.append(themis_orders(instance))
+        candidates.append(ThemisTracker(instance).plan)
     timed: list[tuple[Schedule, Intra]] = []
     try:
         for orders in candidates:
@@ -221,7 +222,7 @@ def solve(
             case "baseline":
                 schedule = simulate(instance, baseline_orders(instance), policy or Intra.FIFO, deadline)
             case "themis":
-                schedule = simulate(instance, themis_orders(instance), policy or Intra.SCF, deadline)
+                schedule = simulate(instance, ThemisTracker(instance).plan, policy or Intra.SCF, deadline)
             case "balanced":
                 schedule, policy, note = balanced_schedule(instance, intra, deadline)
             case "cpsat":  # pragma: no cover - handled above
@@ -309,7 +310,7 @@ def _solve_cpsat(
     except OutOfTime:
         note = "cpsat: out of time while building the model: the best heuristic schedule is returned"
         return _result(instance, "cpsat", None, warm, bounds, t0, trajectory=trajectory, note=note)
-    bounds = Bounds(bounds.ideal, bounds.lp, bounds.ip, bounds.fill_drain, outcome.bound)
+    bounds = dataclasses.replace(bounds, cpsat=outcome.bound)
     schedule: Schedule | None = outcome.schedule
     if outcome.status in (Status.INFEASIBLE, Status.MODEL_INVALID):
         logger.error("CP-SAT says %s for a model with a valid warm start", outcome.status.value)
@@ -329,8 +330,8 @@ def _warm_start(instance: Instance, deadline: Deadline) -> tuple[Schedule | None
     """
     makers: tuple[Callable[[Deadline], Schedule], ...] = (
         lambda d: simulate(instance, baseline_orders(instance), Intra.FIFO, d),
-        lambda d: simulate(instance, themis_orders(instance), Intra.FIFO, d),
-        lambda d: simulate(instance, themis_orders(instance), Intra.SCF, d),
+        lambda d: simulate(instance, ThemisTracker(instance).plan, Intra.FIFO, d),
+        lambda d: simulate(instance, ThemisTracker(instance).plan, Intra.SCF, d),
         lambda d: balanced_schedule(instance, deadline=d)[0],
     )
     candidates: list[Schedule] = []

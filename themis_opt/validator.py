@@ -8,7 +8,12 @@ trusts nothing that the method producing the schedule computed. Rules:
 3. its phases are the ones that order implies (dimension, operation, bytes in
    and out) with the cost model's durations;
 4. its phases run in sequence, the first not before the collective's issue;
-5. no two phases on one dimension overlap.
+5. no two phases on one dimension overlap;
+6. every compute task runs exactly once for its duration, one at a time;
+7. no task starts (a collective: any chunk's first phase) before its issue
+   time, nor before each task it waits for has ended plus the lag (a
+   collective ends with its last chunk's last phase), ends read from the
+   schedule itself; an all-to-all keeps the ascending order.
 
 Times are compared with a tolerance for float rounding only.
 """
@@ -19,7 +24,7 @@ import math
 from typing import TYPE_CHECKING
 
 from themis_opt.cost import chunk_phases
-from themis_opt.instance import Instance
+from themis_opt.instance import Compute, Instance, Kind
 from themis_opt.schedule import Schedule
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,6 +59,7 @@ def validate(instance: Instance, schedule: Schedule) -> list[str]:
         Empty when the schedule is valid.
     """
     violations: list[str] = []
+    release = _releases(instance, schedule)
     expected = set(instance.chunk_ids)
     seen: set[tuple[int, int]] = set()
     for chunk in schedule.chunks:
@@ -71,6 +77,9 @@ def validate(instance: Instance, schedule: Schedule) -> list[str]:
             violations.append(f"{where}: order {list(chunk.order)} is not a permutation of {list(dims)}")
             continue
         coll = instance.collectives[chunk.collective]
+        if coll.kind is Kind.ALL_TO_ALL and tuple(chunk.order) != dims:
+            violations.append(f"{where}: an all-to-all takes the ascending order {list(dims)}, not {list(chunk.order)}")
+            continue
         specs = chunk_phases(instance, chunk.collective, coll.bytes_of(chunk.chunk), chunk.order)
         if len(chunk.phases) != len(specs):
             violations.append(f"{where}: has {len(chunk.phases)} phases, its order needs {len(specs)}")
@@ -89,9 +98,11 @@ def validate(instance: Instance, schedule: Schedule) -> list[str]:
                 )
             if not _close(phase.duration, spec.duration):
                 violations.append(f"{at}: lasts {phase.duration:.6f} ns, the cost model says {spec.duration:.6f} ns")
-            if p == 0 and not _before(coll.issue_ns, phase.start_ns):
+            released = release[instance.task_index[coll.id]]
+            if p == 0 and not _before(released, phase.start_ns):
                 violations.append(
-                    f"{at}: starts at {phase.start_ns:.6f} ns, before the issue at {coll.issue_ns:.6f} ns"
+                    f"{at}: starts at {phase.start_ns:.6f} ns, before {coll.id} is released "
+                    f"at {released:.6f} ns (issue time, or a dependency's end plus lag)"
                 )
             if p > 0 and not _before(chunk.phases[p - 1].end_ns, phase.start_ns):
                 violations.append(
@@ -109,42 +120,129 @@ def validate(instance: Instance, schedule: Schedule) -> list[str]:
                     f"dim {d}: collective {pc} chunk {pk} ({prev.start_ns:.6f}-{prev.end_ns:.6f} ns) overlaps "
                     f"collective {cc} chunk {ck} ({cur.start_ns:.6f}-{cur.end_ns:.6f} ns)"
                 )
+    violations += _compute_violations(instance, schedule, release)
+    return violations
+
+
+def _task_ends(instance: Instance, schedule: Schedule) -> list[float]:
+    """Each task's end as the schedule has it (a collective: its last phase)."""
+    coll_end = schedule.collective_ends(len(instance.collectives))
+    compute_end = [0.0] * len(instance.computes)
+    for c in schedule.computes:
+        if c.compute < len(compute_end):
+            compute_end[c.compute] = max(compute_end[c.compute], c.end_ns)
+    ends, ci, cj = [], 0, 0
+    for task in instance.tasks:
+        if isinstance(task, Compute):
+            ends.append(compute_end[cj])
+            cj += 1
+        else:
+            ends.append(coll_end[ci])
+            ci += 1
+    return ends
+
+
+def _releases(instance: Instance, schedule: Schedule) -> list[float]:
+    """Each task's release given the schedule's ends: issue time, dependencies' ends plus lags."""
+    ends = _task_ends(instance, schedule)
+    return [
+        max([task.issue_ns, *(ends[instance.task_index[d.task]] + d.lag_ns for d in task.after)])
+        for task in instance.tasks
+    ]
+
+
+def _compute_violations(instance: Instance, schedule: Schedule, release: list[float]) -> list[str]:
+    violations = []
+    seen: set[int] = set()
+    for entry in schedule.computes:
+        if not 0 <= entry.compute < len(instance.computes):
+            violations.append(f"compute {entry.compute}: no such compute task in the instance")
+            continue
+        task = instance.computes[entry.compute]
+        where = f"compute {entry.compute} ({task.id})"
+        if entry.compute in seen:
+            violations.append(f"{where}: scheduled more than once")
+            continue
+        seen.add(entry.compute)
+        if not _close(entry.end_ns - entry.start_ns, task.duration_ns):
+            violations.append(f"{where}: lasts {entry.end_ns - entry.start_ns:.6f} ns, not {task.duration_ns:.6f} ns")
+        released = release[instance.task_index[task.id]]
+        if not _before(released, entry.start_ns):
+            violations.append(
+                f"{where}: starts at {entry.start_ns:.6f} ns, before it is released at {released:.6f} ns "
+                "(issue time, or a dependency's end plus lag)"
+            )
+    for j in sorted(set(range(len(instance.computes))) - seen):
+        violations.append(f"compute {j} ({instance.computes[j].id}): missing from the schedule")
+    runs = sorted(schedule.computes, key=lambda c: (c.start_ns, c.end_ns))
+    for prev, cur in zip(runs, runs[1:]):
+        if not _before(prev.end_ns, cur.start_ns):
+            violations.append(
+                f"compute unit: compute {prev.compute} ({prev.start_ns:.6f}-{prev.end_ns:.6f} ns) overlaps "
+                f"compute {cur.compute} ({cur.start_ns:.6f}-{cur.end_ns:.6f} ns)"
+            )
     return violations
 
 
 def precedence_graph(instance: Instance, schedule: Schedule) -> nx.DiGraph:
     """The schedule's precedence graph.
 
-    Nodes are phases ``(collective, chunk, position)`` plus ``"source"`` and
-    ``"sink"``; edges join consecutive phases of a chunk and consecutive phases
-    on a dimension, each weighted by the duration of its tail phase. Edges
-    from the source carry the collective's issue time.
+    Nodes are phases ``(collective, chunk, position)``, compute tasks
+    ``("compute", j)``, ``"source"`` and ``"sink"``; edges join consecutive
+    phases of a chunk, consecutive phases on a dimension, consecutive compute
+    tasks, and a task's end (a collective: each chunk's last phase) to the
+    start of each task that waits for it; each edge weighs the duration of its
+    tail node (plus the dependency's lag). Edges from the source carry the
+    task's issue time.
     """
     import networkx as nx  # only the graph tools need it: validate() stays light
 
     graph = nx.DiGraph()
     graph.add_node("source")
     graph.add_node("sink")
+    heads: dict[str, list[tuple[object, float]]] = {}  # task id -> (first node, its issue)
+    tails: dict[str, list[tuple[object, float]]] = {}  # task id -> (last node, its duration)
     per_dim: dict[int, list[tuple[float, float, tuple[int, int, int]]]] = {}
     for chunk in schedule.chunks:
-        issue = instance.collectives[chunk.collective].issue_ns
+        coll = instance.collectives[chunk.collective]
         nodes = [(chunk.collective, chunk.chunk, p) for p in range(len(chunk.phases))]
         for node, phase in zip(nodes, chunk.phases):
             graph.add_node(node, duration=phase.duration)
             per_dim.setdefault(phase.dim, []).append((phase.start_ns, phase.end_ns, node))
         if nodes:
-            graph.add_edge("source", nodes[0], weight=issue)
-            graph.add_edge(nodes[-1], "sink", weight=chunk.phases[-1].duration)
+            heads.setdefault(coll.id, []).append((nodes[0], coll.issue_ns))
+            tails.setdefault(coll.id, []).append((nodes[-1], chunk.phases[-1].duration))
         for (a, phase), b in zip(zip(nodes, chunk.phases), nodes[1:]):
             graph.add_edge(a, b, weight=phase.duration)
+    runs = sorted(schedule.computes, key=lambda c: (c.start_ns, c.end_ns))
+    for entry in runs:
+        compute = instance.computes[entry.compute]
+        unit = ("compute", entry.compute)
+        graph.add_node(unit, duration=entry.end_ns - entry.start_ns)
+        heads.setdefault(compute.id, []).append((unit, compute.issue_ns))
+        tails.setdefault(compute.id, []).append((unit, entry.end_ns - entry.start_ns))
+    for prev, cur in zip(runs, runs[1:]):
+        graph.add_edge(("compute", prev.compute), ("compute", cur.compute), weight=prev.end_ns - prev.start_ns)
+    for task in instance.tasks:
+        for head, issue in heads.get(task.id, []):
+            graph.add_edge("source", head, weight=issue)
+        for tail, duration in tails.get(task.id, []):
+            graph.add_edge(tail, "sink", weight=duration)
+        for dep in task.after:
+            for tail, duration in tails.get(dep.task, []):
+                for head, _ in heads.get(task.id, []):
+                    weight = duration + dep.lag_ns
+                    if not graph.has_edge(tail, head) or graph.edges[tail, head]["weight"] < weight:
+                        graph.add_edge(tail, head, weight=weight)
     for entries in per_dim.values():
         entries.sort()
         for (start, end, a), (_, _, b) in zip(entries, entries[1:]):
-            graph.add_edge(a, b, weight=end - start)
+            if not graph.has_edge(a, b) or graph.edges[a, b]["weight"] < end - start:
+                graph.add_edge(a, b, weight=end - start)
     return graph
 
 
-def critical_path(instance: Instance, schedule: Schedule) -> tuple[float, list[tuple[int, int, int]]]:
+def critical_path(instance: Instance, schedule: Schedule) -> tuple[float, list[object]]:
     """Length and phases of the longest path through the precedence graph.
 
     For a schedule in which no phase waits needlessly (every phase starts as
@@ -155,8 +253,8 @@ def critical_path(instance: Instance, schedule: Schedule) -> tuple[float, list[t
     Returns
     -------
     tuple
-        The length in ns and the phases on the path as (collective, chunk,
-        position).
+        The length in ns and the nodes on the path: phases as (collective,
+        chunk, position), compute tasks as ("compute", index).
 
     Raises
     ------
