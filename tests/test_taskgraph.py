@@ -13,7 +13,7 @@ import pytest
 
 from themis_opt.bounds import compute_bounds
 from themis_opt.cli import main
-from themis_opt.cost import phase_duration
+from themis_opt.cost import chunk_phases, phase_duration
 from themis_opt.errors import InputError
 from themis_opt.instance import After, Collective, Compute, Dimension, Instance, Network, Op
 from themis_opt.io import instance_from_dict, instance_to_dict, load_instance, save_instance
@@ -135,8 +135,6 @@ def brute_force(instance: Instance) -> float:
     ids = instance.chunk_ids
     best = math.inf
     for assignment in itertools.product(*(instance.orders[c] for c, _ in ids)):
-        from themis_opt.cost import chunk_phases
-
         plans = [
             [(p.dim, p.duration) for p in chunk_phases(instance, c, instance.collectives[c].bytes_of(k), order)]
             for (c, k), order in zip(ids, assignment)
@@ -144,7 +142,13 @@ def brute_force(instance: Instance) -> float:
         chunks_of = {coll_task[c]: [i for i, (cc, _) in enumerate(ids) if cc == c] for c in range(len(coll_task))}
 
         def dfs(
-            nxt: list[int], ready: list[float], free: dict[Any, float], cdone: dict[int, float], span: float
+            nxt: list[int],
+            ready: list[float],
+            free: dict[Any, float],
+            cdone: dict[int, float],
+            span: float,
+            plans: list[list[tuple[int, float]]] = plans,
+            chunks_of: dict[int, list[int]] = chunks_of,
         ) -> None:
             nonlocal best
             if span >= best:
@@ -181,7 +185,7 @@ def brute_force(instance: Instance) -> float:
                 nxt[i], ready[i], free[dim] = p + 1, end, end
                 dfs(nxt, ready, free, cdone, max(span, end))
                 nxt[i], (ready[i], free[dim]) = p, saved
-            for j, t in enumerate(comp_task):
+            for t in comp_task:
                 if t in cdone:
                     continue
                 rel = released(t)
