@@ -50,6 +50,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "METHODS",
     "After",
     "Bounds",
     "Collective",
@@ -58,7 +59,6 @@ __all__ = [
     "InputError",
     "Instance",
     "Kind",
-    "METHODS",
     "Network",
     "Result",
     "Schedule",
