@@ -110,9 +110,10 @@ class Record:
 
 
 def instance_digest(instance: Instance) -> str:
-    """A digest of the instance's content (network and collectives, not its name)."""
+    """A digest of the instance's content (network and tasks, not its name or metadata)."""
     document = instance_to_dict(instance)
     del document["name"]
+    document.pop("metadata", None)
     text = json.dumps(document, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

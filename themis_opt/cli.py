@@ -147,6 +147,21 @@ def build_parser() -> argparse.ArgumentParser:
         '(needs pip install -e ".[dask]")',
     )
 
+    p = sub.add_parser("import-astra", help="make an instance from ASTRA-sim network and system files")
+    p.add_argument("network", help="ASTRA-sim 1.0 network .json or 2.x network .yml")
+    p.add_argument("system", help="ASTRA-sim system file (1.0 key: value text, or 2.x JSON)")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--all-reduce", metavar="SIZE", help="one all-reduce of SIZE bytes per NPU (64MiB, 1GiB, ...)")
+    what.add_argument("--workload", metavar="FILE", help="the collective of an ASTRA-sim 1.0 MICRO workload file")
+    p.add_argument("--name", help="the instance's name (default: the network file's stem)")
+    p.add_argument("--out", required=True, help="instance JSON file to write")
+
+    p = sub.add_parser("export-astra", help="write ASTRA-sim files that run the same case")
+    p.add_argument("instance", help="instance JSON file")
+    p.add_argument("--version", type=int, choices=(1, 2), default=1, help="ASTRA-sim 1.0 or 2.x files (default 1)")
+    p.add_argument("--method", choices=("baseline", "themis"), default="themis", help="scheduling to ask for")
+    p.add_argument("--out", required=True, help="folder to write the files to")
+
     p = sub.add_parser("show", help="draw a result's schedule as a per-dimension Gantt chart")
     p.add_argument("result", help="result JSON file")
     p.add_argument(
@@ -171,6 +186,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _generate(args, console)
         if args.command == "bench":
             return _bench(args, console)
+        if args.command == "import-astra":
+            return _import_astra(args, console)
+        if args.command == "export-astra":
+            return _export_astra(args, console)
         return _show(args, console)
     except InputError as error:
         sys.stderr.write(f"themis-opt: error: {error}\n")
@@ -445,6 +464,31 @@ def _run_local(
         benchmod.stop_pool(pool)
         raise
     pool.shutdown(wait=True)
+
+
+def _import_astra(args: argparse.Namespace, console: Console) -> int:
+    from themis_opt.astra import import_astra, parse_size
+    from themis_opt.io import check_writable, save_instance
+
+    check_writable(args.out)
+    size = parse_size(args.all_reduce) if args.all_reduce is not None else None
+    instance = import_astra(args.network, args.system, all_reduce_bytes=size, workload=args.workload, name=args.name)
+    save_instance(instance, args.out)
+    meta = dict(instance.metadata)
+    console.print(
+        f"wrote {args.out}: {len(instance.network.dimensions)} dimensions, {instance.network.num_npus} NPUs; "
+        f"the system file asks for {meta['astra_method']} with {meta['astra_intra']}"
+    )
+    return 0
+
+
+def _export_astra(args: argparse.Namespace, console: Console) -> int:
+    from themis_opt.astra import export_astra
+    from themis_opt.io import load_instance
+
+    files = export_astra(load_instance(args.instance), args.version, args.out, args.method)
+    console.print(f"wrote {', '.join(str(f) for f in files)}")
+    return 0
 
 
 def _show(args: argparse.Namespace, console: Console) -> int:

@@ -409,14 +409,25 @@ class Instance:
         Unnamed tasks get the ids ``c<index>`` and ``t<index>``.
     name
         A label for results and tables.
+    metadata
+        Free-form (key, value) strings, kept with the instance: where it came
+        from, what an importer read (e.g. the method and intra policy an
+        ASTRA-sim system file asks for).
     """
 
     network: Network
     tasks: tuple[Task, ...]
     name: str = "instance"
+    metadata: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         check_name("name", self.name)
+        if not isinstance(self.metadata, (tuple, list)) or not all(
+            isinstance(entry, tuple) and len(entry) == 2 and all(isinstance(x, str) for x in entry)
+            for entry in self.metadata
+        ):
+            raise InputError("metadata", f"must be (key, value) string pairs, got {self.metadata!r}")
+        object.__setattr__(self, "metadata", tuple(self.metadata))
         if not isinstance(self.network, Network):
             raise InputError("network", f"must be a Network, got {self.network!r}")
         if not isinstance(self.tasks, (tuple, list)):

@@ -171,7 +171,7 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
         except InputError as error:  # version 1 names a collective by its place in "collectives"
             path = re.sub(r"^tasks\[(\d+)\] \(c\d+\)", r"collectives[\1]", error.path)
             raise InputError(re.sub(r"^tasks\b", "collectives", path), error.problem) from None
-    data = _header(data, INSTANCE_FORMAT, {"network", "tasks"}, {"name"})
+    data = _header(data, INSTANCE_FORMAT, {"network", "tasks"}, {"name", "metadata"})
     network = _network(data["network"])
     tasks: list[Task] = []
     for i, raw in enumerate(_list(data["tasks"], "tasks")):
@@ -193,7 +193,13 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
             )
         else:
             tasks.append(_collective(raw, where, version=2))
-    instance: Instance = _build("", Instance, network, tuple(tasks), data.get("name", default_name))
+    metadata = _object(data.get("metadata", {}), "metadata", set(), set(data.get("metadata") or {}))
+    for key, value in metadata.items():
+        if not isinstance(value, str):
+            raise InputError(f"metadata.{key}", f"must be a string, got {_kind(value)}")
+    instance: Instance = _build(
+        "", Instance, network, tuple(tasks), data.get("name", default_name), tuple(sorted(metadata.items()))
+    )
     return instance
 
 
@@ -332,6 +338,7 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
             ],
         },
         "tasks": tasks,
+        **({"metadata": dict(instance.metadata)} if instance.metadata else {}),
     }
 
 
