@@ -162,6 +162,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=("baseline", "themis"), default="themis", help="scheduling to ask for")
     p.add_argument("--out", required=True, help="folder to write the files to")
 
+    p = sub.add_parser("plot", help='draw a result\'s schedule as a figure (needs pip install -e ".[plot]")')
+    p.add_argument("result", help="result JSON file")
+    p.add_argument("--out", required=True, help="figure file: .svg, .png or .pdf")
+    p.add_argument("--instance", help="the instance JSON, to name the dimensions")
+
+    p = sub.add_parser("plot-bench", help='draw the figures of bench rows (needs pip install -e ".[plot]")')
+    p.add_argument("rows", help="JSON-lines file written by bench --out")
+    p.add_argument("--out", required=True, help="folder for speedup, gaps and utilization figures")
+    p.add_argument("--format", choices=("svg", "png", "pdf"), default="svg")
+
     p = sub.add_parser("show", help="draw a result's schedule as a per-dimension Gantt chart")
     p.add_argument("result", help="result JSON file")
     p.add_argument(
@@ -190,6 +200,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _import_astra(args, console)
         if args.command == "export-astra":
             return _export_astra(args, console)
+        if args.command == "plot":
+            return _plot(args, console)
+        if args.command == "plot-bench":
+            return _plot_bench(args, console)
         return _show(args, console)
     except InputError as error:
         sys.stderr.write(f"themis-opt: error: {error}\n")
@@ -488,6 +502,39 @@ def _export_astra(args: argparse.Namespace, console: Console) -> int:
 
     files = export_astra(load_instance(args.instance), args.version, args.out, args.method)
     console.print(f"wrote {', '.join(str(f) for f in files)}")
+    return 0
+
+
+def _plot(args: argparse.Namespace, console: Console) -> int:
+    from themis_opt.io import check_writable, load_instance, load_result
+    from themis_opt.plot import FORMATS, gantt_figure, save
+
+    if Path(args.out).suffix.lower() not in FORMATS:
+        raise InputError(args.out, f"must end in {', '.join(FORMATS)}")
+    check_writable(args.out)
+    result = load_result(args.result)
+    if result.schedule is None:
+        raise InputError(f"{args.result}: schedule", "is null: there is nothing to draw")
+    names = [d.name for d in load_instance(args.instance).network.dimensions] if args.instance else None
+    console.print(f"wrote {save(gantt_figure(result, names), args.out)}")
+    return 0
+
+
+def _plot_bench(args: argparse.Namespace, console: Console) -> int:
+    from themis_opt.bench import read_records
+    from themis_opt.plot import bench_figures, save
+
+    records = read_records(args.rows)
+    if not records:
+        raise InputError(args.rows, "holds no rows (or does not exist)")
+    methods: list[str] = []
+    for r in records:
+        methods += [m for m in r.methods or tuple(o.method for o in r.outcomes) if m not in methods]
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InputError(str(out), "exists and is not a folder")
+    for name, figure in bench_figures(records, methods).items():
+        console.print(f"wrote {save(figure, out / f'{name}.{args.format}')}")
     return 0
 
 
