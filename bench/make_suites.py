@@ -82,6 +82,102 @@ def exact() -> list[Instance]:
     return [instances[i] for i in EXACT]
 
 
+# ASTRA-sim networks, as data (origins in themis_opt/suites/astra/README.md). Version 1.0 analytical
+# networks are (topologies, units-count, links-count, link-bandwidth GB/s, link-latency ns);
+# version 2.x networks are (topologies, npus_count, bandwidth GB/s per link, latency ns).
+ASTRA_V1 = {
+    "astra1-ring-fc-ring-2x8x2": (["Ring", "FullyConnected", "Ring"], [2, 8, 2], [2, 7, 1], [250, 25, 12.5], [500] * 3),
+    "astra1-ring-fc-switch-2x8x2": (
+        ["Ring", "FullyConnected", "Switch"],
+        [2, 8, 2],
+        [2, 7, 1],
+        [250, 25, 12.5],
+        [500] * 3,
+    ),
+    "astra1-torus3d-4x4x4": (["Ring", "Ring", "Ring"], [4, 4, 4], [2, 2, 2], [32, 16, 16], [1, 1, 1]),
+}
+ASTRA_V2 = {
+    "asplos23-switch-8x8x8": (["Switch"] * 3, [8, 8, 8], [50.0] * 3, [500.0] * 3),
+    "libra-ring-fc-ring-switch-4x8x4x32": (
+        ["Ring", "FullyConnected", "Ring", "Switch"],
+        [4, 8, 4, 32],
+        [250.0, 25.0, 100.0, 50.0],
+        [500.0] * 4,
+    ),
+    "libra-ring-fc-switch-16x8x32": (
+        ["Ring", "FullyConnected", "Switch"],
+        [16, 8, 32],
+        [200.0, 25.0, 50.0],
+        [500.0] * 3,
+    ),
+    "equal-2d-ring-switch-16x32": (["Ring", "Switch"], [16, 32], [100.0, 100.0], [500.0] * 2),
+    "equal-3d-ring-fc-switch-8x8x8": (
+        ["Ring", "FullyConnected", "Switch"],
+        [8, 8, 8],
+        [100.0, 100.0 / 7, 100.0],
+        [500.0] * 3,
+    ),
+    "equal-4d-ring-fc-ring-switch-4x4x4x8": (
+        ["Ring", "FullyConnected", "Ring", "Switch"],
+        [4, 4, 4, 8],
+        [100.0, 100.0 / 3, 100.0, 100.0],
+        [500.0] * 4,
+    ),
+}
+
+
+def astra() -> list[Instance]:
+    """The ASTRA-sim suite: each network imported through themis_opt.astra (as a user would), with one
+    all-reduce of 64 MiB and one of 1 GiB, 64 chunks, the topologies' default algorithms."""
+    import tempfile
+
+    from themis_opt.astra import import_astra
+
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        system = folder / "system.txt"
+        system.write_text(
+            "scheduling-policy: LIFO\nendpoint-delay: 10\npreferred-dataset-splits: 64\n"
+            "inter-dimension-scheduling: themis\nintra-dimension-scheduling: SCF\n"
+        )
+        files = {}
+        for name, (topo, units, links, bw, lat) in ASTRA_V1.items():
+            path = folder / f"{name}.json"
+            path.write_text(
+                json.dumps(
+                    {
+                        "topology-name": "Hierarchical",
+                        "topologies-per-dim": topo,
+                        "units-count": units,
+                        "links-count": links,
+                        "link-bandwidth": bw,
+                        "link-latency": lat,
+                    }
+                )
+            )
+            files[name] = (path, system)
+        system2 = folder / "system.json"
+        system2.write_text(
+            json.dumps(
+                {
+                    "endpoint-delay": 10,
+                    "preferred-dataset-splits": 64,
+                    "inter-dimension-scheduling": "themis",
+                    "intra-dimension-scheduling": "SCF",
+                }
+            )
+        )
+        for name, (topo, npus, bw, lat) in ASTRA_V2.items():
+            path = folder / f"{name}.yml"
+            path.write_text(f"topology: {json.dumps(topo)}\nnpus_count: {npus}\nbandwidth: {bw}\nlatency: {lat}\n")
+            files[name] = (path, system2)
+        for name, (network, sys_file) in files.items():
+            for label, size in (("64MiB", 64 * 2**20), ("1GiB", GIB)):
+                out.append(import_astra(network, sys_file, all_reduce_bytes=size, name=f"{name}-{label}"))
+    return out
+
+
 def write(folder: str, instances: list[Instance]) -> None:
     out = ROOT / folder
     out.mkdir(parents=True, exist_ok=True)
@@ -120,6 +216,7 @@ def main() -> None:
     write("quick", quick())
     write("paper", paper())
     write("exact", exact())
+    write("astra", astra())
     if args.optima:
         prove_optima()
 

@@ -28,6 +28,7 @@ from themis_opt.suites import SUITES
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt import bench as benchmod
     from themis_opt.instance import Instance
+    from themis_opt.result import Result
 
 ALL_RUNS = (("baseline", "fifo"), ("themis", "fifo"), ("themis", "scf"), ("balanced", None), ("cpsat", None))
 
@@ -251,9 +252,13 @@ def _run_solve(args: argparse.Namespace, console: Console, instance: Instance) -
         return 0
     # one budget for all five runs: the bounds first, the cheap methods, CP-SAT with the rest
     bounds = compute_bounds(instance, deadline.share(0.3))
-    results = []
+    results: list[Result] = []
     for method, intra in ALL_RUNS:
-        results.append(solve(instance, method, intra=intra, time_limit=_left(deadline), bounds=bounds, **options))
+        done = [r.schedule for r in results if r.schedule is not None]
+        warm = min(done, key=lambda s: s.makespan) if done else None
+        results.append(
+            solve(instance, method, intra=intra, time_limit=_left(deadline), bounds=bounds, warm=warm, **options)
+        )
     console.print(comparison_table(instance, results))
     if args.output:
         out = Path(args.output)

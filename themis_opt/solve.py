@@ -163,6 +163,7 @@ def solve(
     quantum_ns: float | None = None,
     log: bool = False,
     bounds: Bounds | None = None,
+    warm: Schedule | None = None,
 ) -> Result:
     """Schedule ``instance`` with one method.
 
@@ -195,6 +196,9 @@ def solve(
         Bounds already computed for ``instance``. Without them, baseline and
         themis compute only the ideal bound (no solver); balanced and cpsat
         compute every bound that fits in their share of the time limit.
+    warm
+        A valid schedule of ``instance`` for cpsat to start from besides the
+        heuristics' (e.g. another method's result): cpsat returns nothing worse.
 
     Returns
     -------
@@ -213,7 +217,7 @@ def solve(
     if bounds is None:
         bounds = compute_bounds(instance, deadline.share(0.25 if spec.searches else 0.5), full=spec.load_bounds)
     if spec.name == "cpsat":
-        return _solve_cpsat(instance, bounds, deadline, workers, seed, quantum_ns, log, t0)
+        return _solve_cpsat(instance, bounds, deadline, workers, seed, quantum_ns, log, t0, warm)
     schedule: Schedule | None = None
     note = ""
     policy = Intra(intra) if intra is not None else spec.default_intra
@@ -276,8 +280,11 @@ def _solve_cpsat(
     quantum_ns: float | None,
     log: bool,
     t0: float,
+    given: Schedule | None,
 ) -> Result:
     warm, note = _warm_start(instance, deadline)
+    if given is not None and (warm is None or given.makespan < warm.makespan):
+        warm = given
     if warm is None:
         return _result(instance, "cpsat", None, None, bounds, t0, note=note)
     trajectory = ((time.perf_counter() - t0, warm.makespan),)
