@@ -148,6 +148,22 @@ def build_parser() -> argparse.ArgumentParser:
         '(needs pip install -e ".[dask]")',
     )
 
+    p = sub.add_parser("workload", help="make a training-iteration task graph from a zoo model or a workload file")
+    p.add_argument(
+        "model", help="a zoo model (resnet50, resnet152, gnmt, dlrm, transformer1t) or an ASTRA-sim 1.0 file"
+    )
+    p.add_argument("--network", required=True, help="an instance file of any version: its network is used")
+    p.add_argument("--passes", type=_int_in("--passes", 1, 100), default=2, help="training passes (default 2)")
+    p.add_argument("--chunks", type=_int_in("--chunks", 1, 4096), default=64, help="chunks per collective (64)")
+    p.add_argument("--policy", choices=("LIFO", "FIFO"), default="LIFO", help="collective priorities (LIFO)")
+    p.add_argument("--batch", type=_int_in("--batch", 1, 1_000_000), default=None, help="zoo: samples per NPU")
+    p.add_argument("--precision", choices=("fp16", "fp32"), default="fp16", help="zoo: gradient element size")
+    p.add_argument("--peak-tflops", type=_number_in("--peak-tflops", 0, 1e9), default=100.0, help="zoo (100)")
+    p.add_argument("--efficiency", type=_number_in("--efficiency", 0, 1), default=0.5, help="zoo (0.5)")
+    p.add_argument("--model-parallel", type=_int_in("--model-parallel", 1, 2**20), default=8, help="zoo: Transformer")
+    p.add_argument("--name", help="the instance's name (default: the model's)")
+    p.add_argument("--out", required=True, help="instance JSON file to write")
+
     p = sub.add_parser("import-astra", help="make an instance from ASTRA-sim network and system files")
     p.add_argument("network", help="ASTRA-sim 1.0 network .json or 2.x network .yml")
     p.add_argument("system", help="ASTRA-sim system file (1.0 key: value text, or 2.x JSON)")
@@ -197,6 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _generate(args, console)
         if args.command == "bench":
             return _bench(args, console)
+        if args.command == "workload":
+            return _workload(args, console)
         if args.command == "import-astra":
             return _import_astra(args, console)
         if args.command == "export-astra":
@@ -483,6 +501,35 @@ def _run_local(
         benchmod.stop_pool(pool)
         raise
     pool.shutdown(wait=True)
+
+
+def _workload(args: argparse.Namespace, console: Console) -> int:
+    from themis_opt.io import check_writable, load_instance, save_instance
+    from themis_opt.workloads import parse_workload, task_graph
+    from themis_opt.zoo import MODELS, ZooOptions, model_workload
+
+    check_writable(args.out)
+    network = load_instance(args.network).network
+    if args.model in MODELS:
+        options = ZooOptions(
+            **({"batch": args.batch} if args.batch is not None else {}),
+            bytes_per_element=2 if args.precision == "fp16" else 4,
+            peak_tflops=args.peak_tflops,
+            efficiency=args.efficiency,
+            model_parallel=args.model_parallel,
+        )
+        workload = model_workload(args.model, options)
+    elif Path(args.model).is_file():
+        workload = parse_workload(args.model)
+    else:
+        raise InputError(args.model, f"is neither a zoo model ({', '.join(MODELS)}) nor a workload file")
+    instance = task_graph(workload, network, passes=args.passes, chunks=args.chunks, policy=args.policy, name=args.name)
+    save_instance(instance, args.out)
+    console.print(
+        f"wrote {args.out}: {workload.parallelism}, {len(workload.layers)} layers x {args.passes} passes: "
+        f"{len(instance.computes)} compute tasks, {len(instance.collectives)} collectives, {instance.num_phases} phases"
+    )
+    return 0
 
 
 def _import_astra(args: argparse.Namespace, console: Console) -> int:
