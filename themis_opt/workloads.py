@@ -52,8 +52,12 @@ UNSUPPORTED = (
     "HYBRID_DLRM_ENHANCED",
     "DISTRIBUTED_INFERENCE",
 )
-TYPES = {"ALLREDUCE": Kind.ALL_REDUCE, "ALLGATHER": Kind.ALL_GATHER, "REDUCESCATTER": Kind.REDUCE_SCATTER,
-         "ALLTOALL": Kind.ALL_TO_ALL}  # fmt: skip
+TYPES = {
+    "ALLREDUCE": Kind.ALL_REDUCE,
+    "ALLGATHER": Kind.ALL_GATHER,
+    "REDUCESCATTER": Kind.REDUCE_SCATTER,
+    "ALLTOALL": Kind.ALL_TO_ALL,
+}
 HIGHEST_PRIORITY = 100_000_000  # ASTRA-sim's SchedulingPolicy::HIGHEST
 
 
@@ -306,8 +310,9 @@ class _Builder:
             layer = layers[i]
             wg = self.compute(f"wg.{i}.p{p}", layer.wg_compute, [])
             if layer.wg_type is not None:
-                coll = self.collective(f"wg_coll.{i}.p{p}", layer.wg_type, layer.wg_size, dims, [wg],
-                                       lag=layer.update_delay)  # fmt: skip
+                coll = self.collective(
+                    f"wg_coll.{i}.p{p}", layer.wg_type, layer.wg_size, dims, [wg], lag=layer.update_delay
+                )
                 if coll:
                     done[i] = (coll, layer.update_delay)
             if i > 0:
@@ -331,13 +336,27 @@ class _Builder:
             ig = self.compute(f"ig.{i}.p{p}", layer.ig_compute, pending)
             pending = []
             if layer.ig_type is not None:
-                coll = self.collective(f"ig_coll.{i}.p{p}", layer.ig_type, layer.ig_size, model, [ig], lag=0,
-                                       priority=self.priority("LIFO"))  # fmt: skip
+                coll = self.collective(
+                    f"ig_coll.{i}.p{p}",
+                    layer.ig_type,
+                    layer.ig_size,
+                    model,
+                    [ig],
+                    lag=0,
+                    priority=self.priority("LIFO"),
+                )
                 pending = [After(coll)] if coll else []
             wg = self.compute(f"wg.{i}.p{p}", layer.wg_compute, [])
             if layer.wg_type is not None:
-                coll = self.collective(f"wg_coll.{i}.p{p}", layer.wg_type, layer.wg_size, data, [wg],
-                                       lag=layer.update_delay, priority=self.priority("FIFO"))  # fmt: skip
+                coll = self.collective(
+                    f"wg_coll.{i}.p{p}",
+                    layer.wg_type,
+                    layer.wg_size,
+                    data,
+                    [wg],
+                    lag=layer.update_delay,
+                    priority=self.priority("FIFO"),
+                )
                 if coll:
                     done[i] = (coll, layer.update_delay)
         if pending:  # layer 0's input-gradient collective ends the pass
@@ -353,8 +372,9 @@ class _Builder:
             fwd = self.compute(f"fwd.{i}.p{p}", layer.fwd_compute, self._waits(p, i, done) + waits)
             waits = []
             if layer.fwd_type is Kind.ALL_TO_ALL:
-                coll = self.collective(f"fwd_a2a.{i}.p{p}", Kind.ALL_TO_ALL, layer.fwd_size, dims, [fwd], lag=0,
-                                       priority=HIGHEST_PRIORITY)  # fmt: skip
+                coll = self.collective(
+                    f"fwd_a2a.{i}.p{p}", Kind.ALL_TO_ALL, layer.fwd_size, dims, [fwd], lag=0, priority=HIGHEST_PRIORITY
+                )
                 if i == 0:
                     embedding_fwd = coll
             if i == bottom and embedding_fwd:
@@ -365,8 +385,9 @@ class _Builder:
             wg = self.compute(f"wg.{i}.p{p}", layer.wg_compute, waits)
             waits = []
             if layer.wg_type is not None:
-                coll = self.collective(f"wg_coll.{i}.p{p}", layer.wg_type, layer.wg_size, dims, [wg],
-                                       lag=layer.update_delay)  # fmt: skip
+                coll = self.collective(
+                    f"wg_coll.{i}.p{p}", layer.wg_type, layer.wg_size, dims, [wg], lag=layer.update_delay
+                )
                 if coll:
                     done[i] = (coll, layer.update_delay)
             if i == 0:
@@ -376,8 +397,9 @@ class _Builder:
             ig = self.compute(f"ig.{i}.p{p}", layer.ig_compute, [])
             first = layers[0]
             if i == bottom + 1 and first.ig_type is Kind.ALL_TO_ALL:
-                embedding_ig = self.collective(f"ig_a2a.0.p{p}", Kind.ALL_TO_ALL, first.ig_size, dims, [ig], lag=0,
-                                               priority=HIGHEST_PRIORITY)  # fmt: skip
+                embedding_ig = self.collective(
+                    f"ig_a2a.0.p{p}", Kind.ALL_TO_ALL, first.ig_size, dims, [ig], lag=0, priority=HIGHEST_PRIORITY
+                )
 
     def finish(self, passes: int) -> None:
         waits = [After(coll, lag) for coll, lag in self.last_pass_collectives]

@@ -192,7 +192,7 @@ def _transformer(options: ZooOptions) -> Workload:
                 Kind.ALL_REDUCE,
                 size,
                 options.update_delay_ns,
-            )  # fmt: skip
+            )
         )
     return Workload("HYBRID_TRANSFORMER", tuple(out), model_parallel_group=g, name="transformer1t")
 
