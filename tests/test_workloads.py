@@ -1,0 +1,171 @@
+"""Workload files and the model zoo as task graphs: edge by edge against the rules, and timed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from themis_opt.cli import main
+from themis_opt.errors import InputError
+from themis_opt.instance import Collective, Dimension, Instance, Kind, Network
+from themis_opt.io import load_instance
+from themis_opt.result import iteration_metrics
+from themis_opt.solve import solve
+from themis_opt.validator import validate
+from themis_opt.workloads import HIGHEST_PRIORITY, Workload, parse_workload, task_graph
+from themis_opt.zoo import ARCHITECTURES, ZooOptions, model_workload, parameters
+
+from .conftest import DATA
+
+WORKLOADS = DATA / "workloads"
+GRAPH = DATA / "graph_2l2p.json"
+
+
+def _edges(instance: Instance) -> dict[str, tuple[tuple[str, float], ...]]:
+    return {t.id: tuple((d.task, d.lag_ns) for d in t.after) for t in instance.tasks}
+
+
+def _coll(instance: Instance, task_id: str) -> Collective:
+    task = instance.tasks[instance.task_index[task_id]]
+    assert isinstance(task, Collective)
+    return task
+
+
+def test_data_workload_builds_the_hand_traced_graph() -> None:
+    graph = load_instance(GRAPH)
+    instance = task_graph(parse_workload(WORKLOADS / "data_2l.txt"), graph.network, passes=2, chunks=2)
+    edges = _edges(instance)
+    # D1: forward 0..L-1, backward L-1..0: WG, its all-reduce, IG (none for layer 0); compute in program order
+    assert [t.id for t in instance.tasks[:7]] == [
+        "fwd.0.p0", "fwd.1.p0", "wg.1.p0", "wg_coll.1.p0", "ig.1.p0", "wg.0.p0", "wg_coll.0.p0",
+    ]  # fmt: skip
+    assert edges["wg_coll.1.p0"] == (("wg.1.p0", 0.0),)
+    assert edges["ig.1.p0"] == (("wg.1.p0", 0.0),)
+    # D2-D4: forward i of the next pass waits for layer i's all-reduce plus the update delay
+    assert edges["fwd.0.p1"] == (("wg.0.p0", 0.0), ("wg_coll.0.p0", 50.0))
+    assert edges["fwd.1.p1"] == (("fwd.0.p1", 0.0), ("wg_coll.1.p0", 50.0))
+    # D5: the run ends with the last pass's collectives (plus delays) and compute
+    assert set(edges["end"]) == {("wg.0.p1", 0.0), ("wg_coll.1.p1", 50.0), ("wg_coll.0.p1", 50.0)}
+    # Q1 (LIFO): one priority higher for each collective issued
+    assert [c.priority for c in instance.collectives] == [0, 1, 2, 3]
+    fifo = task_graph(parse_workload(WORKLOADS / "data_2l.txt"), graph.network, chunks=2, policy="FIFO")
+    assert [c.priority for c in fifo.collectives] == [0, -1, -2, -3]
+    # under scf priorities play no part: the same times as the hand-traced graph (tests/test_taskgraph.py),
+    # plus the last update delay
+    themis = solve(instance, "themis")
+    assert themis.schedule is not None and validate(instance, themis.schedule) == []
+    hand = solve(graph, "themis").schedule
+    assert hand is not None
+    assert themis.schedule.collective_ends(4) == hand.collective_ends(4)
+    assert themis.makespan == 24950.0 + 50.0
+    metrics = iteration_metrics(instance, themis.schedule)
+    assert metrics is not None
+    # the last pass starts with fwd.0.p1 at 10550 (by hand)
+    assert metrics.iteration_ns == pytest.approx(25000.0 - 10550.0)
+    assert metrics.compute_ns == 2 * (100 + 100 + 300 + 200 + 300)
+    assert metrics.exposed_ns == pytest.approx(25000.0 - metrics.compute_ns)
+
+
+def test_hybrid_transformer_edges_and_priorities() -> None:
+    network = Network(tuple(Dimension(2, "ring", 100.0, 100.0) for _ in range(2)))
+    instance = task_graph(parse_workload(WORKLOADS / "transformer_2l.txt"), network, passes=2, chunks=4)
+    edges = _edges(instance)
+    # H1: forward collectives over the model-parallel dimension 0, blocking
+    assert _coll(instance, "fwd_coll.0.p0").dimensions == (0,)
+    assert _coll(instance, "fwd_coll.0.p0").size_bytes == 100 * 2  # an all-gather's shard times the group
+    assert edges["fwd.1.p0"] == (("fwd.0.p0", 0.0), ("fwd_coll.0.p0", 0.0))
+    assert edges["ig.1.p0"] == (("fwd.1.p0", 0.0), ("fwd_coll.1.p0", 0.0))
+    # H2: IG, its collective (model parallel), WG, its collective (data parallel, dimension 1); IG(i-1) waits
+    assert _coll(instance, "wg_coll.1.p0").dimensions == (1,)
+    assert edges["wg.1.p0"] == (("ig.1.p0", 0.0),)
+    assert edges["ig.0.p0"] == (("wg.1.p0", 0.0),)  # layer 1 has no input-gradient collective
+    assert edges["ig_coll.0.p0"] == (("ig.0.p0", 0.0),)
+    assert edges["ig_wait.p0"] == (("wg.0.p0", 0.0), ("ig_coll.0.p0", 0.0))
+    assert edges["fwd.0.p1"] == (("ig_wait.p0", 0.0), ("wg_coll.0.p0", 5.0))
+    # Q1: fwd 0, 1 (LIFO); wg(1) FIFO 2; ig(0) LIFO 1; wg(0) FIFO 2: the wg one above the ig one
+    prio = {c.id: c.priority for c in instance.collectives if c.id.endswith("p0")}
+    assert prio == {"fwd_coll.0.p0": 0, "fwd_coll.1.p0": 1, "wg_coll.1.p0": 2, "ig_coll.0.p0": 1, "wg_coll.0.p0": 2}
+    for method in ("baseline", "themis", "balanced"):
+        result = solve(instance, method)
+        assert result.schedule is not None and validate(instance, result.schedule) == []
+    three = Workload("HYBRID_TRANSFORMER", parse_workload(WORKLOADS / "transformer_2l.txt").layers, 3)
+    with pytest.raises(InputError, match="3 is not a product"):
+        task_graph(three, network)
+
+
+def test_hybrid_dlrm_edges_and_priorities() -> None:
+    network = Network(tuple(Dimension(2, "ring", 100.0, 100.0) for _ in range(2)))
+    instance = task_graph(parse_workload(WORKLOADS / "dlrm_3l.txt"), network, passes=2, chunks=2)
+    edges = _edges(instance)
+    # H3: the embedding's all-to-all is issued and not waited for until after the last bottom layer (1)
+    assert edges["fwd_a2a.0.p0"] == (("fwd.0.p0", 0.0),)
+    assert edges["fwd.1.p0"] == (("fwd.0.p0", 0.0),)
+    assert edges["fwd.2.p0"] == (("fwd.1.p0", 0.0), ("fwd_a2a.0.p0", 0.0))
+    # H4: WG(2), its all-reduce, IG(2), then (i = last_bottom + 1) layer 0's backward all-to-all
+    assert edges["ig_a2a.0.p0"] == (("ig.2.p0", 0.0),)
+    assert edges["ig_wait.p0"] == (("wg.0.p0", 0.0), ("ig_a2a.0.p0", 0.0))
+    assert "ig.0.p0" not in edges
+    assert _coll(instance, "fwd_a2a.0.p0").priority == HIGHEST_PRIORITY
+    assert _coll(instance, "ig_a2a.0.p0").kind is Kind.ALL_TO_ALL
+    assert [c.priority for c in instance.collectives if c.id.startswith("wg_coll") and c.id.endswith("p0")] == [0, 1]
+    result = solve(instance, "themis")
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+
+
+def test_micro_runs_copies_of_one_collective() -> None:
+    network = Network((Dimension(4, "ring", 100.0, 100.0),))
+    instance = task_graph(parse_workload(WORKLOADS / "micro.txt"), network, passes=3, chunks=8)
+    assert not instance.computes and len(instance.collectives) == 3
+    assert all(c.issue_ns == 0 and not c.after and c.size_bytes == 1048576 for c in instance.collectives)
+    assert [c.priority for c in instance.collectives] == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("MODEL\n1\n", "line 1, token 'MODEL': parallelism MODEL is not supported"),
+        ("PIPELINE\n1\n", "line 1, token 'PIPELINE': unknown parallelism"),
+        ("DATA\ntwo\n", "line 2, token 'two': the layer count must be an integer"),
+        ("DATA\n1\nl0 -1 10 NONE 0 20 NONE 0 slow ALLREDUCE 8 0\n", "line 3, token 'slow': l0's wg compute"),
+        ("DATA\n2\nl0 -1 10 NONE 0 20 NONE 0 30 ALLREDUCE 8 0\n", "end of file: expected a layer name"),
+        ("HYBRID_DLRM 5\n2\n" + "l -1 1 NONE 0 1 NONE 0 1 NONE 0 0\n" * 2, "last bottom layer 5"),
+    ],
+)
+def test_bad_workloads_name_file_line_and_token(
+    text: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_text(text)
+    with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse_workload(bad)
+    argv = ["workload", str(bad), "--network", str(GRAPH), "--out", str(tmp_path / "i.json")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and err.count("\n") == 1
+
+
+def test_zoo_parameter_totals_and_layer_counts() -> None:
+    assert parameters("resnet50") == 25_557_032
+    assert parameters("resnet152") == 60_192_808
+    assert abs(parameters("transformer1t") / 1.0e12 - 1) < 0.01
+    assert {m: len(f()) for m, f in ARCHITECTURES.items()} == {
+        "resnet50": 54, "resnet152": 156, "gnmt": 20, "dlrm": 9, "transformer1t": 129,
+    }  # fmt: skip
+    workload = model_workload("resnet50", ZooOptions(batch=16, bytes_per_element=4))
+    assert sum(layer.wg_size for layer in workload.layers) == 25_557_032 * 4
+    conv1 = workload.layers[0]
+    # 2 k^2 cin cout Hout Wout per sample = 2*49*3*64*112*112 FLOPs, at 100 TFLOP/s x 0.5
+    assert conv1.fwd_compute == pytest.approx(2 * 49 * 3 * 64 * 112 * 112 * 16 / 50e3)
+    assert conv1.ig_compute == conv1.wg_compute == conv1.fwd_compute
+
+
+@pytest.mark.parametrize("model", ["resnet50", "gnmt", "dlrm", "transformer1t"])
+def test_zoo_models_become_valid_task_graphs(model: str, tmp_path: Path) -> None:
+    out = tmp_path / "w.json"
+    argv = ["workload", model, "--network", str(DATA / "tiny_3d.json"), "--passes", "1", "--chunks", "2"]
+    assert main([*argv, "--model-parallel", "2", "--out", str(out)]) == 0
+    instance = load_instance(out)
+    assert instance.is_task_graph and instance.computes
+    result = solve(instance, "themis")
+    assert result.schedule is not None and validate(instance, result.schedule) == []
