@@ -25,7 +25,7 @@ from themis_opt.budget import Deadline
 from themis_opt.errors import InputError
 from themis_opt.instance import Instance
 from themis_opt.io import check_writable, in_file, instance_from_dict, instance_to_dict, parse_json, read_json
-from themis_opt.result import Result, Status, gap, is_proven
+from themis_opt.result import Result, Status, gap, is_proven, iteration_metrics
 from themis_opt.solve import origin_ns, solve
 from themis_opt.validator import validate
 
@@ -43,6 +43,8 @@ class Outcome:
     bandwidth_utilization: float | None
     valid: bool
     note: str = ""
+    iteration_ns: float | None = None
+    exposed_ns: float | None = None
 
 
 @dataclass(frozen=True)
@@ -173,7 +175,20 @@ def run_document(
         # a heuristic meeting the best bound any method found is proven optimal too
         if valid and r.makespan is not None and is_proven(r.makespan, best, origin):
             status = Status.OPTIMAL.value
-        outcomes.append(Outcome(m, status, r.makespan, r.runtime, r.bandwidth_utilization, valid, r.note))
+        metrics = iteration_metrics(instance, r.schedule) if r.schedule is not None else None
+        outcomes.append(
+            Outcome(
+                m,
+                status,
+                r.makespan,
+                r.runtime,
+                r.bandwidth_utilization,
+                valid,
+                r.note,
+                metrics.iteration_ns if metrics else None,
+                metrics.exposed_ns if metrics else None,
+            )
+        )
     return Record(
         path=path,
         instance=instance.name,

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from themis_opt.instance import Instance
-from themis_opt.result import OPTIMALITY_TOLERANCE, Result, gap
+from themis_opt.result import OPTIMALITY_TOLERANCE, Result, gap, iteration_metrics
 from themis_opt.schedule import Schedule
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -103,6 +103,15 @@ def result_summary(instance: Instance, result: Result) -> RenderableType:
     head.add_row("ideal bound", fmt_time(result.bounds.ideal))
     head.add_row("bandwidth utilisation", fmt_pct(result.bandwidth_utilization))
     head.add_row("optimal within", fmt_time(result.tolerance_ns))
+    metrics = iteration_metrics(instance, result.schedule) if result.schedule is not None else None
+    if metrics is not None:
+        head.add_row("iteration (last pass)", fmt_time(metrics.iteration_ns))
+        head.add_row("compute", fmt_time(metrics.compute_ns))
+        head.add_row(
+            "exposed communication",
+            f"{fmt_time(metrics.exposed_ns)} ({fmt_pct(metrics.exposed_ns / metrics.total_ns)})",
+        )
+        head.add_row("network utilisation", fmt_pct(metrics.utilization))
     head.add_row("runtime", f"{result.runtime:.3f} s")
     if result.note:
         head.add_row("note", result.note)
@@ -248,7 +257,28 @@ def bench_table(records: Sequence[benchmod.Record], methods: Sequence[str]) -> R
                 f"{o.runtime_s:.2f} s",
                 end_section=i == len(shown) - 1,
             )
-    return Group(table, Text("instances:"), legend)
+    parts: list[RenderableType] = [table, Text("instances:"), legend]
+    if any(o.iteration_ns is not None for r in records for o in r.outcomes):
+        train = Table(title="training iterations: the last pass, and the compute unit's wait over the run")
+        for col in ("#", "method", "iteration", "speedup", "exposed comm", "share"):
+            train.add_column(col, justify="left" if col == "method" else "right", no_wrap=True)
+        for n, r in enumerate(records, start=1):
+            base = r.outcome("baseline")
+            ran = [o for o in r.outcomes if o.iteration_ns is not None]
+            for i, o in enumerate(ran):
+                speedup = base.iteration_ns / o.iteration_ns if base and base.iteration_ns and o.iteration_ns else None
+                share = o.exposed_ns / o.makespan_ns if o.exposed_ns is not None and o.makespan_ns else None
+                train.add_row(
+                    str(n) if i == 0 else "",
+                    o.method,
+                    fmt_time(o.iteration_ns),
+                    fmt_ratio(speedup) if o.method != "baseline" else "",
+                    fmt_time(o.exposed_ns),
+                    fmt_pct(share),
+                    end_section=i == len(ran) - 1,
+                )
+        parts.append(train)
+    return Group(*parts)
 
 
 def summary_table(summary: benchmod.Summary) -> Table:
