@@ -178,6 +178,28 @@ def astra() -> list[Instance]:
     return out
 
 
+TRAINING_NETWORKS = {
+    # the paper's falling bandwidths, and an equal-bandwidth network of the same shape
+    "sw8x8x8-falling": ((8, "switch", 200.0), (8, "switch", 100.0), (8, "switch", 50.0)),
+    "sw8x8x8-equal": ((8, "switch", 100.0), (8, "switch", 100.0), (8, "switch", 100.0)),
+}
+
+
+def training() -> list[Instance]:
+    """Each zoo model on each training network, one pass, 8 chunks per collective (small enough that
+    CP-SAT has a model it can work on; say so where the figures are reported)."""
+    from themis_opt.workloads import task_graph
+    from themis_opt.zoo import MODELS, model_workload
+
+    out = []
+    for net_name, dims in TRAINING_NETWORKS.items():
+        network = Network(tuple(Dimension(n, t, b, 500.0) for n, t, b in dims))
+        for model in MODELS:
+            workload = model_workload(model)
+            out.append(task_graph(workload, network, passes=1, chunks=8, name=f"{model}-{net_name}"))
+    return out
+
+
 def write(folder: str, instances: list[Instance]) -> None:
     out = ROOT / folder
     out.mkdir(parents=True, exist_ok=True)
@@ -217,6 +239,7 @@ def main() -> None:
     write("paper", paper())
     write("exact", exact())
     write("astra", astra())
+    write("training", training())
     if args.optima:
         prove_optima()
 
