@@ -39,7 +39,7 @@ def main() -> None:
     exe = str(Path(sys.executable).with_name("themis-opt"))
     paper = suite_folder("paper") / "paper-3d-sw8x8x8.json"
     document = json.loads(paper.read_text())
-    document["collectives"][0]["chunks"] = 1024
+    document["tasks"][0]["chunks"] = 1024
     with tempfile.TemporaryDirectory() as tmp:
         big = Path(tmp) / "paper-3d-sw8x8x8-1024.json"
         big.write_text(json.dumps(document))

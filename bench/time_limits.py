@@ -51,7 +51,7 @@ def instances() -> dict[str, dict[str, object]]:
         "maxphases": instance_to_dict(Instance(four, (Collective("all_reduce", GIB, MAX_PHASES // 8),), "maxphases")),
     }
     over = instance_to_dict(Instance(four, (Collective("all_reduce", GIB, 1),), "1e6c"))
-    over["collectives"][0]["chunks"] = 1_000_000  # type: ignore[index]
+    over["tasks"][0]["chunks"] = 1_000_000  # type: ignore[index]
     docs["1e6c"] = over
     return docs
 
