@@ -129,26 +129,22 @@ class CpsatModel:
         self.size: list[dict[tuple[int, Op], cp_model.IntVar]] = []
         self.end: list[dict[tuple[int, Op], cp_model.IntVar]] = []
         self.intervals: list[list[cp_model.IntervalVar]] = [[] for _ in range(instance.network.num_dims)]
+        domains: dict[tuple[int, int], dict[tuple[int, Op], list[int]]] = {}
         for i, (c, k) in enumerate(instance.chunk_ids):
-            if not i & 63:
-                self.deadline.check("cpsat model")
+            self.deadline.check("cpsat model")
             key = (c, instance.collectives[c].bytes_of(k))
-            if key not in self.plans:  # identical chunks share their phase plans
+            if key not in self.plans:  # identical chunks share their phase plans and size domains
                 self.plans[key] = {o: chunk_phases(instance, c, key[1], o) for o in instance.orders[c]}
+                sizes: dict[tuple[int, Op], set[int]] = {}
                 for order, plan in self.plans[key].items():
                     self.rounded[(*key, order)] = [self.floor(p.duration) for p in plan]
+                    for ph, q in zip(plan, self.rounded[(*key, order)]):
+                        sizes.setdefault((ph.dim, ph.op), set()).add(q)
+                domains[key] = {dim_op: sorted(values) for dim_op, values in sizes.items()}
             plans = self.plans[key]
             self.lits.append({o: m.new_bool_var(f"o{i}_{'_'.join(map(str, o))}") for o in plans})
             start, size, end = {}, {}, {}
-            for dim, op in ((p.dim, p.op) for p in next(iter(plans.values()))):
-                values = sorted(
-                    {
-                        self.rounded[(*key, order)][p]
-                        for order, plan in plans.items()
-                        for p, ph in enumerate(plan)
-                        if (ph.dim, ph.op) == (dim, op)
-                    }
-                )
+            for (dim, op), values in domains[key].items():
                 tag = f"{i}_{dim}_{op.value[0]}"
                 start[dim, op] = m.new_int_var(0, horizon, f"s{tag}")
                 size[dim, op] = m.new_int_var_from_domain(cp_model.Domain.from_values(values), f"d{tag}")
@@ -175,7 +171,9 @@ class CpsatModel:
         for i, (c, k) in enumerate(instance.chunk_ids):
             key = (c, instance.collectives[c].bytes_of(k))
             m.add_exactly_one(self.lits[i].values())
-            for order, plan in self.plans[key].items():
+            for n, (order, plan) in enumerate(self.plans[key].items()):
+                if not n & 31:
+                    self.deadline.check("cpsat model")
                 lit, dur = self.lits[i][order], self.rounded[(*key, order)]
                 for p, ph in enumerate(plan):
                     m.add(self.size[i][ph.dim, ph.op] == dur[p]).only_enforce_if(lit)
@@ -264,6 +262,7 @@ class CpsatModel:
             orders = self.instance.orders[cls.collective]
             kind = self.instance.collectives[cls.collective].kind
             for a, b in zip(cls.chunks, cls.chunks[1:]):
+                self.deadline.check("cpsat model")
                 i, j = index[(cls.collective, a)], index[(cls.collective, b)]
                 rank_i = sum(r * self.lits[i][o] for r, o in enumerate(orders))
                 rank_j = sum(r * self.lits[j][o] for r, o in enumerate(orders))

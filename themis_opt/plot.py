@@ -148,10 +148,6 @@ def gantt_figure(result: Result, dimension_names: Sequence[str] | None = None) -
     return drawn
 
 
-def _short(name: str, limit: int = 28) -> str:
-    return name if len(name) <= limit else name[: limit - 3] + "..."
-
-
 def bench_figures(records: Sequence[Record], methods: Sequence[str]) -> dict[str, Figure]:
     """``speedup``, ``gaps`` and ``utilization`` figures of bench rows."""
     plt = _pyplot()
@@ -160,18 +156,19 @@ def bench_figures(records: Sequence[Record], methods: Sequence[str]) -> dict[str
     rows = [r for r in records if not r.error]
     if not rows:
         raise InputError("plot-bench", "the rows file holds no instance that ran")
-    names = [_short(r.instance) for r in rows]
+    names = [r.instance for r in rows]
     figures: dict[str, Figure] = {}
 
     others = [m for m in methods if m != "baseline"]
-    figure, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(rows) * max(1, len(others)) + 2), 4), layout="constrained")
+    figure, ax = plt.subplots(figsize=(min(16.0, 3.0 + 0.45 * len(rows)), 5), layout="constrained")
     width = 0.8 / max(1, len(others))
     x = np.arange(len(rows))
     for i, m in enumerate(others):
         values = [r.speedup(m) or 0.0 for r in rows]
-        ax.bar(x + (i - (len(others) - 1) / 2) * width, values, width, label=m, gid=f"speedup-{m}")
+        colour = f"C{list(methods).index(m)}"  # one colour per method in every figure
+        ax.bar(x + (i - (len(others) - 1) / 2) * width, values, width, label=m, color=colour, gid=f"speedup-{m}")
     ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_xticks(x, names, rotation=45, ha="right")
+    ax.set_xticks(x, names, rotation=60, ha="right", fontsize=6)
     ax.set_ylabel("speedup over the baseline (x)")
     ax.set_xlabel("instance")
     ax.set_title("makespan of the baseline over each method's")
@@ -183,7 +180,9 @@ def bench_figures(records: Sequence[Record], methods: Sequence[str]) -> dict[str
         gaps = sorted(100 * g for r in rows if (g := r.gap(m)) is not None)
         if gaps:
             ys = [(i + 1) / len(gaps) for i in range(len(gaps))]
-            ax.step([0.0, *gaps], [0.0, *ys], where="post", label=m, gid=f"ecdf-{m}")
+            ax.step(
+                [0.0, *gaps], [0.0, *ys], where="post", label=m, color=f"C{list(methods).index(m)}", gid=f"ecdf-{m}"
+            )
     ax.set_xlabel("gap to the best lower bound (%)")
     ax.set_ylabel("share of instances")
     ax.set_title("distribution of optimality gaps (ECDF)")
@@ -195,7 +194,7 @@ def bench_figures(records: Sequence[Record], methods: Sequence[str]) -> dict[str
     for i, m in enumerate(methods):
         utils = [100 * u for r in rows if (o := r.outcome(m)) and (u := o.bandwidth_utilization) is not None]
         if utils:
-            ax.bar(i, sum(utils) / len(utils), 0.6, color="0.8", edgecolor="black", gid=f"utilization-{m}")
+            ax.bar(i, sum(utils) / len(utils), 0.6, color=f"C{i}", alpha=0.5, edgecolor="black", gid=f"utilization-{m}")
             ax.scatter([i] * len(utils), utils, s=8, color="black", zorder=3)
     ax.set_xticks(range(len(methods)), methods)
     ax.set_ylabel("bandwidth utilisation (%)")
