@@ -424,7 +424,7 @@ def solve_cpsat(
     model.model.add(model.makespan >= model.floor(lower_bound))
     model.hint(warm)
     # keep a little of the budget for the last solution's re-timing and the result
-    search_time = deadline.remaining() * 0.95 - 0.05
+    search_time = deadline.remaining() * 0.9 - 0.1
     if search_time <= 0:
         raise OutOfTime("cpsat: no time left to search")
     solver = cp_model.CpSolver()
