@@ -401,7 +401,8 @@ def export_astra(instance: Instance, version: int, out: str | Path, method: str 
             )
         )
         size = coll.size_bytes // instance.network.num_npus if coll.kind is Kind.ALL_GATHER else coll.size_bytes
-        files["workload.txt"] = f"MICRO\n1\n{coll.id} -1 0 NONE 0 0 NONE 0 0 {WORKLOAD_TYPES[coll.kind]} {size} 0\n"
+        # compute times of one cycle: ASTRA-sim 1.0 aborts on an event at the current time (zero cycles)
+        files["workload.txt"] = f"MICRO\n1\n{coll.id} -1 1 NONE 0 1 NONE 0 1 {WORKLOAD_TYPES[coll.kind]} {size} 1\n"
     elif version == 2:
         per_link = []
         for d in dims:
