@@ -78,6 +78,18 @@ def _read_text(path: Path) -> str:
         raise InputError(str(path), f"cannot be read ({error})") from None
 
 
+def _json_object(text: str, path: Path) -> dict[str, Any]:
+    from themis_opt.io import parse_json
+
+    try:
+        raw = parse_json(text)
+    except InputError as error:
+        raise InputError(str(path), error.problem) from None
+    if not isinstance(raw, dict):
+        raise InputError(str(path), "must be a JSON object")
+    return raw
+
+
 def _numbers(raw: dict[str, Any], key: str, where: Path, count: int | None, *, integer: bool = False) -> list[Any]:
     if key not in raw:
         raise InputError(f"{where}: {key}", "missing")
@@ -128,14 +140,7 @@ def read_network(path: str | Path) -> tuple[int, list[dict[str, Any]]]:
         ]
     if path.suffix.lower() != ".json":
         raise InputError(str(path), "must be an ASTRA-sim 1.0 network .json or a 2.x network .yml")
-    from themis_opt.io import parse_json
-
-    try:
-        raw = parse_json(text)
-    except InputError as error:
-        raise InputError(str(path), error.problem) from None
-    if not isinstance(raw, dict):
-        raise InputError(str(path), "must be a JSON object")
+    raw = _json_object(text, path)
     if raw.get("topology-name") != "Hierarchical":
         raise InputError(f"{path}: topology-name", f"must be 'Hierarchical', got {raw.get('topology-name')!r}")
     topologies = _topologies(raw, "topologies-per-dim", path)
@@ -157,15 +162,7 @@ def read_system(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     text = _read_text(path)
     if text.lstrip().startswith("{"):
-        from themis_opt.io import parse_json
-
-        try:
-            raw = parse_json(text)
-        except InputError as error:
-            raise InputError(str(path), error.problem) from None
-        if not isinstance(raw, dict):
-            raise InputError(str(path), "must be a JSON object")
-        return raw
+        return _json_object(text, path)
     entries: dict[str, Any] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         line = line.split("#", 1)[0].strip()

@@ -204,26 +204,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.started = started
     console = Console()
+    handlers = {
+        "solve": _solve,
+        "validate": _validate,
+        "generate": _generate,
+        "bench": _bench,
+        "workload": _workload,
+        "import-astra": _import_astra,
+        "export-astra": _export_astra,
+        "plot": _plot,
+        "plot-bench": _plot_bench,
+        "show": _show,
+    }
     try:
-        if args.command == "solve":
-            return _solve(args, console)
-        if args.command == "validate":
-            return _validate(args, console)
-        if args.command == "generate":
-            return _generate(args, console)
-        if args.command == "bench":
-            return _bench(args, console)
-        if args.command == "workload":
-            return _workload(args, console)
-        if args.command == "import-astra":
-            return _import_astra(args, console)
-        if args.command == "export-astra":
-            return _export_astra(args, console)
-        if args.command == "plot":
-            return _plot(args, console)
-        if args.command == "plot-bench":
-            return _plot_bench(args, console)
-        return _show(args, console)
+        return handlers[args.command](args, console)
     except InputError as error:
         sys.stderr.write(f"themis-opt: error: {error}\n")
         return 2
