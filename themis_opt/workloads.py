@@ -291,6 +291,27 @@ class _Builder:
         self.last_pass_collectives.append((task_id, lag))
         return task_id
 
+    def weight_gradient(
+        self, p: int, i: int, dims: tuple[int, ...], wg: str, done: dict[int, tuple[str, float]], scheme: str = ""
+    ) -> None:
+        """Issue layer i's weight-gradient collective after ``wg`` (non-blocking); the next pass's
+        forward(i) waits for it plus the layer's update delay.
+        """
+        layer = self.workload.layers[i]
+        if layer.wg_type is None:
+            return
+        coll = self.collective(
+            f"wg_coll.{i}.p{p}",
+            layer.wg_type,
+            layer.wg_size,
+            dims,
+            [wg],
+            lag=layer.update_delay,
+            priority=self.priority(scheme) if scheme else None,
+        )
+        if coll:
+            done[i] = (coll, layer.update_delay)
+
     def _waits(self, p: int, i: int, done: dict[int, tuple[str, float]]) -> list[After]:
         if p == 0 or i not in done:
             return []
@@ -309,12 +330,7 @@ class _Builder:
         for i in reversed(range(len(layers))):
             layer = layers[i]
             wg = self.compute(f"wg.{i}.p{p}", layer.wg_compute, [])
-            if layer.wg_type is not None:
-                coll = self.collective(
-                    f"wg_coll.{i}.p{p}", layer.wg_type, layer.wg_size, dims, [wg], lag=layer.update_delay
-                )
-                if coll:
-                    done[i] = (coll, layer.update_delay)
+            self.weight_gradient(p, i, dims, wg, done)
             if i > 0:
                 self.compute(f"ig.{i}.p{p}", layer.ig_compute, [])
 
@@ -347,18 +363,7 @@ class _Builder:
                 )
                 pending = [After(coll)] if coll else []
             wg = self.compute(f"wg.{i}.p{p}", layer.wg_compute, [])
-            if layer.wg_type is not None:
-                coll = self.collective(
-                    f"wg_coll.{i}.p{p}",
-                    layer.wg_type,
-                    layer.wg_size,
-                    data,
-                    [wg],
-                    lag=layer.update_delay,
-                    priority=self.priority("FIFO"),
-                )
-                if coll:
-                    done[i] = (coll, layer.update_delay)
+            self.weight_gradient(p, i, data, wg, done, scheme="FIFO")
         if pending:  # layer 0's input-gradient collective ends the pass
             self.compute(f"ig_wait.p{p}", 0.0, pending)
 
@@ -384,12 +389,7 @@ class _Builder:
             layer = layers[i]
             wg = self.compute(f"wg.{i}.p{p}", layer.wg_compute, waits)
             waits = []
-            if layer.wg_type is not None:
-                coll = self.collective(
-                    f"wg_coll.{i}.p{p}", layer.wg_type, layer.wg_size, dims, [wg], lag=layer.update_delay
-                )
-                if coll:
-                    done[i] = (coll, layer.update_delay)
+            self.weight_gradient(p, i, dims, wg, done)
             if i == 0:
                 if embedding_ig:
                     self.compute(f"ig_wait.p{p}", 0.0, [After(embedding_ig)])
