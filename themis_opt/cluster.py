@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import logging
 import re
+import signal
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -64,13 +66,15 @@ def connect(spec: str, timeout: float = CONNECT_TIMEOUT_S) -> Iterator[Any]:
     local = _LOCAL.fullmatch(spec)
     try:
         if local:
-            cluster = LocalCluster(
-                n_workers=int(local.group(1)),
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            )
+            # the workers ignore Ctrl-C (they inherit it ignored): this process stops them, quietly
+            with _sigint_ignored():
+                cluster = LocalCluster(
+                    n_workers=int(local.group(1)),
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
             client = Client(cluster, timeout=timeout)
         else:
             client = Client(spec, timeout=timeout)
@@ -84,6 +88,18 @@ def connect(spec: str, timeout: float = CONNECT_TIMEOUT_S) -> Iterator[Any]:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+@contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def worker_threads(client: Any) -> tuple[int, int]:
