@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from themis_opt.instance import Collective, Dimension, Instance, Network
+from themis_opt.cost import chunk_phases
+from themis_opt.instance import Collective, Compute, Dimension, Instance, Network
 from themis_opt.io import load_instance
 from themis_opt.policies import baseline_orders, themis_orders
 from themis_opt.schedule import Schedule
@@ -49,3 +53,88 @@ def make(dims: list[tuple[int, str, float]], kind: str = "all_reduce", size: int
     """A one-collective instance from (size, topology, GB/s) triples, latency 500 ns."""
     network = Network(tuple(Dimension(n, t, b, 500.0) for n, t, b in dims))
     return Instance(network, (Collective(kind, size, chunks),))
+
+
+def brute_force(instance: Instance) -> float:
+    """Optimal makespan of a tiny task graph: every order assignment, every insertion sequence
+    of phases and compute tasks (every left-shifted schedule)."""
+    tasks = instance.tasks
+    index = instance.task_index
+    coll_task = [t for t, task in enumerate(tasks) if isinstance(task, Collective)]
+    comp_task = [t for t, task in enumerate(tasks) if isinstance(task, Compute)]
+    ids = instance.chunk_ids
+    best = math.inf
+    for assignment in itertools.product(*(instance.orders[c] for c, _ in ids)):
+        plans = [
+            [(p.dim, p.duration) for p in chunk_phases(instance, c, instance.collectives[c].bytes_of(k), order)]
+            for (c, k), order in zip(ids, assignment)
+        ]
+        chunks_of = {coll_task[c]: [i for i, (cc, _) in enumerate(ids) if cc == c] for c in range(len(coll_task))}
+
+        def dfs(
+            nxt: list[int],
+            ready: list[float],
+            free: dict[Any, float],
+            cdone: dict[int, float],
+            span: float,
+            plans: list[list[tuple[int, float]]] = plans,
+            chunks_of: dict[int, list[int]] = chunks_of,
+        ) -> None:
+            nonlocal best
+            if span >= best:
+                return
+            ends: dict[int, float] = dict(cdone)
+            for t, chunks in chunks_of.items():
+                if all(nxt[i] == len(plans[i]) for i in chunks):
+                    ends[t] = max(ready[i] for i in chunks)
+
+            def released(t: int) -> float | None:
+                at = tasks[t].issue_ns
+                for dep in tasks[t].after:
+                    p = index[dep.task]
+                    if p not in ends:
+                        return None
+                    at = max(at, ends[p] + dep.lag_ns)
+                return at
+
+            progressed = False
+            for i, plan in enumerate(plans):
+                p = nxt[i]
+                if p == len(plan):
+                    continue
+                at = ready[i]
+                if p == 0:
+                    rel = released(coll_task[ids[i][0]])
+                    if rel is None:
+                        continue
+                    at = max(at, rel)
+                progressed = True
+                dim, duration = plan[p]
+                end = max(at, free.get(dim, 0.0)) + duration
+                saved = (ready[i], free.get(dim, 0.0))
+                nxt[i], ready[i], free[dim] = p + 1, end, end
+                dfs(nxt, ready, free, cdone, max(span, end))
+                nxt[i], (ready[i], free[dim]) = p, saved
+            for t in comp_task:
+                if t in cdone:
+                    continue
+                rel = released(t)
+                if rel is None:
+                    continue
+                progressed = True
+                end = max(rel, free.get("cpu", 0.0)) + tasks[t].duration_ns  # type: ignore[union-attr]
+                saved_cpu = free.get("cpu", 0.0)
+                free["cpu"] = end
+                cdone[t] = end
+                dfs(nxt, ready, free, cdone, max(span, end))
+                del cdone[t]
+                free["cpu"] = saved_cpu
+            if (
+                not progressed
+                and all(nxt[i] == len(plans[i]) for i in range(len(plans)))
+                and len(cdone) == len(comp_task)
+            ):
+                best = span
+
+        dfs([0] * len(plans), [0.0] * len(plans), {}, {}, 0.0)
+    return best

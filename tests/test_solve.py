@@ -2,57 +2,18 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import pytest
 
 from themis_opt.bounds import compute_bounds
-from themis_opt.cost import chunk_phases
 from themis_opt.errors import InputError
 from themis_opt.instance import Collective, Instance
 from themis_opt.result import Status
 from themis_opt.solve import METHODS, solve
 from themis_opt.validator import validate
 
-from .conftest import load, make
-
-
-def brute_force(instance: Instance) -> float:
-    """Optimal makespan by enumerating every order assignment and every
-    insertion sequence of phases (every left-shifted schedule)."""
-    ids = instance.chunk_ids
-    best = math.inf
-    for assignment in itertools.product(*(instance.orders[c] for c, _ in ids)):
-        plans = [
-            [(p.dim, p.duration) for p in chunk_phases(instance, c, instance.collectives[c].bytes_of(k), order)]
-            for (c, k), order in zip(ids, assignment)
-        ]
-        issue = [instance.collectives[c].issue_ns for c, _ in ids]
-
-        def dfs(
-            nxt: list[int], ready: list[float], free: dict[int, float], makespan: float, plans: list = plans
-        ) -> None:
-            nonlocal best
-            if makespan >= best:
-                return
-            progressed = False
-            for i, plan in enumerate(plans):
-                p = nxt[i]
-                if p == len(plan):
-                    continue
-                progressed = True
-                dim, duration = plan[p]
-                end = max(ready[i], free.get(dim, 0.0)) + duration
-                old_ready, old_free = ready[i], free.get(dim, 0.0)
-                nxt[i], ready[i], free[dim] = p + 1, end, end
-                dfs(nxt, ready, free, max(makespan, end), plans)
-                nxt[i], ready[i], free[dim] = p, old_ready, old_free
-            if not progressed:
-                best = makespan
-
-        dfs([0] * len(plans), list(issue), {}, 0.0)
-    return best
+from .conftest import brute_force, load, make
 
 
 @pytest.mark.parametrize("name", ["tiny_rs", "tiny_ar", "tiny_3d", "tiny_ag"])

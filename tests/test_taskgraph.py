@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import copy
-import itertools
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +11,7 @@ import pytest
 
 from themis_opt.bounds import compute_bounds
 from themis_opt.cli import main
-from themis_opt.cost import chunk_phases, phase_duration
+from themis_opt.cost import phase_duration
 from themis_opt.errors import InputError
 from themis_opt.instance import After, Collective, Compute, Dimension, Instance, Network, Op
 from themis_opt.io import instance_from_dict, instance_to_dict, load_instance, save_instance
@@ -24,7 +22,7 @@ from themis_opt.simulator import simulate
 from themis_opt.solve import METHODS, solve
 from themis_opt.validator import validate
 
-from .conftest import DATA, load
+from .conftest import DATA, brute_force, load
 
 GRAPH = DATA / "graph_2l2p.json"
 
@@ -123,91 +121,6 @@ def test_all_to_all_keeps_the_ascending_order_under_every_method() -> None:
         result = solve(instance, method, time_limit=5, workers=1)
         assert result.schedule is not None and validate(instance, result.schedule) == []
         assert {c.order for c in result.schedule.chunks if c.collective == 0} == {(0, 1)}
-
-
-def brute_force(instance: Instance) -> float:
-    """Optimal makespan of a tiny task graph: every order assignment, every insertion sequence
-    of phases and compute tasks (every left-shifted schedule)."""
-    tasks = instance.tasks
-    index = instance.task_index
-    coll_task = [t for t, task in enumerate(tasks) if isinstance(task, Collective)]
-    comp_task = [t for t, task in enumerate(tasks) if isinstance(task, Compute)]
-    ids = instance.chunk_ids
-    best = math.inf
-    for assignment in itertools.product(*(instance.orders[c] for c, _ in ids)):
-        plans = [
-            [(p.dim, p.duration) for p in chunk_phases(instance, c, instance.collectives[c].bytes_of(k), order)]
-            for (c, k), order in zip(ids, assignment)
-        ]
-        chunks_of = {coll_task[c]: [i for i, (cc, _) in enumerate(ids) if cc == c] for c in range(len(coll_task))}
-
-        def dfs(
-            nxt: list[int],
-            ready: list[float],
-            free: dict[Any, float],
-            cdone: dict[int, float],
-            span: float,
-            plans: list[list[tuple[int, float]]] = plans,
-            chunks_of: dict[int, list[int]] = chunks_of,
-        ) -> None:
-            nonlocal best
-            if span >= best:
-                return
-            ends: dict[int, float] = dict(cdone)
-            for t, chunks in chunks_of.items():
-                if all(nxt[i] == len(plans[i]) for i in chunks):
-                    ends[t] = max(ready[i] for i in chunks)
-
-            def released(t: int) -> float | None:
-                at = tasks[t].issue_ns
-                for dep in tasks[t].after:
-                    p = index[dep.task]
-                    if p not in ends:
-                        return None
-                    at = max(at, ends[p] + dep.lag_ns)
-                return at
-
-            progressed = False
-            for i, plan in enumerate(plans):
-                p = nxt[i]
-                if p == len(plan):
-                    continue
-                at = ready[i]
-                if p == 0:
-                    rel = released(coll_task[ids[i][0]])
-                    if rel is None:
-                        continue
-                    at = max(at, rel)
-                progressed = True
-                dim, duration = plan[p]
-                end = max(at, free.get(dim, 0.0)) + duration
-                saved = (ready[i], free.get(dim, 0.0))
-                nxt[i], ready[i], free[dim] = p + 1, end, end
-                dfs(nxt, ready, free, cdone, max(span, end))
-                nxt[i], (ready[i], free[dim]) = p, saved
-            for t in comp_task:
-                if t in cdone:
-                    continue
-                rel = released(t)
-                if rel is None:
-                    continue
-                progressed = True
-                end = max(rel, free.get("cpu", 0.0)) + tasks[t].duration_ns  # type: ignore[union-attr]
-                saved_cpu = free.get("cpu", 0.0)
-                free["cpu"] = end
-                cdone[t] = end
-                dfs(nxt, ready, free, cdone, max(span, end))
-                del cdone[t]
-                free["cpu"] = saved_cpu
-            if (
-                not progressed
-                and all(nxt[i] == len(plans[i]) for i in range(len(plans)))
-                and len(cdone) == len(comp_task)
-            ):
-                best = span
-
-        dfs([0] * len(plans), [0.0] * len(plans), {}, {}, 0.0)
-    return best
 
 
 TINY_GRAPHS = {
