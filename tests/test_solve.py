@@ -9,8 +9,9 @@ import pytest
 from themis_opt.bounds import compute_bounds
 from themis_opt.errors import InputError
 from themis_opt.instance import Collective, Instance
+from themis_opt.methods import METHODS
 from themis_opt.result import Status
-from themis_opt.solve import METHODS, solve
+from themis_opt.solve import solve
 from themis_opt.validator import validate
 
 from .conftest import brute_force, load, make

@@ -15,11 +15,12 @@ from themis_opt.cost import phase_duration
 from themis_opt.errors import InputError
 from themis_opt.instance import After, Collective, Compute, Dimension, Instance, Network, Op
 from themis_opt.io import instance_from_dict, instance_to_dict, load_instance, save_instance
+from themis_opt.methods import METHODS
 from themis_opt.policies import baseline_orders
 from themis_opt.result import Status
 from themis_opt.schedule import ComputeSchedule, Schedule
 from themis_opt.simulator import simulate
-from themis_opt.solve import METHODS, solve
+from themis_opt.solve import solve
 from themis_opt.validator import validate
 
 from .conftest import DATA, brute_force, load

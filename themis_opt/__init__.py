@@ -20,9 +20,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.errors import InputError
     from themis_opt.instance import After, Collective, Compute, Dimension, Instance, Kind, Network, Topology
     from themis_opt.io import load_instance, load_result, save_instance, save_result
+    from themis_opt.methods import METHODS
     from themis_opt.result import Result, Status
     from themis_opt.schedule import Schedule
-    from themis_opt.solve import METHODS, solve
+    from themis_opt.solve import solve
     from themis_opt.validator import validate
 
 _EXPORTS = {
@@ -34,7 +35,7 @@ _EXPORTS = {
     "InputError": "errors",
     "Instance": "instance",
     "Kind": "instance",
-    "METHODS": "solve",
+    "METHODS": "methods",
     "Network": "instance",
     "Result": "result",
     "Schedule": "schedule",

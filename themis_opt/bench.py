@@ -25,11 +25,12 @@ from themis_opt.budget import Deadline
 from themis_opt.errors import InputError
 from themis_opt.instance import Instance
 from themis_opt.io import check_writable, in_file, instance_from_dict, instance_to_dict, parse_json, read_json
+from themis_opt.methods import VARIANTS, Method
 from themis_opt.result import Result, Status, gap, is_proven, iteration_metrics
 from themis_opt.solve import origin_ns, solve
 from themis_opt.validator import validate
 
-METHODS = ("baseline", "themis-fifo", "themis-scf", "balanced", "cpsat")
+METHODS = VARIANTS  # the bench's runs: methods of the registry, with their intra-dimension variants
 
 
 @dataclass(frozen=True)
@@ -136,9 +137,9 @@ def parse_methods(text: str) -> tuple[str, ...]:
 def _run_method(
     instance: Any, method: str, bounds: Any, time_limit: float, workers: int, seed: int, warm: Any = None
 ) -> Result:
-    name, _, intra = method.partition("-")
+    name, intra = Method.split(method)
     return solve(
-        instance, name, intra=intra or None, time_limit=time_limit, workers=workers, seed=seed, bounds=bounds, warm=warm
+        instance, name, intra=intra, time_limit=time_limit, workers=workers, seed=seed, bounds=bounds, warm=warm
     )
 
 

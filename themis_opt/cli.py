@@ -23,14 +23,13 @@ from rich.console import Console
 from themis_opt.budget import Deadline
 from themis_opt.errors import InputError
 from themis_opt.generator import FAMILIES
+from themis_opt.methods import METHODS, VARIANTS, Method
 from themis_opt.suites import SUITES
 
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt import bench as benchmod
     from themis_opt.instance import Instance
     from themis_opt.result import Result
-
-ALL_RUNS = (("baseline", "fifo"), ("themis", "fifo"), ("themis", "scf"), ("balanced", None), ("cpsat", None))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -92,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("solve", help="schedule one instance with one method, or all of them")
     p.add_argument("instance", help="instance JSON file")
-    p.add_argument("--method", choices=("baseline", "themis", "balanced", "cpsat", "all"), default="themis")
+    p.add_argument("--method", choices=(*METHODS, "all"), default="themis")
     p.add_argument(
         "--intra",
         choices=("fifo", "scf"),
@@ -130,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--methods",
         default=None,
-        help="comma-separated, from baseline, themis-fifo, themis-scf, balanced, cpsat (default: all)",
+        help=f"comma-separated, from {', '.join(VARIANTS)} (default: all)",
     )
     _solver_options(p, 5.0, "each method (and the bounds) may take on each instance")
     p.add_argument("--jobs", type=_int_in("--jobs", 1, 256), default=1, help="instances run in parallel")
@@ -265,7 +264,7 @@ def _run_solve(args: argparse.Namespace, console: Console, instance: Instance) -
     # one budget for all five runs: the bounds first, the cheap methods, CP-SAT with the rest
     bounds = compute_bounds(instance, deadline.share(0.3))
     results: list[Result] = []
-    for method, intra in ALL_RUNS:
+    for method, intra in (Method.split(v) for v in VARIANTS):
         done = [r.schedule for r in results if r.schedule is not None]
         warm = min(done, key=lambda s: s.makespan) if done else None
         results.append(

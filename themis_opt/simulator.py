@@ -41,23 +41,16 @@ import heapq
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from enum import StrEnum
 
 from themis_opt.budget import Deadline
 from themis_opt.cost import PhaseSpec, chunk_phases
 from themis_opt.errors import InputError
 from themis_opt.instance import Collective, Instance, Kind, Op
+from themis_opt.methods import Intra
 from themis_opt.schedule import ChunkSchedule, ComputeSchedule, Phase, Schedule
 
 Orders = Mapping[tuple[int, int], tuple[int, ...]]
 Planner = Callable[[int, float], Sequence[tuple[int, ...]]]
-
-
-class Intra(StrEnum):
-    """Intra-dimension policy: which waiting phase a free dimension serves next."""
-
-    FIFO = "fifo"
-    SCF = "scf"
 
 
 class ScfQueue:

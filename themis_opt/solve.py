@@ -8,60 +8,19 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal, assert_never, get_args
+from typing import assert_never
 
 from themis_opt.bounds import Bounds, compute_bounds, integer_load_bound
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.errors import InputError
 from themis_opt.instance import Instance
+from themis_opt.methods import METHODS, Intra
 from themis_opt.policies import ThemisTracker, baseline_orders, spread_orders
 from themis_opt.result import Result, Status, is_proven, optimality_tolerance
 from themis_opt.schedule import Schedule
-from themis_opt.simulator import Intra, Orders, Planner, simulate
+from themis_opt.simulator import Orders, Planner, simulate
 
 logger = logging.getLogger(__name__)
-
-MethodName = Literal["baseline", "themis", "balanced", "cpsat"]
-
-
-@dataclass(frozen=True)
-class Method:
-    """One scheduling method, as solve, the CLI, bench and reports know it.
-
-    Parameters
-    ----------
-    name
-        What users type.
-    orders
-        How it chooses every chunk's order, in a few words.
-    default_intra
-        The intra-dimension policy that times it by default; ``None`` when it
-        tries both (balanced) or sequences the dimensions itself (cpsat).
-    searches
-        Whether it runs CP-SAT.
-    load_bounds
-        Whether it computes the solver-based load bounds by default (cheap
-        methods report only the ideal bound unless given more).
-    """
-
-    name: MethodName
-    orders: str
-    default_intra: Intra | None
-    searches: bool
-    load_bounds: bool
-
-
-METHODS: dict[str, Method] = {
-    m.name: m
-    for m in (
-        Method("baseline", "one fixed order for every chunk", Intra.FIFO, searches=False, load_bounds=False),
-        Method("themis", "Themis's greedy load balancer", Intra.SCF, searches=False, load_bounds=False),
-        Method("balanced", "order counts of the load bounds, spread evenly", None, searches=False, load_bounds=True),
-        Method("cpsat", "CP-SAT chooses orders and sequences", None, searches=True, load_bounds=True),
-    )
-}
-assert set(METHODS) == set(get_args(MethodName))
 
 # CP-SAT is not started on instances whose model would be larger than this
 MAX_CPSAT_ORDER_LITERALS = 100_000  # chunks x orders per chunk
