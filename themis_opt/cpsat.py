@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -37,6 +37,7 @@ from ortools.sat.python import cp_model
 from themis_opt.bounds import collective_releases
 from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
 from themis_opt.cost import PhaseSpec, chunk_phases, phase_plan_of
+from themis_opt.errors import InputError
 from themis_opt.instance import Collective, Instance, Op
 from themis_opt.result import SolverStats, Status, optimality_tolerance
 from themis_opt.schedule import ChunkSchedule, Schedule
@@ -98,11 +99,20 @@ class CpsatModel:
     Times are in quanta, rounded down (see the module's docstring).
     """
 
-    def __init__(self, instance: Instance, quantum: float, horizon: int, deadline: Deadline | None = None) -> None:
+    def __init__(
+        self,
+        instance: Instance,
+        quantum: float,
+        horizon: int,
+        deadline: Deadline | None = None,
+        busy: Mapping[int, Sequence[tuple[int, int]]] | None = None,
+        symmetry: bool = True,
+    ) -> None:
         self.instance = instance
         self.quantum = quantum
         self.horizon = horizon
         self.deadline = deadline or Deadline()
+        self.busy = busy or {}  # per dimension, (start, size) in quanta that other work holds (LNS)
         self.model = cp_model.CpModel()
         # per chunk class: each order's exact phases and rounded durations
         self.plans: dict[tuple[int, int], dict[Order, tuple[PhaseSpec, ...]]] = {}
@@ -112,7 +122,8 @@ class CpsatModel:
         self._resource_constraints()
         self._task_constraints()
         self._redundant_constraints()
-        self._symmetry_constraints()
+        if symmetry:  # off where a hint pins chunks to given places (LNS windows)
+            self._symmetry_constraints()
         self._objective()
 
     def floor(self, ns: float) -> int:
@@ -183,9 +194,13 @@ class CpsatModel:
 
     def _resource_constraints(self) -> None:
         """One phase at a time on each dimension, one compute task at a time."""
-        for intervals in self.intervals:
+        for d, intervals in enumerate(self.intervals):
+            held = [
+                self.model.new_fixed_size_interval_var(start, size, f"busy{d}_{n}")
+                for n, (start, size) in enumerate(self.busy.get(d, ()))
+            ]
             if intervals:
-                self.model.add_no_overlap(intervals)
+                self.model.add_no_overlap(intervals + held)
         if self.compute_intervals:
             self.model.add_no_overlap(self.compute_intervals)
 
@@ -454,3 +469,148 @@ def solve_cpsat(
     )
     logger.debug("cpsat: %s, makespan %.3f ns", stats.solver_status, recorder.best.makespan)
     return CpsatOutcome(status, recorder.best, bound, stats, tuple(recorder.trajectory))
+
+
+def improve_by_windows(
+    instance: Instance,
+    incumbent: Schedule,
+    *,
+    deadline: Deadline,
+    workers: int,
+    seed: int,
+    t0: float,
+    max_phases: int = 1500,
+) -> tuple[Schedule, tuple[tuple[float, float], ...]]:
+    """Large-neighbourhood search: free a window of collectives, keep the rest, re-solve the window.
+
+    The collectives are taken in the order the incumbent starts them; each
+    window is a run of consecutive ones with at most ``max_phases`` phases.
+    Everything outside it stays where the incumbent put it (its phases hold
+    their dimensions, its ends release the window's tasks); CP-SAT chooses the
+    window's orders and sequences to finish it as early as it can; the merged
+    sequences are re-timed exactly by a left shift and kept if the makespan
+    improves. Windows rotate until the deadline. Returns the best schedule and
+    the trajectory of improvements (seconds since ``t0``, makespan).
+    """
+    import random
+
+    rng = random.Random(seed)
+    best = incumbent
+    trajectory = [(time.perf_counter() - t0, best.makespan)]
+    phases_of = [0] * len(instance.collectives)
+    for chunk in best.chunks:
+        phases_of[chunk.collective] += len(chunk.phases)
+    position = 0
+    while deadline.remaining() > 0.5:
+        first = [math.inf] * len(instance.collectives)
+        for chunk in best.chunks:
+            if chunk.phases:
+                first[chunk.collective] = min(first[chunk.collective], chunk.phases[0].start_ns)
+        by_start = sorted(range(len(instance.collectives)), key=lambda c: (first[c], c))
+        window: list[int] = []
+        total = 0
+        for c in by_start[position % len(by_start) :] + by_start[: position % len(by_start)]:
+            if window and total + phases_of[c] > max_phases:
+                break
+            window.append(c)
+            total += phases_of[c]
+        position += max(1, len(window) // 2)  # overlapping windows
+        candidate = _solve_window(instance, best, set(window), deadline, workers, rng.randrange(2**31))
+        if candidate is not None and candidate.makespan < best.makespan * (1 - 1e-12):
+            best = candidate
+            trajectory.append((time.perf_counter() - t0, best.makespan))
+            logger.info("lns: window of %d collectives: makespan %.3f ns", len(window), best.makespan)
+    return best, tuple(trajectory)
+
+
+def _solve_window(
+    instance: Instance,
+    incumbent: Schedule,
+    window: set[int],
+    deadline: Deadline,
+    workers: int,
+    seed: int,
+) -> Schedule | None:
+    """Re-solve the collectives in ``window`` with everything else fixed; the merged schedule, re-timed."""
+    import dataclasses
+
+    ends = incumbent.collective_ends(len(instance.collectives))
+    task_end: dict[str, float] = {}
+    for c, coll in enumerate(instance.collectives):
+        task_end[coll.id] = ends[c]
+    for entry in incumbent.computes:
+        task_end[instance.computes[entry.compute].id] = entry.end_ns
+    in_window = {instance.collectives[c].id for c in window}
+    chosen = sorted(window)
+    sub_tasks = []
+    for c in chosen:
+        coll = instance.collectives[c]
+        outside = [task_end[d.task] + d.lag_ns for d in coll.after if d.task not in in_window]
+        inside = tuple(d for d in coll.after if d.task in in_window)
+        sub_tasks.append(dataclasses.replace(coll, issue_ns=max([coll.issue_ns, *outside]), after=inside))
+    sub = Instance(instance.network, tuple(sub_tasks), f"{instance.name}-window")
+    quantum = default_quantum(incumbent.makespan)
+    horizon = math.ceil(incumbent.makespan / quantum) + 2
+    busy: dict[int, list[tuple[int, int]]] = {}
+    for chunk in incumbent.chunks:
+        if chunk.collective in window:
+            continue
+        for phase in chunk.phases:
+            # both ends rounded down: held intervals never overlap each other; the exact re-timing
+            # below repairs what the rounding lets the window squeeze in
+            start = math.floor(phase.start_ns / quantum)
+            size = math.floor(phase.end_ns / quantum) - start
+            if size > 0:
+                busy.setdefault(phase.dim, []).append((start, size))
+    share = deadline.share(0.25)
+    horizon += max((start + size for held in busy.values() for start, size in held), default=0)
+    try:
+        model = CpsatModel(sub, quantum, horizon, share, busy, symmetry=False)
+    except OutOfTime:
+        return None
+    # hint the incumbent, times rounded down like the held intervals: a feasible solution
+    placed = {(ch.collective, ch.chunk): ch for ch in incumbent.chunks}
+    first = [horizon] * len(chosen)
+    last = [0] * len(chosen)
+    for i, (c, k) in enumerate(sub.chunk_ids):
+        chunk = placed[(chosen[c], k)]
+        for o, lit in model.lits[i].items():
+            model.model.add_hint(lit, o == chunk.order)
+        rounded = model.rounded[(c, sub.collectives[c].bytes_of(k), chunk.order)]
+        for phase, size in zip(chunk.phases, rounded):
+            at = math.floor(phase.start_ns / quantum)
+            model.model.add_hint(model.start[i][phase.dim, phase.op], at)
+            model.model.add_hint(model.size[i][phase.dim, phase.op], size)
+            model.model.add_hint(model.end[i][phase.dim, phase.op], at + size)
+            first[c], last[c] = min(first[c], at), max(last[c], at + size)
+    for c in range(len(chosen)):
+        model.model.add_hint(model.release[c], first[c])
+        model.model.add_hint(model.finish[c], last[c])
+    model.model.add_hint(model.makespan, max(last))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(0.05, share.remaining())
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = seed
+    solver.parameters.catch_sigint_signal = False
+    code = run_interruptibly(lambda: solver.solve(model.model), solver.stop_search)
+    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    orders = dict(incumbent.orders)
+    entries: dict[int, list[tuple[float, int, int]]] = {}
+    index = {cid: i for i, cid in enumerate(instance.chunk_ids)}
+    for chunk in incumbent.chunks:
+        if chunk.collective in window:
+            continue
+        for p, phase in enumerate(chunk.phases):
+            entries.setdefault(phase.dim, []).append((phase.start_ns, index[(chunk.collective, chunk.chunk)], p))
+    for i, (c, k) in enumerate(sub.chunk_ids):
+        order = next(o for o, lit in model.lits[i].items() if solver.value(lit))
+        orders[(chosen[c], k)] = order
+        for p, (dim, op) in enumerate(phase_plan_of(sub.collectives[c].kind, order)):
+            begin = solver.value(model.start[i][dim, op]) * quantum
+            entries.setdefault(dim, []).append((begin, index[(chosen[c], k)], p))
+    sequences = {d: [(i, p) for _, i, p in sorted(seq)] for d, seq in entries.items()}
+    try:
+        return retime(instance, orders, sequences, compute_sequence_of(incumbent))
+    except InputError:  # the merged sequences contradict a dependency: no improvement from this window
+        return None

@@ -246,7 +246,7 @@ def _solve_cpsat(
         warm = given
     if warm is None:
         return _result(instance, "cpsat", None, None, bounds, t0, note=note)
-    trajectory = ((time.perf_counter() - t0, warm.makespan),)
+    trajectory: tuple[tuple[float, float], ...] = ((time.perf_counter() - t0, warm.makespan),)
     if is_proven(warm.makespan, bounds.best, origin_ns(instance)):
         logger.info("warm start meets the lower bound: CP-SAT not needed")
         return _result(instance, "cpsat", None, warm, bounds, t0, trajectory=trajectory, note=note)
@@ -254,11 +254,25 @@ def _solve_cpsat(
         coll.chunks * math.factorial(len(dims)) for coll, dims in zip(instance.collectives, instance.active_dims)
     )
     if size > MAX_CPSAT_ORDER_LITERALS or instance.num_phases > MAX_CPSAT_PHASES:
+        from themis_opt.cpsat import improve_by_windows
+
         note = (
             f"cpsat: the exact model would have {size} order literals and {instance.num_phases} phases "
-            f"(limits {MAX_CPSAT_ORDER_LITERALS} and {MAX_CPSAT_PHASES}): the best heuristic schedule is returned"
+            f"(limits {MAX_CPSAT_ORDER_LITERALS} and {MAX_CPSAT_PHASES}): large-neighbourhood search from the best "
+            "heuristic schedule instead (windows of collectives re-solved by CP-SAT)"
         )
-        return _result(instance, "cpsat", None, warm, bounds, t0, trajectory=trajectory, note=note)
+        try:
+            best, trajectory = improve_by_windows(
+                instance,
+                warm,
+                deadline=deadline,
+                workers=workers if workers is not None else available_workers(),
+                seed=seed,
+                t0=t0,
+            )
+        except OutOfTime:
+            best = warm
+        return _result(instance, "cpsat", None, best, bounds, t0, trajectory=trajectory, note=note)
     from themis_opt.cpsat import solve_cpsat  # CP-SAT is imported only when it runs
 
     try:
