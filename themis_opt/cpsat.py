@@ -480,6 +480,7 @@ def improve_by_windows(
     seed: int,
     t0: float,
     max_phases: int = 1500,
+    max_literals: int = 20_000,
 ) -> tuple[Schedule, tuple[tuple[float, float], ...]]:
     """Large-neighbourhood search: free a window of collectives, keep the rest, re-solve the window.
 
@@ -489,7 +490,9 @@ def improve_by_windows(
     their dimensions, its ends release the window's tasks); CP-SAT chooses the
     window's orders and sequences to finish it as early as it can; the merged
     sequences are re-timed exactly by a left shift and kept if the makespan
-    improves. Windows rotate until the deadline. Returns the best schedule and
+    improves. Windows rotate until the deadline; a collective with more than
+    ``max_literals`` order literals (chunks times orders) is never freed.
+    Returns the best schedule and
     the trajectory of improvements (seconds since ``t0``, makespan).
     """
     import random
@@ -500,6 +503,9 @@ def improve_by_windows(
     phases_of = [0] * len(instance.collectives)
     for chunk in best.chunks:
         phases_of[chunk.collective] += len(chunk.phases)
+    literals = [coll.chunks * len(orders) for coll, orders in zip(instance.collectives, instance.orders)]
+    if all(n > max_literals for n in literals):
+        return best, tuple(trajectory)  # no window is small enough to re-solve
     position = 0
     while deadline.remaining() > 0.5:
         first = [math.inf] * len(instance.collectives)
@@ -508,12 +514,15 @@ def improve_by_windows(
                 first[chunk.collective] = min(first[chunk.collective], chunk.phases[0].start_ns)
         by_start = sorted(range(len(instance.collectives)), key=lambda c: (first[c], c))
         window: list[int] = []
-        total = 0
+        total = size = 0
         for c in by_start[position % len(by_start) :] + by_start[: position % len(by_start)]:
-            if window and total + phases_of[c] > max_phases:
+            if literals[c] > max_literals:
+                continue  # too many orders to re-solve: it stays as the incumbent has it
+            if window and (total + phases_of[c] > max_phases or size + literals[c] > max_literals):
                 break
             window.append(c)
             total += phases_of[c]
+            size += literals[c]
         position += max(1, len(window) // 2)  # overlapping windows
         candidate = _solve_window(instance, best, set(window), deadline, workers, rng.randrange(2**31))
         if candidate is not None and candidate.makespan < best.makespan * (1 - 1e-12):
