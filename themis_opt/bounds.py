@@ -241,6 +241,7 @@ def ideal_bound(instance: Instance) -> float:
     return best
 
 
+@functools.lru_cache(maxsize=16)
 def order_profiles(instance: Instance) -> dict[ChunkClass, dict[tuple[int, ...], OrderProfile]]:
     """Per chunk class and order, the :class:`OrderProfile` of one chunk
     (heads counted from the collective's earliest release).
@@ -295,13 +296,21 @@ def _origin(instance: Instance) -> float:
 
 
 def _load_model(
-    instance: Instance, backend: str, *, integer: bool, fill_drain: bool, floor_ns: float = 0.0
+    instance: Instance,
+    backend: str,
+    *,
+    integer: bool,
+    fill_drain: bool,
+    floor_ns: float = 0.0,
+    deadline: Deadline | None = None,
 ) -> tuple[pywraplp.Solver, dict[tuple[ChunkClass, tuple[int, ...]], pywraplp.Variable]]:
     """The load-bound program in microseconds since the earliest issue time
     (well-scaled for the solvers, and the solvers' relative tolerance applies
     to the span, not to absolute time); ``floor_ns`` is a known lower bound
-    on its optimum, in absolute ns.
+    on its optimum, in absolute ns. Building it checks ``deadline`` (raising
+    :class:`OutOfTime`): on many dimensions the program alone takes seconds.
     """
+    deadline = deadline or Deadline()
     from ortools.linear_solver import pywraplp
 
     origin = _origin(instance)
@@ -313,12 +322,14 @@ def _load_model(
     makespan = solver.NumVar(max(0.0, floor_ns - origin) * us, solver.infinity(), "makespan")
     x = {}
     for i, cls in enumerate(instance.chunk_classes):
+        deadline.check("load bound model")
         for j, order in enumerate(profiles[cls]):
             n = len(cls.chunks)
             x[cls, order] = solver.IntVar(0, n, f"x{i}_{j}") if integer else solver.NumVar(0, n, f"x{i}_{j}")
         solver.Add(sum(x[cls, order] for order in profiles[cls]) == len(cls.chunks))
     for t, later in _issue_cuts(instance):
         for d in range(instance.network.num_dims):
+            deadline.check("load bound model")
             load = [x[cls, o] * (p.busy[d] * us) for cls in later for o, p in profiles[cls].items() if p.busy[d]]
             if load:
                 solver.Add(makespan >= (t - origin) * us + sum(load))
@@ -328,6 +339,7 @@ def _load_model(
             solver.Add(var <= len(key[0].chunks) * used[key])
             solver.Add(used[key] <= var)
         for d in range(instance.network.num_dims):
+            deadline.check("load bound model")
             pairs = [(cls, o, p) for cls in profiles for o, p in profiles[cls].items() if p.head[d] is not None]
             if not pairs:
                 continue
@@ -385,7 +397,7 @@ def lp_bound(instance: Instance, deadline: Deadline | None = None) -> float | No
     if not load_programs_fit(instance):
         return None
     try:
-        solver, _ = _load_model(instance, "GLOP", integer=False, fill_drain=False)
+        solver, _ = _load_model(instance, "GLOP", integer=False, fill_drain=False, deadline=deadline)
         if not math.isinf(deadline.at):
             solver.SetTimeLimit(_time_limit_ms(deadline))
         status = run_interruptibly(solver.Solve, solver.InterruptSolve)
@@ -460,7 +472,9 @@ def integer_load_bound(
         plain = integer_load_bound(instance, fill_drain=False, deadline=deadline.share(0.5))
         floor = plain.bound if plain is not None else 0.0
     try:
-        solver, x = _load_model(instance, "SCIP", integer=True, fill_drain=fill_drain, floor_ns=floor)
+        solver, x = _load_model(
+            instance, "SCIP", integer=True, fill_drain=fill_drain, floor_ns=floor, deadline=deadline
+        )
         node_limit = FILL_DRAIN_NODE_LIMIT if fill_drain else NODE_LIMIT
         # misc/catchctrlc: let Ctrl-C reach Python instead of only stopping SCIP
         solver.SetSolverSpecificParametersAsString(f"limits/nodes = {node_limit}\nmisc/catchctrlc = FALSE\n")
