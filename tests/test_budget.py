@@ -88,3 +88,16 @@ def test_run_interruptibly_returns_and_raises() -> None:
 
     with pytest.raises(ValueError, match="inner"):
         run_interruptibly(fail, lambda: None)
+
+
+def test_sixteen_dimensions_never_list_their_orders() -> None:
+    # 16! orders per chunk: every method must count them, never enumerate them
+    network = _ring([2] * 16, [100.0] * 16)
+    instance = Instance(network, (Collective("all_reduce", 2**20, 2),), "16d")
+    assert instance.order_count(0) == 20_922_789_888_000
+    for method in ("baseline", "themis", "balanced", "cpsat"):
+        t0 = time.perf_counter()
+        result = solve(instance, method, time_limit=2, workers=1)
+        assert time.perf_counter() - t0 < 2 * 1.1 + 1.5, method
+        assert result.schedule is not None and validate(instance, result.schedule) == [], method
+        assert result.lower_bound <= result.makespan  # type: ignore[operator]

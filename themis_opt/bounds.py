@@ -140,7 +140,7 @@ def _fastest_chunk(instance: Instance, cls: ChunkClass) -> float:
     input (a reduce-scatter after all other dimensions, an all-gather on the shard).
     """
     c = cls.collective
-    if len(instance.orders[c]) <= 720:
+    if instance.order_count(c) <= 720:
         return min(sum(p.duration for p in chunk_phases(instance, c, cls.chunk_bytes, o)) for o in instance.orders[c])
     network = instance.network
     dims = instance.active_dims[c]
@@ -282,7 +282,7 @@ def _issue_cuts(instance: Instance) -> list[tuple[float, list[ChunkClass]]]:
 
 def load_variables(instance: Instance) -> int:
     """How many order counts the load programs of ``instance`` have."""
-    return sum(math.factorial(len(instance.active_dims[cls.collective])) for cls in instance.chunk_classes)
+    return sum(instance.order_count(cls.collective) for cls in instance.chunk_classes)
 
 
 def load_programs_fit(instance: Instance) -> bool:

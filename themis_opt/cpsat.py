@@ -508,7 +508,7 @@ def improve_by_windows(
     phases_of = [0] * len(instance.collectives)
     for chunk in best.chunks:
         phases_of[chunk.collective] += len(chunk.phases)
-    literals = [coll.chunks * len(orders) for coll, orders in zip(instance.collectives, instance.orders)]
+    literals = [coll.chunks * instance.order_count(c) for c, coll in enumerate(instance.collectives)]
     if all(n > max_literals for n in literals):
         return best, tuple(trajectory)  # no window is small enough to re-solve
     position = 0

@@ -546,6 +546,14 @@ class Instance:
             for coll, dims in zip(self.collectives, self.active_dims)
         )
 
+    def order_count(self, collective: int) -> int:
+        """How many orders a chunk of ``collective`` may take, without listing them
+        (16! on 16 dimensions: look before enumerating :attr:`orders`).
+        """
+        if self.collectives[collective].kind is Kind.ALL_TO_ALL:
+            return 1
+        return math.factorial(len(self.active_dims[collective]))
+
     @cached_property
     def chunk_classes(self) -> tuple[ChunkClass, ...]:
         """Interchangeable chunks: per collective, the nominal chunks and,

@@ -250,9 +250,8 @@ def _solve_cpsat(
     if is_proven(warm.makespan, bounds.best, origin_ns(instance)):
         logger.info("warm start meets the lower bound: CP-SAT not needed")
         return _result(instance, "cpsat", None, warm, bounds, t0, trajectory=trajectory, note=note)
-    size = sum(
-        coll.chunks * math.factorial(len(dims)) for coll, dims in zip(instance.collectives, instance.active_dims)
-    )
+    size = sum(coll.chunks * instance.order_count(c) for c, coll in enumerate(instance.collectives))
+    workers = workers if workers is not None else available_workers()
     if size > MAX_CPSAT_ORDER_LITERALS or instance.num_phases > MAX_CPSAT_PHASES:
         from themis_opt.cpsat import improve_by_windows
 
@@ -266,7 +265,7 @@ def _solve_cpsat(
                 instance,
                 warm,
                 deadline=deadline,
-                workers=workers if workers is not None else available_workers(),
+                workers=workers,
                 seed=seed,
                 t0=t0,
             )
@@ -280,7 +279,7 @@ def _solve_cpsat(
             instance,
             warm,
             deadline=deadline,
-            workers=workers if workers is not None else available_workers(),
+            workers=workers,
             seed=seed,
             quantum_ns=quantum_ns,
             log=log,
