@@ -55,6 +55,13 @@ def make(dims: list[tuple[int, str, float]], kind: str = "all_reduce", size: int
     return Instance(network, (Collective(kind, size, chunks),))
 
 
+def four_dims(size: int = 256 * 2**20, chunks: int = 16, issue_ns: float = 0.0) -> Instance:
+    """One all-reduce on the benchmarks' 4D switch network: 4x4x4x16 NPUs at 400/200/100/50 GB/s."""
+    dims = zip([4, 4, 4, 16], [400.0, 200.0, 100.0, 50.0])
+    network = Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in dims))
+    return Instance(network, (Collective("all_reduce", size, chunks, issue_ns=issue_ns),))
+
+
 def brute_force(instance: Instance) -> float:
     """Optimal makespan of a tiny task graph: every order assignment, every insertion sequence
     of phases and compute tasks (every left-shifted schedule)."""

@@ -57,3 +57,43 @@ def test_fill_and_drain_adds_head_and_tail() -> None:
     profiles = order_profiles(inst)[inst.chunk_classes[0]]
     best_single = min(sum(p.busy) for p in profiles.values())
     assert integer_load_bound(inst, fill_drain=True).bound == pytest.approx(best_single, rel=1e-7)
+
+
+@pytest.mark.parametrize("name", ["tiny_rs", "tiny_ar", "tiny_3d", "tiny_ag"])
+def test_fill_and_drain_never_exceeds_the_brute_force_optimum(name: str) -> None:
+    from .conftest import brute_force, load
+
+    tiny = load(name)
+    solution = integer_load_bound(tiny, fill_drain=True)
+    assert solution is not None
+    assert solution.bound <= brute_force(tiny) * (1 + 1e-12)
+
+
+def test_fill_and_drain_bound_is_at_most_its_own_assignment(instance: Instance) -> None:
+    # the program's proven bound never exceeds the objective of the counts it returns
+    from themis_opt.bounds import fill_drain_value
+
+    solution = integer_load_bound(instance, fill_drain=True)
+    assert solution is not None
+    assert solution.bound <= fill_drain_value(instance, solution.counts) * (1 + 1e-9)
+
+
+def test_fill_and_drain_is_stronger_than_the_integer_bound_on_4d() -> None:
+    # 4D switches, one all-reduce in 16 chunks: the heads and tails add to the load
+    from .conftest import four_dims
+
+    inst = four_dims()
+    plain = integer_load_bound(inst, fill_drain=False)
+    fd = integer_load_bound(inst, fill_drain=True)
+    assert plain is not None and fd is not None and fd.optimal
+    assert fd.bound > plain.bound * (1 + 1e-3)
+
+
+def test_a_memo_shares_answers_cut_short_or_not() -> None:
+    from themis_opt.budget import Deadline
+
+    inst = make([(4, "ring", 100.0), (8, "switch", 50.0)], size=16 * MIB, chunks=3)
+    memo: dict = {}  # type: ignore[type-arg]
+    first = integer_load_bound(inst, fill_drain=True, deadline=Deadline.after(30.0), memo=memo)
+    assert memo[(inst, True)] is first
+    assert integer_load_bound(inst, fill_drain=True, memo=memo) is first

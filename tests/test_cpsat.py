@@ -77,3 +77,55 @@ def test_cpsat_searches_windows_when_the_model_is_too_big(monkeypatch: pytest.Mo
     heuristics = [solve(instance, m).makespan for m in ("baseline", "themis", "balanced")]
     assert result.makespan <= min(heuristics)  # type: ignore[operator, type-var]
     assert result.lower_bound <= result.makespan  # type: ignore[operator]
+
+
+def test_exact_quantum_makes_every_time_whole() -> None:
+    from fractions import Fraction
+
+    from themis_opt.cost import chunk_phases
+    from themis_opt.cpsat import exact_quantum, quanta
+
+    from .conftest import four_dims
+
+    instance = four_dims(issue_ns=1000.0)
+    quantum = exact_quantum(instance, 1e6)
+    assert quantum is not None
+    for order in instance.orders[0]:
+        for phase in chunk_phases(instance, 0, instance.collectives[0].chunk_bytes, order):
+            # a whole number of quanta, and quanta() returns exactly that number
+            whole = Fraction(phase.duration) / Fraction(quantum)
+            assert whole.denominator == 1
+            assert quanta(phase.duration, quantum) == whole.numerator
+    # the largest such quantum: twice it leaves some time fractional
+    assert any(
+        (Fraction(p.duration) / Fraction(2 * quantum)).denominator != 1
+        for order in instance.orders[0]
+        for p in chunk_phases(instance, 0, instance.collectives[0].chunk_bytes, order)
+    )
+    # too many quanta for the makespan: none
+    assert exact_quantum(instance, 1e6 * 2**40) is None
+
+
+def test_quanta_rounds_down_unless_whole() -> None:
+    from themis_opt.cpsat import quanta
+
+    assert quanta(10.0, 0.1) == 100  # 10 / 0.1 is 99.99999999999999 in floats: whole up to float error
+    assert quanta(10.05, 0.1) == 100
+    assert quanta(9.99, 0.1) == 99
+    assert quanta(0.0, 0.1) == 0
+
+
+@pytest.mark.parametrize("name", ["tiny_rs", "tiny_ar", "tiny_3d", "tiny_ag"])
+def test_exact_quantum_cpsat_proves_the_brute_force_optimum(name: str) -> None:
+    # nothing rounded: the proven optimum is the brute-force one, and so is the bound
+    from themis_opt.solve import solve
+
+    from .conftest import brute_force, load
+
+    tiny = load(name)
+    optimum = brute_force(tiny)
+    result = solve(tiny, "cpsat", time_limit=30, workers=2, seed=0)
+    assert result.status == "optimal"
+    assert result.makespan == pytest.approx(optimum, rel=1e-9)
+    assert result.lower_bound <= optimum * (1 + 1e-12)
+    assert validate(tiny, result.schedule) == []

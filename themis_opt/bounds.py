@@ -15,12 +15,14 @@
 With several issue times, a dimension's load counts only the collectives
 issued at or after each issue time, added to that time.
 
-The LP is solved by GLOP and the integer programs by SCIP (both shipped with
-OR-Tools, imported only when a program runs); each bound is the solver's dual
-bound shrunk by a relative 1e-8 to cover float tolerances. The programs run
-under a node limit (the same answer on every machine) and within their share
-of the caller's time budget; SCIP's dual bound is valid wherever it stops, and
-a program that cannot run in time, or would have more than
+The LP is solved by GLOP, the integer program by SCIP and fill-and-drain by
+CP-SAT (all shipped with OR-Tools, imported only when a program runs); each
+bound is the solver's dual bound shrunk by a relative 1e-8 to cover float
+tolerances (fill-and-drain also rounds every time down, which only weakens
+it). The programs run under a node or work limit (the same answer on every
+machine) and within their share of the caller's time budget; a dual bound is
+valid wherever the solver stops, and a program that cannot run in time, or
+would have more than
 ``MAX_LOAD_VARIABLES`` order counts (every chunk class times every order of
 its dimensions: 8! orders per class on 8 dimensions), is reported as not
 computed (``None``).
@@ -44,7 +46,9 @@ logger = logging.getLogger(__name__)
 
 SAFETY = 1e-8  # relative: covers the LP and MIP solvers' float tolerances
 NODE_LIMIT = 20000  # integer load bound: small, SCIP proves it within this
-FILL_DRAIN_NODE_LIMIT = 2000  # its big-step variant is much harder; its dual bound stays valid
+FILL_DRAIN_WORK = 1.0  # CP-SAT deterministic time for fill-and-drain (about seconds; its bound stays valid)
+FILL_DRAIN_CONFLICTS = 20_000  # and at most this many conflicts
+FILL_DRAIN_UNIT_NS = 1e-3  # fill-and-drain rounds every time down to this
 MAX_LOAD_VARIABLES = 20000  # order counts over all chunk classes; beyond, the load programs are skipped
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -300,7 +304,6 @@ def _load_model(
     backend: str,
     *,
     integer: bool,
-    fill_drain: bool,
     floor_ns: float = 0.0,
     deadline: Deadline | None = None,
 ) -> tuple[pywraplp.Solver, dict[tuple[ChunkClass, tuple[int, ...]], pywraplp.Variable]]:
@@ -333,51 +336,8 @@ def _load_model(
             load = [x[cls, o] * (p.busy[d] * us) for cls in later for o, p in profiles[cls].items() if p.busy[d]]
             if load:
                 solver.Add(makespan >= (t - origin) * us + sum(load))
-    if fill_drain:
-        used = {key: solver.BoolVar(f"used{n}") for n, key in enumerate(x)}
-        for key, var in x.items():
-            solver.Add(var <= len(key[0].chunks) * used[key])
-            solver.Add(used[key] <= var)
-        for d in range(instance.network.num_dims):
-            deadline.check("load bound model")
-            pairs = [(cls, o, p) for cls in profiles for o, p in profiles[cls].items() if p.head[d] is not None]
-            if not pairs:
-                continue
-            head = _least_in_use(solver, used, [((c, o), (p.head[d] - origin) * us) for c, o, p in pairs], f"h{d}")  # type: ignore[operator]
-            tail = _least_in_use(solver, used, [((c, o), p.tail[d] * us) for c, o, p in pairs], f"t{d}")  # type: ignore[operator]
-            solver.Add(makespan >= head + tail + sum(x[cls, o] * (p.busy[d] * us) for cls, o, p in pairs))
     solver.Minimize(makespan)
     return solver, x
-
-
-def _least_in_use(
-    solver: pywraplp.Solver,
-    used: dict[tuple[ChunkClass, tuple[int, ...]], pywraplp.Variable],
-    values: list[tuple[tuple[ChunkClass, tuple[int, ...]], float]],
-    tag: str,
-) -> pywraplp.LinearExpr:
-    """An expression that is at least the least value among the orders in use.
-
-    With the distinct values v_1 < ... < v_m, it is v_1 + sum_j (v_j - v_{j-1}) w_j
-    where w_j >= 1 - n_j and n_j counts the orders in use with a value below
-    v_j: a step is paid exactly when every order below it is unused. The
-    counts are chained (n_j = n_{j-1} + orders in use at v_{j-1}), so the
-    program grows with orders + levels, not their product.
-    """
-    at_level: dict[float, list[pywraplp.Variable]] = {}
-    for key, v in values:
-        at_level.setdefault(v, []).append(used[key])
-    levels = sorted(at_level)
-    steps = []
-    below: pywraplp.LinearExpr = 0
-    for j in range(1, len(levels)):
-        count = solver.NumVar(0.0, solver.infinity(), f"{tag}_n{j}")
-        solver.Add(count == below + solver.Sum(at_level[levels[j - 1]]))
-        step = solver.NumVar(0.0, 1.0, f"{tag}_{j}")
-        solver.Add(step >= 1 - count)
-        steps.append((levels[j] - levels[j - 1]) * step)
-        below = count
-    return levels[0] + solver.Sum(steps)
 
 
 def _time_limit_ms(deadline: Deadline) -> int:
@@ -397,7 +357,7 @@ def lp_bound(instance: Instance, deadline: Deadline | None = None) -> float | No
     if not load_programs_fit(instance):
         return None
     try:
-        solver, _ = _load_model(instance, "GLOP", integer=False, fill_drain=False, deadline=deadline)
+        solver, _ = _load_model(instance, "GLOP", integer=False, deadline=deadline)
         if not math.isinf(deadline.at):
             solver.SetTimeLimit(_time_limit_ms(deadline))
         status = run_interruptibly(solver.Solve, solver.InterruptSolve)
@@ -431,10 +391,13 @@ class LoadSolution:
 _CACHE: OrderedDict[tuple[Instance, bool], LoadSolution] = OrderedDict()
 
 
+Memo = dict[tuple[Instance, bool], "LoadSolution | None"]
+
+
 def integer_load_bound(
-    instance: Instance, *, fill_drain: bool, deadline: Deadline | None = None
+    instance: Instance, *, fill_drain: bool, deadline: Deadline | None = None, memo: Memo | None = None
 ) -> LoadSolution | None:
-    """The integer hierarchical load bound, optionally with fill and drain (SCIP).
+    """The integer hierarchical load bound (SCIP), optionally with fill and drain (CP-SAT).
 
     Parameters
     ----------
@@ -443,41 +406,57 @@ def integer_load_bound(
     fill_drain
         Add each dimension's least head and tail over the orders in use.
     deadline
-        When to stop; SCIP's dual bound is valid wherever it stops.
+        When to stop; the dual bound is valid wherever the solver stops.
+    memo
+        Answers of one caller's earlier calls, cut short by its deadline or
+        not (one ``solve`` call shares them among its stages); this call's
+        answer is added.
 
     Returns
     -------
     LoadSolution or None
-        ``None`` when the program is too large, or SCIP found no assignment
+        ``None`` when the program is too large, or no assignment was found
         before ``deadline``.
 
     Notes
     -----
-    SCIP explores at most 20000 branch-and-bound nodes (2000 with fill and
-    drain): a node limit, unlike a time limit, keeps the answer the same on
-    every machine. Answers that the node limit decided (not the deadline)
-    are cached per instance: do not mutate the returned counts.
+    SCIP explores at most 20000 branch-and-bound nodes; CP-SAT runs one
+    worker for at most ``FILL_DRAIN_WORK`` units of deterministic time. Such
+    limits, unlike a time limit, keep the answer the same on every machine.
+    Answers that they decided (not the deadline) are cached per instance: do
+    not mutate the returned counts.
     """
     deadline = deadline or Deadline()
     key = (instance, fill_drain)
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
+    if memo is not None and key in memo:
+        return memo[key]
     if not load_programs_fit(instance):
         return None
-    floor = 0.0
     if fill_drain:
-        # fill-and-drain only adds constraints to the integer program: its optimum
-        # starts from the integer bound, which lets SCIP prune from the first node
-        plain = integer_load_bound(instance, fill_drain=False, deadline=deadline.share(0.5))
-        floor = plain.bound if plain is not None else 0.0
+        # fill-and-drain only adds constraints to the integer program: an integer
+        # optimum at hand is its floor, its first assignment, and often its answer
+        plain = _CACHE.get((instance, False)) or (memo or {}).get((instance, False))
+        solution = _fill_drain_program(instance, plain, deadline)
+    else:
+        solution = _plain_program(instance, deadline)
+    if memo is not None:
+        memo[key] = solution
+    if solution is not None and not deadline.expired():  # decided by a node or work limit: the same everywhere
+        _CACHE[key] = solution
+        if len(_CACHE) > 64:
+            _CACHE.popitem(last=False)
+    return solution
+
+
+def _plain_program(instance: Instance, deadline: Deadline) -> LoadSolution | None:
+    """The integer load program, by SCIP under a node limit."""
     try:
-        solver, x = _load_model(
-            instance, "SCIP", integer=True, fill_drain=fill_drain, floor_ns=floor, deadline=deadline
-        )
-        node_limit = FILL_DRAIN_NODE_LIMIT if fill_drain else NODE_LIMIT
+        solver, x = _load_model(instance, "SCIP", integer=True, deadline=deadline)
         # misc/catchctrlc: let Ctrl-C reach Python instead of only stopping SCIP
-        solver.SetSolverSpecificParametersAsString(f"limits/nodes = {node_limit}\nmisc/catchctrlc = FALSE\n")
+        solver.SetSolverSpecificParametersAsString(f"limits/nodes = {NODE_LIMIT}\nmisc/catchctrlc = FALSE\n")
         if not math.isinf(deadline.at):
             solver.SetTimeLimit(_time_limit_ms(deadline))
         params = _mip_parameters()
@@ -490,14 +469,129 @@ def integer_load_bound(
     counts: dict[ChunkClass, dict[tuple[int, ...], int]] = {}
     for (cls, order), var in x.items():
         counts.setdefault(cls, {})[order] = round(var.solution_value())
-    bound = max(floor, _origin(instance) + solver.Objective().BestBound() * 1e3 * (1 - SAFETY))
-    logger.debug("integer load bound (fill_drain=%s): %.3f ns, status %s", fill_drain, bound, status)
-    solution = LoadSolution(bound, counts, status == solver.OPTIMAL)
-    if not deadline.expired():  # decided by the node limit: the same on every machine
-        _CACHE[key] = solution
-        if len(_CACHE) > 64:
-            _CACHE.popitem(last=False)
-    return solution
+    bound = _origin(instance) + solver.Objective().BestBound() * 1e3 * (1 - SAFETY)
+    logger.debug("integer load bound: %.3f ns, status %s", bound, status)
+    return LoadSolution(bound, counts, status == solver.OPTIMAL)
+
+
+def _fill_drain_program(instance: Instance, plain: LoadSolution | None, deadline: Deadline) -> LoadSolution | None:
+    """The fill-and-drain program, by CP-SAT (one worker, a work limit: the same answer everywhere).
+
+    Every time is rounded down to a unit (so the program is a relaxation and
+    its bound is valid as it stands); an order is in use exactly when its
+    count is positive, and a dimension's head is at least each level ``v``
+    of the heads unless some order in use has a head below ``v`` (tails
+    alike). Exact Booleans instead of a big-M let CP-SAT prove what SCIP
+    left open after thousands of nodes.
+    """
+    from ortools.sat.python import cp_model
+
+    if plain is not None and plain.optimal and fill_drain_value(instance, plain.counts) <= plain.bound / (1 - SAFETY):
+        return plain  # the integer optimum pays no head or tail beyond its load: no program to solve
+    origin = _origin(instance)
+    profiles = order_profiles(instance)
+    cuts = _issue_cuts(instance)
+    # a unit fine enough to lose nothing that matters, coarse enough for 64-bit sums
+    span = max(t - origin for t, _ in cuts) + sum(
+        len(cls.chunks) * max(sum(p.busy) for p in profiles[cls].values()) for cls in instance.chunk_classes
+    )
+    unit = max(FILL_DRAIN_UNIT_NS, span / 2**40)
+
+    def q(ns: float) -> int:
+        return math.floor(ns / unit)
+
+    m = cp_model.CpModel()
+    top = q(span) + 1
+    makespan = m.new_int_var(0, top, "makespan")
+    if plain is not None:
+        m.add(makespan >= q(plain.bound - origin))
+    x: dict[tuple[ChunkClass, tuple[int, ...]], cp_model.IntVar] = {}
+    used: dict[tuple[ChunkClass, tuple[int, ...]], cp_model.IntVar] = {}
+    for cls in instance.chunk_classes:
+        if deadline.expired():
+            return None
+        n = len(cls.chunks)
+        # a complete hint: without a first solution CP-SAT may raise its bound one unit per conflict
+        if plain is not None:
+            hint = plain.counts[cls]
+        else:
+            lightest = min(profiles[cls], key=lambda o: (max(profiles[cls][o].busy), o))
+            hint = {o: n if o == lightest else 0 for o in profiles[cls]}
+        for order in profiles[cls]:
+            key = (cls, order)
+            x[key] = m.new_int_var(0, n, "x")
+            used[key] = m.new_bool_var("u")
+            m.add(x[key] >= 1).only_enforce_if(used[key])
+            m.add(x[key] == 0).only_enforce_if(~used[key])
+            m.add_hint(x[key], hint[order])
+            m.add_hint(used[key], hint[order] > 0)
+        m.add(sum(x[cls, order] for order in profiles[cls]) == n)
+    for t, later in cuts[1:]:  # the first cut's loads are in the fill-and-drain constraints below
+        for d in range(instance.network.num_dims):
+            if deadline.expired():
+                return None
+            load = [x[cls, o] * q(p.busy[d]) for cls in later for o, p in profiles[cls].items() if p.busy[d]]
+            if load:
+                m.add(makespan >= q(t - origin) + sum(load))
+    for d in range(instance.network.num_dims):
+        if deadline.expired():
+            return None
+        pairs = [(key, profiles[key[0]][key[1]]) for key in x if profiles[key[0]][key[1]].head[d] is not None]
+        if not pairs:
+            continue
+        ends = []
+        heads = [q(p.head[d] - origin) for _, p in pairs]  # type: ignore[operator]
+        tails = [q(p.tail[d]) for _, p in pairs]  # type: ignore[arg-type]
+        for values in (heads, tails):
+            least = m.new_int_var(min(values), top, "least")
+            for level in sorted(set(values))[1:]:
+                reached = m.new_bool_var("reached")
+                m.add(least >= level).only_enforce_if(reached)
+                m.add_bool_or([used[key] for (key, _), v in zip(pairs, values) if v < level] + [reached])
+            ends.append(least)
+        m.add(makespan >= ends[0] + ends[1] + sum(x[key] * q(p.busy[d]) for key, p in pairs))
+    m.minimize(makespan)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    solver.parameters.max_deterministic_time = FILL_DRAIN_WORK
+    # deterministic time barely moves while the bound is raised a unit per conflict: conflicts are counted too
+    solver.parameters.max_number_of_conflicts = FILL_DRAIN_CONFLICTS
+    solver.parameters.catch_sigint_signal = False
+    if not math.isinf(deadline.at):
+        solver.parameters.max_time_in_seconds = max(0.0, deadline.remaining())
+    code = run_interruptibly(lambda: solver.solve(m), solver.stop_search)
+    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        status = solver.status_name(code)
+        logger.info("the fill-and-drain program found no assignment in time (%s): not computed", status)
+        return None
+    counts: dict[ChunkClass, dict[tuple[int, ...], int]] = {}
+    for (cls, order), var in x.items():
+        counts.setdefault(cls, {})[order] = solver.value(var)
+    bound = origin + solver.best_objective_bound * unit * (1 - SAFETY)
+    if plain is not None:
+        bound = max(bound, plain.bound)
+    logger.debug("fill-and-drain bound: %.3f ns, %s", bound, solver.status_name(code))
+    return LoadSolution(bound, counts, code == cp_model.OPTIMAL)
+
+
+def fill_drain_value(instance: Instance, counts: dict[ChunkClass, dict[tuple[int, ...], int]]) -> float:
+    """The fill-and-drain program's objective for the order ``counts``, in ns (no rounding)."""
+    profiles = order_profiles(instance)
+    used = [(cls, o, p) for cls in profiles for o, p in profiles[cls].items() if counts[cls].get(o, 0) > 0]
+    best = 0.0
+    for t, later in _issue_cuts(instance):
+        later_set = set(later)
+        for d in range(instance.network.num_dims):
+            load = sum(counts[cls][o] * p.busy[d] for cls, o, p in used if cls in later_set)
+            best = max(best, t + load)
+    for d in range(instance.network.num_dims):
+        on_d = [(cls, o, p) for cls, o, p in used if p.head[d] is not None]
+        if on_d:
+            head = min(p.head[d] for _, _, p in on_d)  # type: ignore[type-var]
+            tail = min(p.tail[d] for _, _, p in on_d)  # type: ignore[type-var]
+            best = max(best, head + tail + sum(counts[cls][o] * p.busy[d] for cls, o, p in on_d))  # type: ignore[operator]
+    return best
 
 
 def _mip_parameters() -> Any:
@@ -508,7 +602,9 @@ def _mip_parameters() -> Any:
     return params
 
 
-def compute_bounds(instance: Instance, deadline: Deadline | None = None, *, full: bool = True) -> Bounds:
+def compute_bounds(
+    instance: Instance, deadline: Deadline | None = None, *, full: bool = True, memo: Memo | None = None
+) -> Bounds:
     """The bounds of ``instance`` that fit in the time until ``deadline``.
 
     Parameters
@@ -520,6 +616,8 @@ def compute_bounds(instance: Instance, deadline: Deadline | None = None, *, full
         that cannot run is ``None``.
     full
         ``False`` computes only the ideal bound (no solver, microseconds).
+    memo
+        Passed on to :func:`integer_load_bound`.
     """
     deadline = deadline or Deadline()
     cheap = Bounds(
@@ -529,9 +627,10 @@ def compute_bounds(instance: Instance, deadline: Deadline | None = None, *, full
     )
     if not full or not load_programs_fit(instance):
         return cheap
-    lp = lp_bound(instance, deadline.share(0.2))
-    plain = integer_load_bound(instance, fill_drain=False, deadline=deadline.share(0.4))
+    lp = lp_bound(instance, deadline.share(0.1))
+    # fill-and-drain first: CP-SAT proves it in a fraction of the time SCIP needs for the weaker integer bound
+    fd = integer_load_bound(instance, fill_drain=True, deadline=deadline.share(0.6), memo=memo)
+    plain = integer_load_bound(instance, fill_drain=False, deadline=deadline, memo=memo)
     ip = plain.bound if plain is not None else None
-    fd = integer_load_bound(instance, fill_drain=True, deadline=deadline)
     fill_drain = max(ip or 0.0, fd.bound) if fd is not None else None
     return dataclasses.replace(cheap, lp=lp, ip=ip, fill_drain=fill_drain)

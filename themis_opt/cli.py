@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--quantum-ns",
         type=_number_in("--quantum-ns", 0, 1e15),
         default=None,
-        help="CP-SAT time quantum in ns (default: warm-start makespan / 100000)",
+        help="CP-SAT time quantum in ns (default: exact where times allow, else warm-start makespan / 100000)",
     )
     p.add_argument("--log", action="store_true", help="stream the CP-SAT search log to standard error")
 

@@ -22,6 +22,14 @@ feasible quantised one with starts ``floor(s / q)``, since
 no-overlap. So CP-SAT's objective bound times the quantum is a lower bound of
 the exact problem as it stands, with no correction that grows with the
 number of phases.
+
+The quantum is *exact* where it can be (:func:`exact_quantum`): the largest
+one that every duration, issue time and lag is a whole multiple of (the cost
+model's times are small rationals: 5/2048 ns on the 4D networks of the
+benchmarks). Then nothing is rounded and CP-SAT's proof of optimality is a
+proof for the exact problem. Otherwise (or when the exact quantum would need
+more than ``MAX_EXACT_QUANTA`` of them) it is the warm start's makespan over
+``HORIZON_QUANTA``, and the bound is that of the rounded-down relaxation.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from ortools.sat.python import cp_model
 
@@ -46,7 +55,10 @@ from themis_opt.simulator import compute_sequence_of, left_shift, retime, sequen
 logger = logging.getLogger(__name__)
 
 Order = tuple[int, ...]
-HORIZON_QUANTA = 100_000  # default quantum: the warm start's makespan over this
+HORIZON_QUANTA = 100_000  # coarse quantum: the warm start's makespan over this
+MAX_EXACT_QUANTA = 2**32  # an exact quantum is used while the makespan spans at most this many
+WHOLE = 1e-9  # relative float error within which a time counts as a whole number of quanta
+BOUND_MARGIN = 1e-8  # CP-SAT's bound is shrunk by this (relative): covers WHOLE along any path
 PROBING_PHASES = 1_000  # above this many phases, CP-SAT's presolve skips probing
 
 _STATUS = {
@@ -59,8 +71,55 @@ _STATUS = {
 
 
 def default_quantum(upper_bound: float) -> float:
-    """The default time quantum for a makespan of ``upper_bound`` ns."""
+    """The coarse time quantum for a makespan of ``upper_bound`` ns."""
     return max(upper_bound / HORIZON_QUANTA, 1e-3)
+
+
+def quanta(ns: float, quantum: float) -> int:
+    """``ns`` in whole quanta, rounded down; within a relative 1e-9 of a whole number, that number."""
+    x = ns / quantum
+    whole = round(x)
+    if abs(x - whole) <= WHOLE * max(1.0, abs(x)):
+        return max(0, whole)
+    return max(0, math.floor(x))
+
+
+def exact_quantum(instance: Instance, upper_bound: float, deadline: Deadline | None = None) -> float | None:
+    """The largest quantum that every duration, issue time and lag is a whole multiple of.
+
+    With it nothing is rounded: CP-SAT's model is the exact problem and its
+    proof of optimality is one of the exact makespan. ``None`` when some time
+    is not a small rational (denominator above 2^20, e.g. a user's 1/3 ns),
+    or when the makespan ``upper_bound`` would span more than
+    ``MAX_EXACT_QUANTA`` quanta.
+    """
+    deadline = deadline or Deadline()
+    values: set[float] = set()
+    for cls in instance.chunk_classes:
+        for n, order in enumerate(instance.orders[cls.collective]):
+            if not n & 31:
+                deadline.check("cpsat quantum")
+            values.update(p.duration for p in chunk_phases(instance, cls.collective, cls.chunk_bytes, order))
+    for task in instance.tasks:
+        values.add(task.issue_ns)
+        values.update(dep.lag_ns for dep in task.after)
+    values.update(task.duration_ns for task in instance.computes)
+    values.discard(0.0)
+    if not values:
+        return None
+    exact = []
+    for v in values:
+        f = Fraction(v).limit_denominator(2**20)
+        if abs(float(f) - v) > 1e-12 * max(1.0, abs(v)):
+            return None
+        exact.append(f)
+    denominator = math.lcm(*(f.denominator for f in exact))
+    if denominator > 2**40:
+        return None
+    quantum = Fraction(math.gcd(*(int(f * denominator) for f in exact)), denominator)
+    if upper_bound / quantum > MAX_EXACT_QUANTA:
+        return None
+    return float(quantum)
 
 
 @dataclass(frozen=True)
@@ -128,8 +187,10 @@ class CpsatModel:
         self._objective()
 
     def floor(self, ns: float) -> int:
-        """A time in quanta, rounded down, never above the exact value (a relaxation)."""
-        return max(0, math.floor(ns / self.quantum - 1e-9))
+        """A time in quanta, rounded down (a relaxation); a whole number of quanta up to a
+        relative 1e-9 of float error counts as whole (the bound's margin covers that).
+        """
+        return quanta(ns, self.quantum)
 
     # ------------------------------------------------------------ variables
 
@@ -419,7 +480,8 @@ def solve_cpsat(
     workers, seed
         CP-SAT's worker threads and random seed.
     quantum_ns
-        Time quantum; ``None`` picks :func:`default_quantum` of the warm start.
+        Time quantum; ``None`` picks :func:`exact_quantum` where there is one,
+        else :func:`default_quantum` of the warm start.
     log
         Stream CP-SAT's search log through this module's logger at INFO.
     t0
@@ -434,7 +496,9 @@ def solve_cpsat(
     OutOfTime
         If the deadline passes while the model is built.
     """
-    quantum = quantum_ns if quantum_ns is not None else default_quantum(warm.makespan)
+    quantum = quantum_ns
+    if quantum is None:
+        quantum = exact_quantum(instance, warm.makespan, deadline) or default_quantum(warm.makespan)
     horizon = math.ceil(warm.makespan / quantum) + 1  # rounded-down durations: the warm start fits
     model = CpsatModel(instance, quantum, horizon, deadline)
     model.model.add(model.makespan >= model.floor(lower_bound))
@@ -463,7 +527,7 @@ def solve_cpsat(
     bound = None
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         # the rounded-down model is a relaxation: its bound in quanta bounds the exact problem
-        bound = max(0.0, solver.best_objective_bound * quantum * (1 - 1e-12))
+        bound = max(0.0, solver.best_objective_bound * quantum * (1 - BOUND_MARGIN))
     stats = SolverStats(
         solver_status=solver.status_name(code),
         branches=solver.num_branches,

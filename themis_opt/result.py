@@ -66,7 +66,7 @@ class SolverStats:
     wall_time_s
         CP-SAT's wall time.
     quantum_ns
-        The time quantum durations were rounded up to.
+        The time quantum CP-SAT rounded times down to.
     """
 
     solver_status: str

@@ -1,0 +1,50 @@
+"""The assignment search: valid, never worse than its starts, the same for the same seed."""
+
+from __future__ import annotations
+
+from themis_opt.budget import Deadline
+from themis_opt.instance import Collective, Dimension, Instance, Network
+from themis_opt.localsearch import improve_assignment
+from themis_opt.policies import baseline_orders, themis_orders
+from themis_opt.simulator import simulate
+from themis_opt.validator import validate
+
+MIB = 2**20
+
+
+def _three_dims(chunks: int = 8) -> Instance:
+    network = Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in zip([4, 8, 4], [200.0, 100.0, 50.0])))
+    return Instance(network, (Collective("all_reduce", 256 * MIB, chunks),))
+
+
+def test_never_worse_than_a_start_and_valid(instance: Instance) -> None:
+    starts = [baseline_orders(instance), themis_orders(instance)]
+    found = improve_assignment(instance, starts, seed=1, evaluations=60)
+    assert found is not None
+    assert validate(instance, found) == []
+    for orders in starts:
+        for intra in ("fifo", "scf"):
+            assert found.makespan <= simulate(instance, orders, intra).makespan
+
+
+def test_same_seed_same_schedule() -> None:
+    instance = _three_dims()
+    starts = [themis_orders(instance)]
+    one = improve_assignment(instance, starts, seed=7, evaluations=80)
+    two = improve_assignment(instance, starts, seed=7, evaluations=80)
+    assert one is not None and two is not None
+    assert one == two
+
+
+def test_rearranging_beats_the_baseline_order() -> None:
+    # one order for every chunk is the baseline; the search finds better assignments
+    instance = _three_dims()
+    start = baseline_orders(instance)
+    found = improve_assignment(instance, [start], seed=0, evaluations=200)
+    assert found is not None
+    assert found.makespan < min(simulate(instance, start, intra).makespan for intra in ("fifo", "scf"))
+
+
+def test_an_expired_deadline_times_nothing() -> None:
+    instance = _three_dims()
+    assert improve_assignment(instance, [themis_orders(instance)], deadline=Deadline.after(-1.0)) is None
