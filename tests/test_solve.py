@@ -134,3 +134,27 @@ def test_method_registry_drives_solve(worked: Instance) -> None:
             assert result.intra == method.default_intra.value
         # cheap methods compute no solver bound unless given one
         assert (result.bounds.ip is not None) == method.load_bounds
+
+
+@pytest.mark.parametrize("case", ["small-exact-s1-008", "4d-6-chunks"])
+def test_a_short_run_never_claims_what_a_long_run_disproves(case: str) -> None:
+    # every bound of either run is at most every makespan of both; an optimal claim matches the other run
+    from themis_opt.io import load_instance
+    from themis_opt.suites import suite_folder
+
+    from .conftest import four_dims
+
+    if case == "4d-6-chunks":
+        instance = four_dims(size=64 * 2**20, chunks=6)
+    else:
+        instance = load_instance(suite_folder("exact") / f"{case}.json")
+    short = solve(instance, "cpsat", time_limit=1.5, workers=2, seed=0)
+    long = solve(instance, "cpsat", time_limit=15, workers=2, seed=1)
+    for one, other in ((short, long), (long, short)):
+        assert one.makespan is not None and other.makespan is not None
+        for bound in one.bounds.as_dict().values():
+            if bound is not None:
+                assert bound <= other.makespan * (1 + 1e-9)
+        if one.status == "optimal":
+            assert one.makespan <= other.makespan + one.tolerance_ns  # type: ignore[operator]
+        assert validate(instance, one.schedule) == []  # type: ignore[arg-type]
