@@ -304,13 +304,11 @@ def _load_model(
     backend: str,
     *,
     integer: bool,
-    floor_ns: float = 0.0,
     deadline: Deadline | None = None,
 ) -> tuple[pywraplp.Solver, dict[tuple[ChunkClass, tuple[int, ...]], pywraplp.Variable]]:
     """The load-bound program in microseconds since the earliest issue time
     (well-scaled for the solvers, and the solvers' relative tolerance applies
-    to the span, not to absolute time); ``floor_ns`` is a known lower bound
-    on its optimum, in absolute ns. Building it checks ``deadline`` (raising
+    to the span, not to absolute time). Building it checks ``deadline`` (raising
     :class:`OutOfTime`): on many dimensions the program alone takes seconds.
     """
     deadline = deadline or Deadline()
@@ -322,7 +320,7 @@ def _load_model(
     if solver is None:  # pragma: no cover - both backends ship with ortools
         raise RuntimeError(f"OR-Tools has no {backend} backend")
     us = 1e-3
-    makespan = solver.NumVar(max(0.0, floor_ns - origin) * us, solver.infinity(), "makespan")
+    makespan = solver.NumVar(0.0, solver.infinity(), "makespan")
     x = {}
     for i, cls in enumerate(instance.chunk_classes):
         deadline.check("load bound model")
