@@ -129,3 +129,79 @@ def test_exact_quantum_cpsat_proves_the_brute_force_optimum(name: str) -> None:
     assert result.makespan == pytest.approx(optimum, rel=1e-9)
     assert result.lower_bound <= optimum * (1 + 1e-12)
     assert validate(tiny, result.schedule) == []
+
+
+def _counts_of(instance: Instance, orders: dict[tuple[int, int], tuple[int, ...]]) -> dict[object, dict[object, int]]:
+    counts: dict[object, dict[object, int]] = {}
+    for cls in instance.chunk_classes:
+        for k in cls.chunks:
+            order = orders[(cls.collective, k)]
+            counts.setdefault(cls, {})[order] = counts.get(cls, {}).get(order, 0) + 1
+    return counts
+
+
+def test_fixed_counts_restrict_the_orders_and_claim_nothing(tiny: Instance) -> None:
+    # the restriction's solutions have exactly the counts asked for; its status and bound are not the problem's
+    import time
+
+    from themis_opt.budget import Deadline
+    from themis_opt.cpsat import solve_cpsat
+
+    order = tiny.orders[0][-1]  # every chunk on the last order (not the baseline's where there are two)
+    counts = {cls: {order: len(cls.chunks)} for cls in tiny.chunk_classes}
+    one_order = simulate(tiny, dict.fromkeys(tiny.chunk_ids, order), "fifo")
+    quantum = default_quantum(one_order.makespan)
+    model = CpsatModel(tiny, quantum, math.ceil(one_order.makespan / quantum) + 1)
+    model.fix_counts(counts)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_time_in_seconds = 20
+    assert solver.solve(model.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    schedule = model.extract(solver.value)
+    assert validate(tiny, schedule) == []
+    assert set(schedule.orders.values()) == {order}
+
+    warm = simulate(tiny, themis_orders(tiny), "scf")
+    outcome = solve_cpsat(
+        tiny,
+        warm,
+        deadline=Deadline.after(10),
+        workers=1,
+        seed=0,
+        quantum_ns=None,
+        log=False,
+        t0=time.perf_counter(),
+        counts=counts,
+    )
+    assert outcome.bound is None
+    assert outcome.status in ("feasible", "no_solution")
+    assert validate(tiny, outcome.schedule) == []
+    assert outcome.schedule.makespan <= warm.makespan
+    if outcome.schedule.makespan < warm.makespan:  # found by the restriction
+        assert set(outcome.schedule.orders.values()) == {order}
+
+
+def test_the_counts_fixed_stage_keeps_the_load_programs_counts() -> None:
+    # solve's counts-fixed stage: what it returns is valid and has fill-and-drain's counts exactly
+    import time
+
+    from themis_opt.bounds import compute_bounds, integer_load_bound
+    from themis_opt.budget import Deadline
+    from themis_opt.instance import Collective, Dimension, Network
+    from themis_opt.solve import _counts_fixed
+
+    dims = zip([4, 8, 4], [200.0, 100.0, 50.0])
+    network = Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in dims))
+    instance = Instance(network, (Collective("all_reduce", 2**28, 8),))
+    memo: dict = {}
+    bounds = compute_bounds(instance, memo=memo)
+    fd = integer_load_bound(instance, fill_drain=True, memo=memo)
+    assert fd is not None
+    warm = simulate(instance, themis_orders(instance), "scf")
+    outcome = _counts_fixed(instance, warm, bounds, Deadline.after(20), 1, 0, None, False, time.perf_counter(), memo)
+    assert outcome is not None and outcome.bound is None
+    assert validate(instance, outcome.schedule) == []
+    assert bounds.best <= outcome.schedule.makespan < warm.makespan  # one worker: the same search every run
+    assert _counts_of(instance, outcome.schedule.orders) == {
+        cls: {o: n for o, n in by_order.items() if n} for cls, by_order in fd.counts.items()
+    }

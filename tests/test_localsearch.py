@@ -48,3 +48,15 @@ def test_rearranging_beats_the_baseline_order() -> None:
 def test_an_expired_deadline_times_nothing() -> None:
     instance = _three_dims()
     assert improve_assignment(instance, [themis_orders(instance)], deadline=Deadline.after(-1.0)) is None
+
+
+def test_keep_counts_only_rearranges() -> None:
+    from collections import Counter
+
+    instance = _three_dims()
+    start = themis_orders(instance)
+    found = improve_assignment(instance, [start], seed=3, evaluations=80, keep_counts=True)
+    assert found is not None
+    assert validate(instance, found) == []
+    assert Counter(found.orders.values()) == Counter(start.values())
+    assert found.makespan <= simulate(instance, start, "scf").makespan

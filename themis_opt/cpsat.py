@@ -47,7 +47,7 @@ from themis_opt.bounds import collective_releases
 from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
 from themis_opt.cost import PhaseSpec, chunk_phases, phase_plan_of
 from themis_opt.errors import InputError
-from themis_opt.instance import Collective, Instance, Op
+from themis_opt.instance import ChunkClass, Collective, Instance, Op
 from themis_opt.result import SolverStats, Status, optimality_tolerance
 from themis_opt.schedule import ChunkSchedule, Schedule
 from themis_opt.simulator import compute_sequence_of, left_shift, retime, sequences_of
@@ -353,6 +353,14 @@ class CpsatModel:
     def _objective(self) -> None:
         self.model.minimize(self.makespan)
 
+    def fix_counts(self, counts: Mapping[ChunkClass, Mapping[Order, int]]) -> None:
+        """Restrict the model: exactly ``counts[cls][order]`` chunks of each class take each order."""
+        index = {cid: i for i, cid in enumerate(self.instance.chunk_ids)}
+        for cls in self.instance.chunk_classes:
+            for order in self.instance.orders[cls.collective]:
+                lits = [self.lits[index[(cls.collective, k)]][order] for k in cls.chunks]
+                self.model.add(sum(lits) == counts[cls].get(order, 0))
+
     # --------------------------------------------------- hint and extraction
 
     def hint(self, schedule: Schedule) -> None:
@@ -466,6 +474,7 @@ def solve_cpsat(
     log: bool,
     t0: float,
     lower_bound: float = 0.0,
+    counts: Mapping[ChunkClass, Mapping[Order, int]] | None = None,
 ) -> CpsatOutcome:
     """Minimise the makespan with CP-SAT from a complete warm start.
 
@@ -490,6 +499,14 @@ def solve_cpsat(
         A proven lower bound on the exact makespan. It bounds the quantised
         makespan from below too (rounded durations are only longer), and the
         search stops once a solution meets it within the optimality tolerance.
+    counts
+        Solve a restriction instead: exactly ``counts[cls][order]`` chunks of
+        each class take each order (e.g. a load program's optimal counts,
+        which, when that program's bound is tight, some optimal schedule
+        has). ``warm`` is then not hinted (its counts may differ; the search
+        finds its own first solution) and only bounds the horizon; the
+        outcome's schedule is valid, but its status is never ``optimal`` and
+        it has no bound (both would be of the restriction).
 
     Raises
     ------
@@ -502,7 +519,10 @@ def solve_cpsat(
     horizon = math.ceil(warm.makespan / quantum) + 1  # rounded-down durations: the warm start fits
     model = CpsatModel(instance, quantum, horizon, deadline)
     model.model.add(model.makespan >= model.floor(lower_bound))
-    model.hint(warm)
+    if counts is None:
+        model.hint(warm)
+    else:
+        model.fix_counts(counts)
     # keep a little of the budget for the last solution's re-timing and the result
     search_time = deadline.remaining() * 0.9 - 0.1
     if search_time <= 0:
@@ -525,7 +545,9 @@ def solve_cpsat(
     code = run_interruptibly(lambda: solver.solve(model.model, recorder), solver.stop_search)
     status = _STATUS[code]
     bound = None
-    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if counts is not None:  # the restriction's status and bound say nothing of the problem
+        status = Status.FEASIBLE if recorder.solutions else Status.NO_SOLUTION
+    elif code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         # the rounded-down model is a relaxation: its bound in quanta bounds the exact problem
         bound = max(0.0, solver.best_objective_bound * quantum * (1 - BOUND_MARGIN))
     stats = SolverStats(

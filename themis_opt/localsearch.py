@@ -15,6 +15,9 @@ The search:
 2. descent from the best: swap the orders of two chunks of one class, or give
    one chunk another order, keeping a move that is no worse.
 
+With ``keep_counts`` only swaps are made: every schedule keeps the number of
+chunks of each class on each order that its start has.
+
 It draws from ``random.Random(seed)`` and stops after ``evaluations``
 simulations (or at the deadline), so with time to spare the same call gives
 the same schedule.
@@ -34,7 +37,7 @@ from themis_opt.simulator import Orders, simulate
 
 logger = logging.getLogger(__name__)
 
-EVALUATIONS = 600  # simulations per search: half restarts, half descent
+EVALUATIONS = 2400  # simulations per search: half restarts, half descent
 
 
 def improve_assignment(
@@ -44,6 +47,7 @@ def improve_assignment(
     seed: int = 0,
     evaluations: int = EVALUATIONS,
     deadline: Deadline | None = None,
+    keep_counts: bool = False,
 ) -> Schedule | None:
     """The best schedule found by rearranging and changing chunks' orders.
 
@@ -62,6 +66,9 @@ def improve_assignment(
         How many simulations the search may run.
     deadline
         When to stop with the best so far.
+    keep_counts
+        Only rearrange: every schedule timed has the order counts of the
+        start it came from (shuffles and swaps; no order is replaced).
 
     Returns
     -------
@@ -72,6 +79,8 @@ def improve_assignment(
     deadline = deadline or Deadline()
     rng = random.Random(seed)
     classes = [cls for cls in instance.chunk_classes if instance.order_count(cls.collective) > 1]
+    if keep_counts:  # a class of one chunk has nothing to swap with
+        classes = [cls for cls in classes if len(cls.chunks) > 1]
     known = {cls: sorted({start[(cls.collective, k)] for start in starts for k in cls.chunks}) for cls in classes}
     best: tuple[Schedule, Orders, Intra] | None = None
     used = 0
@@ -109,7 +118,7 @@ def improve_assignment(
             candidate = dict(current)
             cls = rng.choice(classes)
             a = rng.choice(cls.chunks)
-            if len(cls.chunks) > 1 and rng.random() < 0.6:
+            if len(cls.chunks) > 1 and (keep_counts or rng.random() < 0.6):
                 b = rng.choice(cls.chunks)
                 key_a, key_b = (cls.collective, a), (cls.collective, b)
                 candidate[key_a], candidate[key_b] = candidate[key_b], candidate[key_a]
