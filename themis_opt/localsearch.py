@@ -11,7 +11,7 @@ The search:
 
 1. restarts: the orders of every chunk class are shuffled over its chunks
    (starting from each given assignment in turn) and timed with fifo and
-   scf;
+   scf, for half the simulations (or half the time, if that is shorter);
 2. descent from the best: swap the orders of two chunks of one class, or give
    one chunk another order, keeping a move that is no worse.
 
@@ -100,7 +100,10 @@ def improve_assignment(
         if not classes:
             return None if best is None else best[0]
         n = 0
-        while used < evaluations // 2:
+        # restarts take half the simulations, or half the time when that runs out first: the descent
+        # from the best restart is where most of the improvement comes from
+        halfway = deadline.share(0.5)
+        while used < evaluations // 2 and not halfway.expired():
             orders = dict(starts[n % len(starts)])
             n += 1
             for cls in classes:

@@ -29,6 +29,13 @@ logger = logging.getLogger(__name__)
 MAX_CPSAT_ORDER_LITERALS = 100_000  # chunks x orders per chunk
 MAX_CPSAT_PHASES = 20_000
 COUNTS_FIXED_SHARE = 0.45  # of the time left after the warm starts: CP-SAT with the load program's counts fixed
+# Above this many phases CP-SAT rarely improves the assignment search's schedule (on 8 all-reduces of
+# 16 chunks, 1,024 phases, neither the full nor the counts-fixed model found one better in 270 s), so
+# the search gets most of the time and the counts-fixed stage is skipped.
+SEARCH_FIRST_PHASES = 512
+# and above this many order literals (chunks x orders) building a second model costs more than the
+# counts-fixed stage can win (6 dimensions, 32 chunks: 23,040 literals, seconds to build)
+COUNTS_FIXED_LITERALS = 4_096
 
 
 def available_workers() -> int:
@@ -285,7 +292,9 @@ def _solve_cpsat(
         return _result(instance, "cpsat", None, best, bounds, t0, trajectory=trajectory, note=note)
     from themis_opt.cpsat import solve_cpsat  # CP-SAT is imported only when it runs
 
-    fixed = _counts_fixed(instance, warm, bounds, deadline, workers, seed, quantum_ns, log, t0, memo)
+    fixed = None
+    if instance.num_phases <= SEARCH_FIRST_PHASES and size <= COUNTS_FIXED_LITERALS:
+        fixed = _counts_fixed(instance, warm, bounds, deadline, workers, seed, quantum_ns, log, t0, memo)
     if fixed is not None and fixed.schedule.makespan < warm.makespan:
         warm = fixed.schedule
         trajectory += fixed.trajectory[1:]
@@ -343,6 +352,8 @@ def _counts_fixed(
     """
     from themis_opt.cpsat import solve_cpsat
 
+    if COUNTS_FIXED_SHARE <= 0:  # switched off (bench/exact_seeds.py compares)
+        return None
     share = deadline.share(COUNTS_FIXED_SHARE)
     counts = integer_load_bound(instance, fill_drain=True, deadline=share.share(0.1), memo=memo)
     if counts is None:
@@ -366,11 +377,12 @@ def _counts_fixed(
 
 def _arranged(instance: Instance, warm: Schedule, seed: int, deadline: Deadline, memo: Memo) -> Schedule:
     """``warm`` or better: the assignment search from its orders and from the
-    fill-and-drain counts spread evenly, in a quarter of the time left.
+    fill-and-drain counts spread evenly, in a quarter of the time left (three
+    quarters above ``SEARCH_FIRST_PHASES`` phases).
     """
     from themis_opt.localsearch import improve_assignment
 
-    share = deadline.share(0.25)
+    share = deadline.share(0.25 if instance.num_phases <= SEARCH_FIRST_PHASES else 0.75)
     starts: list[Orders] = [warm.orders]
     counts = integer_load_bound(instance, fill_drain=True, deadline=share.share(0.1), memo=memo)
     if counts is not None:
