@@ -60,3 +60,15 @@ def test_keep_counts_only_rearranges() -> None:
     assert validate(instance, found) == []
     assert Counter(found.orders.values()) == Counter(start.values())
     assert found.makespan <= simulate(instance, start, "scf").makespan
+
+
+def test_stops_once_it_meets_the_target() -> None:
+    # a target met by the first schedule timed ends the search there, though better ones exist
+    instance = _three_dims()
+    start = baseline_orders(instance)
+    first = simulate(instance, start, "fifo")
+    searched = improve_assignment(instance, [start], seed=0, evaluations=80)
+    stopped = improve_assignment(instance, [start], seed=0, evaluations=80, target=first.makespan)
+    assert searched is not None and stopped is not None
+    assert searched.makespan < first.makespan
+    assert stopped == first

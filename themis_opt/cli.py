@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help=f"comma-separated, from {', '.join(VARIANTS)} (default: all)",
     )
-    _solver_options(p, 5.0, "each method (and the bounds) may take on each instance")
+    _solver_options(p, 5.0, "each method (and the bounds) on each instance")
     p.add_argument("--jobs", type=_int_in("--jobs", 1, 256), default=1, help="instances run in parallel")
     p.add_argument("--out", help="append each finished instance to this JSON-lines file (never erased)")
     p.add_argument("--resume", action="store_true", help="skip instances already in --out (matched by content)")

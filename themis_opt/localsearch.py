@@ -32,12 +32,17 @@ from collections.abc import Sequence
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.instance import Instance
 from themis_opt.methods import Intra
+from themis_opt.result import is_proven
 from themis_opt.schedule import Schedule
 from themis_opt.simulator import Orders, simulate
 
 logger = logging.getLogger(__name__)
 
 EVALUATIONS = 2400  # simulations per search: half restarts, half descent
+
+
+class _Optimal(Exception):
+    """A schedule met the target bound: the search is over."""
 
 
 def improve_assignment(
@@ -48,6 +53,7 @@ def improve_assignment(
     evaluations: int = EVALUATIONS,
     deadline: Deadline | None = None,
     keep_counts: bool = False,
+    target: float | None = None,
 ) -> Schedule | None:
     """The best schedule found by rearranging and changing chunks' orders.
 
@@ -69,6 +75,9 @@ def improve_assignment(
     keep_counts
         Only rearrange: every schedule timed has the order counts of the
         start it came from (shuffles and swaps; no order is replaced).
+    target
+        A proven lower bound: the search stops as soon as a schedule meets it
+        (within the optimality tolerance), as nothing can be better.
 
     Returns
     -------
@@ -84,6 +93,7 @@ def improve_assignment(
     known = {cls: sorted({start[(cls.collective, k)] for start in starts for k in cls.chunks}) for cls in classes}
     best: tuple[Schedule, Orders, Intra] | None = None
     used = 0
+    origin = min(task.issue_ns for task in instance.tasks)
 
     def time_it(orders: Orders, policy: Intra) -> Schedule:
         nonlocal best, used
@@ -91,6 +101,8 @@ def improve_assignment(
         schedule = simulate(instance, orders, policy, deadline)
         if best is None or schedule.makespan < best[0].makespan:
             best = (schedule, orders, policy)
+            if target is not None and is_proven(schedule.makespan, target, origin):
+                raise _Optimal
         return schedule
 
     try:
@@ -136,7 +148,7 @@ def improve_assignment(
             makespan = time_it(candidate, policy).makespan
             if makespan <= current_makespan:
                 current, current_makespan = candidate, makespan
-    except OutOfTime:
+    except (OutOfTime, _Optimal):
         pass
     if best is None:
         return None

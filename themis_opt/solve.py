@@ -263,7 +263,7 @@ def _solve_cpsat(
         return _result(instance, "cpsat", None, None, bounds, t0, note=note)
     trajectory: tuple[tuple[float, float], ...] = ((time.perf_counter() - t0, warm.makespan),)
     if not is_proven(warm.makespan, bounds.best, origin_ns(instance)):
-        warm = _arranged(instance, warm, seed, deadline, memo)
+        warm = _arranged(instance, warm, seed, deadline, memo, bounds.best)
         trajectory += ((time.perf_counter() - t0, warm.makespan),)
     if is_proven(warm.makespan, bounds.best, origin_ns(instance)):
         logger.info("warm start meets the lower bound: CP-SAT not needed")
@@ -375,10 +375,11 @@ def _counts_fixed(
         return None
 
 
-def _arranged(instance: Instance, warm: Schedule, seed: int, deadline: Deadline, memo: Memo) -> Schedule:
+def _arranged(instance: Instance, warm: Schedule, seed: int, deadline: Deadline, memo: Memo, target: float) -> Schedule:
     """``warm`` or better: the assignment search from its orders and from the
     fill-and-drain counts spread evenly, in a quarter of the time left (three
-    quarters above ``SEARCH_FIRST_PHASES`` phases).
+    quarters above ``SEARCH_FIRST_PHASES`` phases); it stops once it meets
+    the lower bound ``target``.
     """
     from themis_opt.localsearch import improve_assignment
 
@@ -387,7 +388,7 @@ def _arranged(instance: Instance, warm: Schedule, seed: int, deadline: Deadline,
     counts = integer_load_bound(instance, fill_drain=True, deadline=share.share(0.1), memo=memo)
     if counts is not None:
         starts.append(spread_orders(instance, counts.counts))
-    found = improve_assignment(instance, starts, seed=seed, deadline=share)
+    found = improve_assignment(instance, starts, seed=seed, deadline=share, target=target)
     return found if found is not None and found.makespan < warm.makespan else warm
 
 
