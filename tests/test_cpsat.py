@@ -183,10 +183,11 @@ def test_fixed_counts_restrict_the_orders_and_claim_nothing(tiny: Instance) -> N
 
 def test_the_counts_fixed_stage_keeps_the_load_programs_counts() -> None:
     # solve's counts-fixed stage: what it returns is valid and has fill-and-drain's counts exactly
-    import time
+    import functools
 
     from themis_opt.bounds import compute_bounds, integer_load_bound
     from themis_opt.budget import Deadline
+    from themis_opt.cpsat import solve_cpsat
     from themis_opt.instance import Collective, Dimension, Network
     from themis_opt.solve import _counts_fixed
 
@@ -198,7 +199,10 @@ def test_the_counts_fixed_stage_keeps_the_load_programs_counts() -> None:
     fd = integer_load_bound(instance, fill_drain=True, memo=memo)
     assert fd is not None
     warm = simulate(instance, themis_orders(instance), "scf")
-    outcome = _counts_fixed(instance, warm, bounds, Deadline.after(20), 1, 0, None, False, time.perf_counter(), memo)
+    run = functools.partial(
+        solve_cpsat, instance, workers=1, seed=0, quantum_ns=None, log=False, t0=0.0, lower_bound=bounds.best
+    )
+    outcome = _counts_fixed(instance, warm, Deadline.after(20), memo, run)
     assert outcome is not None and outcome.bound is None
     assert validate(instance, outcome.schedule) == []
     assert bounds.best <= outcome.schedule.makespan < warm.makespan  # one worker: the same search every run

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import math
 import os
@@ -292,9 +293,19 @@ def _solve_cpsat(
         return _result(instance, "cpsat", None, best, bounds, t0, trajectory=trajectory, note=note)
     from themis_opt.cpsat import solve_cpsat  # CP-SAT is imported only when it runs
 
+    run = functools.partial(
+        solve_cpsat,
+        instance,
+        workers=workers,
+        seed=seed,
+        quantum_ns=quantum_ns,
+        log=log,
+        t0=t0,
+        lower_bound=bounds.best,
+    )
     fixed = None
     if instance.num_phases <= SEARCH_FIRST_PHASES and size <= COUNTS_FIXED_LITERALS:
-        fixed = _counts_fixed(instance, warm, bounds, deadline, workers, seed, quantum_ns, log, t0, memo)
+        fixed = _counts_fixed(instance, warm, deadline, memo, run)
     if fixed is not None and fixed.schedule.makespan < warm.makespan:
         warm = fixed.schedule
         trajectory += fixed.trajectory[1:]
@@ -302,17 +313,7 @@ def _solve_cpsat(
             logger.info("the counts-fixed search meets the lower bound: the full model is not needed")
             return _result(instance, "cpsat", None, warm, bounds, t0, stats=fixed.stats, trajectory=trajectory)
     try:
-        outcome = solve_cpsat(
-            instance,
-            warm,
-            deadline=deadline,
-            workers=workers,
-            seed=seed,
-            quantum_ns=quantum_ns,
-            log=log,
-            t0=t0,
-            lower_bound=bounds.best,
-        )
+        outcome = run(warm, deadline=deadline)
     except OutOfTime:
         note = "cpsat: out of time while building the model: the best heuristic schedule is returned"
         return _result(instance, "cpsat", None, warm, bounds, t0, trajectory=trajectory, note=note)
@@ -329,18 +330,10 @@ def _solve_cpsat(
 
 
 def _counts_fixed(
-    instance: Instance,
-    warm: Schedule,
-    bounds: Bounds,
-    deadline: Deadline,
-    workers: int,
-    seed: int,
-    quantum_ns: float | None,
-    log: bool,
-    t0: float,
-    memo: Memo,
+    instance: Instance, warm: Schedule, deadline: Deadline, memo: Memo, run: Callable[..., CpsatOutcome]
 ) -> CpsatOutcome | None:
-    """CP-SAT on the restriction to the fill-and-drain program's order counts,
+    """CP-SAT (``run``: :func:`~themis_opt.cpsat.solve_cpsat` with the call's
+    options) on the restriction to the fill-and-drain program's order counts,
     in ``COUNTS_FIXED_SHARE`` of the time left; ``None`` when there are no
     counts or no time.
 
@@ -350,8 +343,6 @@ def _counts_fixed(
     the 4D instances of ``bench/exact_scale.py`` it often meets the bound in
     seconds where the full model, hinted with the best heuristic, did not.
     """
-    from themis_opt.cpsat import solve_cpsat
-
     if COUNTS_FIXED_SHARE <= 0:  # switched off (bench/exact_seeds.py compares)
         return None
     share = deadline.share(COUNTS_FIXED_SHARE)
@@ -359,18 +350,7 @@ def _counts_fixed(
     if counts is None:
         return None
     try:
-        return solve_cpsat(
-            instance,
-            warm,
-            deadline=share,
-            workers=workers,
-            seed=seed,
-            quantum_ns=quantum_ns,
-            log=log,
-            t0=t0,
-            lower_bound=bounds.best,
-            counts=counts.counts,
-        )
+        return run(warm, deadline=share, counts=counts.counts)
     except OutOfTime:
         return None
 
