@@ -65,6 +65,9 @@ def test_deadline_shares_and_checks() -> None:
         past.check("stage")
     later = Deadline.after(10.0)
     assert later.share(0.5).remaining() <= later.remaining() / 2 + 1e-3
+    assert 1.0 < later.cap(2.0).remaining() <= 2.0  # the earlier of the two
+    assert later.cap(60.0).at == later.at
+    assert Deadline().cap(3.0).remaining() <= 3.0  # a cap bounds even an unlimited call
 
 
 def test_a_bound_out_of_time_is_not_computed() -> None:

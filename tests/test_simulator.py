@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from themis_opt.budget import Deadline
 from themis_opt.errors import InputError
 from themis_opt.instance import Collective, Dimension, Instance, Network
+from themis_opt.methods import Intra
 from themis_opt.policies import baseline_orders, themis_orders
 from themis_opt.schedule import Schedule
-from themis_opt.simulator import ScfQueue, retime, sequences_of, simulate
+from themis_opt.simulator import PhaseMemo, ScfQueue, retime, sequences_of, simulate, simulate_makespan
 from themis_opt.validator import critical_path, validate
 
-from .conftest import heuristic_schedules
+from .conftest import heuristic_schedules, load
 
 
 def test_worked_example_makespans(worked: Instance) -> None:
@@ -112,37 +116,63 @@ def test_simulate_rejects_bad_orders(worked: Instance) -> None:
         simulate(worked, orders)
 
 
-def _naive(ops: list[tuple[str, float]]) -> list[int]:
-    """ASTRA-sim's list insertion, literally: scan to the first item >= key."""
-    queue: list[tuple[float, int]] = []
+Op3 = tuple[str, float, int]
+
+
+def _naive(ops: list[Op3]) -> list[int]:
+    """ASTRA-sim's list insertion, literally: scan to the first item >= key
+    (or, for an all-to-all, to the first of lower rank).
+    """
+    queue: list[tuple[float, int, int]] = []
     popped = []
-    for item, (op, key) in enumerate(ops):
+    for item, (op, key, rank) in enumerate(ops):
         if op == "pop":
             if queue:
-                popped.append(queue.pop(0)[1])
+                popped.append(queue.pop(0)[2])
         elif op == "tail":
-            queue.append((key, item))
+            queue.append((key, rank, item))
+        elif op == "insert":
+            at = next((i for i, (k, _, _) in enumerate(queue) if k >= key), len(queue))
+            queue.insert(at, (key, rank, item))
         else:
-            at = next((i for i, (k, _) in enumerate(queue) if k >= key), len(queue))
-            queue.insert(at, (key, item))
-    return popped + [item for _, item in queue]
+            at = next((i for i, (_, r, _) in enumerate(queue) if r < rank), len(queue))
+            queue.insert(at, (key, rank, item))
+    return popped + [item for _, _, item in queue]
 
 
-@given(st.lists(st.tuples(st.sampled_from(["insert", "insert", "tail", "pop"]), st.integers(1, 6).map(float))))
-def test_scf_queue_matches_the_literal_list(ops: list[tuple[str, float]]) -> None:
+def _queued(ops: list[Op3]) -> list[int]:
     queue = ScfQueue()
     popped = []
-    for item, (op, key) in enumerate(ops):
+    for item, (op, key, rank) in enumerate(ops):
         if op == "pop":
             if len(queue):
                 popped.append(queue.pop())
         elif op == "tail":
-            queue.append(key, item)
+            queue.append(key, item, rank)
+        elif op == "insert":
+            queue.insert_before_ge(key, item, rank)
         else:
-            queue.insert_before_ge(key, item)
+            queue.insert_before_lower_rank(rank, key, item)
     while len(queue):
         popped.append(queue.pop())
-    assert popped == _naive(ops)
+    return popped
+
+
+OPS = st.sampled_from(["insert", "insert", "tail", "pop", "rank"])
+
+
+@given(st.lists(st.tuples(OPS, st.integers(1, 6).map(float), st.integers(0, 3))))
+def test_scf_queue_matches_the_literal_list(ops: list[Op3]) -> None:
+    assert _queued(ops) == _naive(ops)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_long_scf_queues_match_the_literal_list(seed: int) -> None:
+    # hundreds of items: blocks fill, split and empty
+    rng = random.Random(seed)
+    kinds = ["insert", "insert", "tail", "pop", "rank"] if seed % 2 else ["insert", "tail", "tail"]
+    ops = [(rng.choice(kinds), float(rng.randint(1, 40)), rng.randint(0, 3)) for _ in range(rng.randint(100, 600))]
+    assert _queued(ops) == _naive(ops)
 
 
 def test_scf_queue_pop_empty() -> None:
@@ -153,3 +183,20 @@ def test_scf_queue_pop_empty() -> None:
 def test_simulation_is_deterministic(instance: Instance) -> None:
     first = simulate(instance, themis_orders(instance), "scf")
     assert simulate(instance, themis_orders(instance), "scf") == first
+
+
+@pytest.mark.parametrize("name", ["worked", "three_dim", "mixed", "tiny_ag", "graph_2l2p"])
+def test_makespan_only_runs_match_simulate(name: str) -> None:
+    instance = load(name)
+    rng = random.Random(7)
+    memo: PhaseMemo = {}  # one memo across every run, as the assignment search keeps it
+    for _ in range(6):
+        orders = {
+            (c, k): tuple(rng.sample(instance.active_dims[c], len(instance.active_dims[c])))
+            for c, k in instance.chunk_ids
+        }
+        for intra in Intra:
+            makespan, build = simulate_makespan(instance, orders, intra, Deadline(), memo)
+            schedule = simulate(instance, orders, intra)
+            assert makespan == schedule.makespan
+            assert build() == schedule

@@ -50,6 +50,10 @@ class Deadline:
             return self
         return Deadline(time.perf_counter() + fraction * self.remaining())
 
+    def cap(self, seconds: float) -> Deadline:
+        """The earlier of this deadline and the one ``seconds`` from now."""
+        return Deadline(min(self.at, time.perf_counter() + seconds))
+
     def expired(self) -> bool:
         """Whether the deadline has passed."""
         return time.perf_counter() >= self.at

@@ -27,18 +27,19 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.instance import Instance
 from themis_opt.methods import Intra
 from themis_opt.result import is_proven
 from themis_opt.schedule import Schedule
-from themis_opt.simulator import Orders, simulate
+from themis_opt.simulator import Orders, PhaseMemo, check_orders, simulate_makespan
 
 logger = logging.getLogger(__name__)
 
 EVALUATIONS = 2400  # simulations per search: half restarts, half descent
+RESTARTS = 0.5
 
 
 class _Optimal(Exception):
@@ -91,31 +92,36 @@ def improve_assignment(
     if keep_counts:  # a class of one chunk has nothing to swap with
         classes = [cls for cls in classes if len(cls.chunks) > 1]
     known = {cls: sorted({start[(cls.collective, k)] for start in starts for k in cls.chunks}) for cls in classes}
-    best: tuple[Schedule, Orders, Intra] | None = None
+    # the best makespan, how to build its schedule, its orders and policy
+    best: tuple[float, Callable[..., Schedule], Orders, Intra] | None = None
     used = 0
     origin = min(task.issue_ns for task in instance.tasks)
+    memo: PhaseMemo = {}
 
-    def time_it(orders: Orders, policy: Intra) -> Schedule:
+    def time_it(orders: Orders, policy: Intra) -> float:
         nonlocal best, used
+        deadline.check("assignment search")  # a small run checks no deadline of its own
         used += 1
-        schedule = simulate(instance, orders, policy, deadline)
-        if best is None or schedule.makespan < best[0].makespan:
-            best = (schedule, orders, policy)
-            if target is not None and is_proven(schedule.makespan, target, origin):
+        makespan, build = simulate_makespan(instance, orders, policy, deadline, memo)
+        if best is None or makespan < best[0]:
+            best = (makespan, build, orders, policy)
+            if target is not None and is_proven(makespan, target, origin):
                 raise _Optimal
-        return schedule
+        return makespan
 
+    for orders in starts:
+        check_orders(instance, orders)  # every later assignment rearranges these or draws valid orders
     try:
         for orders in starts:
             for policy in Intra:
                 time_it(dict(orders), policy)
         if not classes:
-            return None if best is None else best[0]
+            return None if best is None else best[1]()
         n = 0
         # restarts take half the simulations, or half the time when that runs out first: the descent
         # from the best restart is where most of the improvement comes from
         halfway = deadline.share(0.5)
-        while used < evaluations // 2 and not halfway.expired():
+        while used < evaluations * RESTARTS and not halfway.expired():
             orders = dict(starts[n % len(starts)])
             n += 1
             for cls in classes:
@@ -125,8 +131,7 @@ def improve_assignment(
             for policy in Intra:
                 time_it(orders, policy)
         assert best is not None
-        _, current, policy = best
-        current_makespan = best[0].makespan
+        current_makespan, _, current, policy = best
         for _ in range(4 * evaluations):  # moves that change nothing are drawn again, a bounded number of times
             if used >= evaluations:
                 break
@@ -145,12 +150,12 @@ def improve_assignment(
                 candidate[(cls.collective, a)] = tuple(dims)
             if candidate == current:
                 continue
-            makespan = time_it(candidate, policy).makespan
+            makespan = time_it(candidate, policy)
             if makespan <= current_makespan:
                 current, current_makespan = candidate, makespan
     except (OutOfTime, _Optimal):
         pass
     if best is None:
         return None
-    logger.info("assignment search: %d schedules timed, best %.3f ns (%s)", used, best[0].makespan, best[2].value)
-    return best[0]
+    logger.info("assignment search: %d schedules timed, best %.3f ns (%s)", used, best[0], best[3].value)
+    return best[1]()  # one schedule built, of thousands timed

@@ -30,6 +30,9 @@ logger = logging.getLogger(__name__)
 MAX_CPSAT_ORDER_LITERALS = 100_000  # chunks x orders per chunk
 MAX_CPSAT_PHASES = 20_000
 COUNTS_FIXED_SHARE = 0.45  # of the time left after the warm starts: CP-SAT with the load program's counts fixed
+# and at most this many seconds: where it meets the bound it mostly does within them (sw8x8x8 in
+# bench/exact_time.py: 0.6 s and 4.2 s, or not in 26 s, while the full model then proves in 1 s)
+COUNTS_FIXED_SECONDS = 5.0
 # Above this many phases CP-SAT rarely improves the assignment search's schedule (on 8 all-reduces of
 # 16 chunks, 1,024 phases, neither the full model in 270 s nor the counts-fixed one in 40 s found one), so
 # the search gets most of the time and the counts-fixed stage is skipped.
@@ -334,8 +337,8 @@ def _counts_fixed(
 ) -> CpsatOutcome | None:
     """CP-SAT (``run``: :func:`~themis_opt.cpsat.solve_cpsat` with the call's
     options) on the restriction to the fill-and-drain program's order counts,
-    in ``COUNTS_FIXED_SHARE`` of the time left; ``None`` when there are no
-    counts or no time.
+    in ``COUNTS_FIXED_SHARE`` of the time left and at most
+    ``COUNTS_FIXED_SECONDS``; ``None`` when there are no counts or no time.
 
     When that program's bound is tight, some optimal schedule has its counts
     (any schedule's counts cost at most its makespan in the program), and
@@ -345,7 +348,7 @@ def _counts_fixed(
     """
     if COUNTS_FIXED_SHARE <= 0:  # switched off (bench/exact_seeds.py compares)
         return None
-    share = deadline.share(COUNTS_FIXED_SHARE)
+    share = deadline.share(COUNTS_FIXED_SHARE).cap(COUNTS_FIXED_SECONDS)
     counts = integer_load_bound(instance, fill_drain=True, deadline=share.share(0.1), memo=memo)
     if counts is None:
         return None
