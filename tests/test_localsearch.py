@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from themis_opt.budget import Deadline
 from themis_opt.instance import Collective, Dimension, Instance, Network
-from themis_opt.localsearch import improve_assignment
+from themis_opt.localsearch import MIN_EVALUATIONS, default_evaluations, improve_assignment
 from themis_opt.policies import baseline_orders, themis_orders
 from themis_opt.simulator import simulate
 from themis_opt.validator import validate
@@ -72,3 +72,11 @@ def test_stops_once_it_meets_the_target() -> None:
     assert searched is not None and stopped is not None
     assert searched.makespan < first.makespan
     assert stopped == first
+
+
+def test_default_evaluations_grow_with_the_square_of_a_class() -> None:
+    assert default_evaluations(_three_dims(8)) == MIN_EVALUATIONS  # 56 ordered pairs, 560: the floor
+    assert default_evaluations(_three_dims(32)) == 10 * 32 * 31
+    network = _three_dims().network
+    two = Instance(network, tuple(Collective("all_reduce", 256 * MIB, 32, issue_ns=1e3 * i) for i in range(2)))
+    assert default_evaluations(two) == 2 * 10 * 32 * 31  # pairs within each class, none across

@@ -38,10 +38,21 @@ from themis_opt.simulator import Orders, PhaseMemo, check_orders, simulate_makes
 
 logger = logging.getLogger(__name__)
 
-# simulations per search: half restarts, half descent; the share of the time budget usually ends it first
-# (8 all-reduces of 16 chunks on 4D: 1.43% above the bound after 2,400 and 1.23% after 5,100 in 60 s)
-EVALUATIONS = 9600
-RESTARTS = 0.5
+# Simulations per search (half restarts, half descent): ten per ordered pair of interchangeable chunks, as
+# the swaps grow with the square of a class, and at least 2,400. On the 4D all-reduces of
+# bench/exact_scale.py, 16 chunks and 10 s: 10 of 15 runs proven with 2,400, 7 of 15 with 9,600
+# (the search takes time the counts-fixed stage needs); 32 chunks and 60 s: 9,600 did better on
+# all five (0.00-0.85% against 0.09-1.17%); 8 collectives of 16 chunks: the time share ends it.
+EVALUATIONS_PER_PAIR = 10
+MIN_EVALUATIONS = 2400
+
+
+def default_evaluations(instance: Instance) -> int:
+    """How many simulations a search of ``instance`` may run unless told:
+    ``EVALUATIONS_PER_PAIR`` per ordered pair of chunks of one class, at least ``MIN_EVALUATIONS``.
+    """
+    pairs = sum(len(cls.chunks) * (len(cls.chunks) - 1) for cls in instance.chunk_classes)
+    return max(MIN_EVALUATIONS, EVALUATIONS_PER_PAIR * pairs)
 
 
 class _Optimal(Exception):
@@ -53,7 +64,7 @@ def improve_assignment(
     starts: Sequence[Orders],
     *,
     seed: int = 0,
-    evaluations: int = EVALUATIONS,
+    evaluations: int | None = None,
     deadline: Deadline | None = None,
     keep_counts: bool = False,
     target: float | None = None,
@@ -72,7 +83,9 @@ def improve_assignment(
     seed
         Seed of the search's random choices.
     evaluations
-        How many simulations the search may run.
+        How many simulations the search may run; by default
+        ``EVALUATIONS_PER_PAIR`` per ordered pair of chunks of one class, at least
+        ``MIN_EVALUATIONS``.
     deadline
         When to stop with the best so far.
     keep_counts
@@ -89,6 +102,8 @@ def improve_assignment(
         before ``deadline``.
     """
     deadline = deadline or Deadline()
+    if evaluations is None:
+        evaluations = default_evaluations(instance)
     rng = random.Random(seed)
     classes = [cls for cls in instance.chunk_classes if instance.order_count(cls.collective) > 1]
     if keep_counts:  # a class of one chunk has nothing to swap with
@@ -123,7 +138,7 @@ def improve_assignment(
         # restarts take half the simulations, or half the time when that runs out first: the descent
         # from the best restart is where most of the improvement comes from
         halfway = deadline.share(0.5)
-        while used < evaluations * RESTARTS and not halfway.expired():
+        while used < evaluations // 2 and not halfway.expired():
             orders = dict(starts[n % len(starts)])
             n += 1
             for cls in classes:
