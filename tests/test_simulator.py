@@ -199,4 +199,6 @@ def test_makespan_only_runs_match_simulate(name: str) -> None:
             makespan, build = simulate_makespan(instance, orders, intra, Deadline(), memo)
             schedule = simulate(instance, orders, intra)
             assert makespan == schedule.makespan
-            assert build() == schedule
+            built = build()
+            assert built == schedule
+            assert validate(instance, built) == []
