@@ -97,3 +97,29 @@ def test_a_memo_shares_answers_cut_short_or_not() -> None:
     first = integer_load_bound(inst, fill_drain=True, deadline=Deadline.after(30.0), memo=memo)
     assert memo[(inst, True)] is first
     assert integer_load_bound(inst, fill_drain=True, memo=memo) is first
+
+
+def test_no_integer_program_when_integer_counts_reach_the_lp(monkeypatch: pytest.MonkeyPatch) -> None:
+    # graph_2l2p: the fill-and-drain program's counts cost the LP's value, so that is the integer
+    # optimum too and SCIP is not run; tiny_ar: they do not, and SCIP gives the integer bound
+    from collections import OrderedDict
+
+    import themis_opt.bounds as bounds_module
+
+    from .conftest import load
+
+    runs = []
+    plain = bounds_module._plain_program
+
+    def counted(*args: object) -> object:
+        runs.append(args)
+        return plain(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bounds_module, "_plain_program", counted)
+    monkeypatch.setattr(bounds_module, "_CACHE", OrderedDict())
+    skipped = compute_bounds(load("graph_2l2p"))
+    assert not runs and skipped.ip == skipped.lp
+    assert skipped.lp is not None and skipped.fill_drain is not None and skipped.lp <= skipped.fill_drain
+    solved = compute_bounds(load("tiny_ar"))
+    assert len(runs) == 1 and solved.ip is not None and solved.lp is not None
+    assert solved.ip >= solved.lp * (1 - 1e-9)

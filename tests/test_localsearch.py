@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+import pytest
+
 from themis_opt.budget import Deadline
 from themis_opt.instance import Collective, Dimension, Instance, Network
-from themis_opt.localsearch import MIN_EVALUATIONS, default_evaluations, improve_assignment
+from themis_opt.localsearch import (
+    ANNEALING,
+    DESCENT,
+    MIN_EVALUATIONS,
+    Strategy,
+    default_evaluations,
+    improve_assignment,
+    strategy_for,
+)
 from themis_opt.policies import baseline_orders, themis_orders
 from themis_opt.simulator import simulate
 from themis_opt.validator import validate
 
 MIB = 2**20
+NO_LIMITS: dict[str, Any] = {"deadline": Deadline(), "keep_counts": False, "target": None}
 
 
 def _three_dims(chunks: int = 8) -> Instance:
@@ -80,3 +95,89 @@ def test_default_evaluations_grow_with_the_square_of_a_class() -> None:
     network = _three_dims().network
     two = Instance(network, tuple(Collective("all_reduce", 256 * MIB, 32, issue_ns=1e3 * i) for i in range(2)))
     assert default_evaluations(two) == 2 * 10 * 32 * 31  # pairs within each class, none across
+
+
+def test_a_hot_search_still_returns_the_best_it_timed() -> None:
+    # at a high temperature the moves wander through worse assignments; what it returns is the best timed
+    instance = _three_dims()
+    start = themis_orders(instance)
+    hot = Strategy(restart_share=0.1, temperature=1.0)
+    found = improve_assignment(instance, [start], seed=2, evaluations=120, strategy=hot)
+    assert found is not None
+    assert validate(instance, found) == []
+    assert found.makespan <= min(simulate(instance, start, intra).makespan for intra in ("fifo", "scf"))
+
+
+def test_one_collective_descends_and_several_anneal() -> None:
+    instance = _three_dims()
+    assert strategy_for(instance) is DESCENT
+    coll = instance.collectives[0]
+    two = Instance(instance.network, (coll, Collective(coll.kind, coll.size_bytes, coll.chunks, issue_ns=1e5)))
+    assert strategy_for(two) is ANNEALING
+    start = [baseline_orders(two)]
+    assert improve_assignment(two, start, seed=1, evaluations=60) == improve_assignment(
+        two, start, seed=1, evaluations=60, strategy=ANNEALING
+    )
+
+
+@pytest.mark.parametrize("strategy", [DESCENT, ANNEALING])
+def test_two_workers_return_the_better_of_two_seeds(strategy: Strategy) -> None:
+    instance = _three_dims()
+    starts = [baseline_orders(instance)]
+    alone = [improve_assignment(instance, starts, seed=s, evaluations=80, strategy=strategy) for s in (4, 5)]
+    assert alone[0] is not None and alone[1] is not None and alone[0].makespan != alone[1].makespan
+    both = improve_assignment(instance, starts, seed=4, evaluations=80, workers=2, strategy=strategy)
+    assert both is not None and validate(instance, both) == []
+    assert both == min(alone, key=lambda found: found.makespan)  # type: ignore[union-attr]
+
+
+def test_a_helper_that_dies_leaves_the_own_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    import themis_opt.localsearch as localsearch
+
+    search = localsearch._search
+
+    def dying(*args: object, seed: int, **kwargs: object) -> object:
+        if seed != 0:  # the forked helper: gone without an answer
+            os._exit(3)
+        return search(*args, seed=seed, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(localsearch, "_search", dying)
+    instance = _three_dims()
+    starts = [baseline_orders(instance)]
+    found = improve_assignment(instance, starts, seed=0, evaluations=80, workers=2)
+    assert found == search(instance, starts, seed=0, strategy=DESCENT, evaluations=80, **NO_LIMITS)
+
+
+def _in_a_daemon(send: Connection) -> None:
+    instance = _three_dims()
+    found = improve_assignment(instance, [baseline_orders(instance)], seed=4, evaluations=80, workers=2)
+    send.send(None if found is None else found.makespan)
+
+
+def test_a_daemonic_process_searches_alone() -> None:
+    # daemonic processes (a cluster's workers) may not fork helpers: the own seed's search is the answer
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(target=_in_a_daemon, args=(send,), daemon=True)
+    process.start()
+    assert receive.poll(60)
+    makespan = receive.recv()
+    process.join()
+    instance = _three_dims()
+    alone = improve_assignment(instance, [baseline_orders(instance)], seed=4, evaluations=80)
+    assert alone is not None and makespan == alone.makespan
+
+
+def test_helpers_keep_the_deadline() -> None:
+    # 32 chunks, more simulations than a second allows: both searches stop at the deadline
+    instance = _three_dims(32)
+    t0 = time.perf_counter()
+    found = improve_assignment(
+        instance, [baseline_orders(instance)], seed=0, evaluations=10**6, deadline=Deadline.after(1.0), workers=2
+    )
+    assert found is not None and validate(instance, found) == []
+    assert time.perf_counter() - t0 < 5.0  # generous: this checks that nothing waits for the helper's full run

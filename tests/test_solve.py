@@ -158,3 +158,20 @@ def test_a_short_run_never_claims_what_a_long_run_disproves(case: str) -> None:
         if one.status == "optimal":
             assert one.makespan <= other.makespan + one.tolerance_ns  # type: ignore[operator]
         assert validate(instance, one.schedule) == []  # type: ignore[arg-type]
+
+
+def test_a_searching_method_caps_the_seconds_of_its_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    # cpsat gives the load programs a quarter of its time and at most BOUNDS_SECONDS; a heuristic half
+    from collections import OrderedDict
+
+    import themis_opt.bounds as bounds_module
+    import themis_opt.solve as solve_module
+
+    monkeypatch.setattr(bounds_module, "_CACHE", OrderedDict())  # a cached answer would take no time at all
+    monkeypatch.setattr(solve_module, "BOUNDS_SECONDS", 0.0)
+    instance = load("tiny_ar")
+    capped = solve(instance, "cpsat", time_limit=20, workers=1, seed=0)
+    assert capped.bounds.lp is None and capped.bounds.fill_drain is None and capped.bounds.ideal is not None
+    assert capped.schedule is not None and validate(instance, capped.schedule) == []
+    heuristic = solve(instance, "balanced", time_limit=20)
+    assert heuristic.bounds.lp is not None and heuristic.bounds.fill_drain is not None

@@ -206,22 +206,6 @@ def run_document(
     )
 
 
-def die_with_parent() -> None:  # pragma: no cover - runs in the worker processes
-    """Make this worker process die with the process that started it (Linux), so none outlives the bench."""
-    import ctypes
-    import os
-    import signal
-
-    parent = os.getppid()
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
-
-
 def stop_pool(pool: Any) -> None:
     """Stop a process pool now: cancel what has not started, kill what runs."""
     processes = list((getattr(pool, "_processes", None) or {}).values())

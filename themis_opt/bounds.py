@@ -628,7 +628,12 @@ def compute_bounds(
     lp = lp_bound(instance, deadline.share(0.1))
     # fill-and-drain first: CP-SAT proves it in a fraction of the time SCIP needs for the weaker integer bound
     fd = integer_load_bound(instance, fill_drain=True, deadline=deadline.share(0.6), memo=memo)
-    plain = integer_load_bound(instance, fill_drain=False, deadline=deadline, memo=memo)
-    ip = plain.bound if plain is not None else None
+    if lp is not None and fd is not None and fill_drain_value(instance, fd.counts) * (1 - SAFETY) <= lp:
+        # integer counts at the LP's value even with fill and drain: the integer program's optimum is
+        # the LP's (to within SAFETY), so SCIP has nothing to add (it used to take its whole share)
+        ip: float | None = lp
+    else:
+        plain = integer_load_bound(instance, fill_drain=False, deadline=deadline, memo=memo)
+        ip = plain.bound if plain is not None else None
     fill_drain = max(ip or 0.0, fd.bound) if fd is not None else None
     return dataclasses.replace(cheap, lp=lp, ip=ip, fill_drain=fill_drain)

@@ -90,3 +90,21 @@ def run_interruptibly(call: Callable[[], T], stop: Callable[[], None]) -> T:
         raise outcome["error"]
     value: T = outcome["value"]
     return value
+
+
+def die_with_parent() -> None:  # pragma: no cover - runs in the worker processes
+    """Make this process die with the process that started it (Linux): no worker of a bench or
+    helper of a search outlives the command that started it.
+    """
+    import ctypes
+    import os
+    import signal
+
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from rich.console import Console
 
-from themis_opt.budget import Deadline
+from themis_opt.budget import Deadline, die_with_parent
 from themis_opt.errors import InputError
 from themis_opt.generator import FAMILIES
 from themis_opt.methods import METHODS, VARIANTS, Method
@@ -473,7 +473,7 @@ def _run_local(
         return
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
-    pool = ProcessPoolExecutor(max_workers=args.jobs, initializer=benchmod.die_with_parent)
+    pool = ProcessPoolExecutor(max_workers=args.jobs, initializer=die_with_parent)
     try:
         pending: dict[Future[benchmod.Record], str] = {}
         queue = list(todo)

@@ -11,12 +11,19 @@ The search:
 
 1. restarts: the orders of every chunk class are shuffled over its chunks
    (starting from each given assignment in turn) and timed with fifo and
-   scf, for half the simulations (or half the time, if that is shorter);
-2. descent from the best: swap the orders of two chunks of one class, or give
-   one chunk another order, keeping a move that is no worse.
+   scf, for a share of the simulations (or of the time, if that is shorter);
+2. moves from the best: swap the orders of two chunks of one class, or give
+   one chunk another order, keeping a move that is no worse and, at a
+   temperature above 0, a worse one with probability
+   ``exp(-worse / temperature)``; the temperature falls linearly to 0 over
+   the simulations left (as many as the time left allows at the restarts'
+   pace).
 
-With ``keep_counts`` only swaps are made: every schedule keeps the number of
-chunks of each class on each order that its start has.
+Two strategies share these steps: ``DESCENT`` (a plain descent after
+restarts for half the simulations) for one collective and ``ANNEALING``
+(annealing after restarts for a tenth) for several (:func:`strategy_for`).
+With several workers, worker ``n`` runs the same strategy seeded ``seed + n``
+and the shortest schedule wins.
 
 It draws from ``random.Random(seed)`` and stops after ``evaluations``
 simulations (or at the deadline), so with time to spare the same call gives
@@ -26,10 +33,17 @@ the same schedule.
 from __future__ import annotations
 
 import logging
+import math
+import multiprocessing
 import random
+import sys
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
 
-from themis_opt.budget import Deadline, OutOfTime
+from themis_opt.budget import Deadline, OutOfTime, die_with_parent
 from themis_opt.instance import Instance
 from themis_opt.methods import Intra
 from themis_opt.result import is_proven
@@ -38,13 +52,47 @@ from themis_opt.simulator import Orders, PhaseMemo, check_orders, simulate_makes
 
 logger = logging.getLogger(__name__)
 
-# Simulations per search (half restarts, half descent): ten per ordered pair of interchangeable chunks, as
+# Simulations per search: ten per ordered pair of interchangeable chunks, as
 # the swaps grow with the square of a class, and at least 2,400. On the 4D all-reduces of
 # bench/exact_scale.py, 16 chunks and 10 s: 10 of 15 runs proven with 2,400, 7 of 15 with 9,600
 # (the search takes time the counts-fixed stage needs); 32 chunks and 60 s: 9,600 did better on
 # all five (0.00-0.85% against 0.09-1.17%); 8 collectives of 16 chunks: the time share ends it.
 EVALUATIONS_PER_PAIR = 10
 MIN_EVALUATIONS = 2400
+# Restarts rarely beat the heuristics' orders by much; the moves after them do. On 8 all-reduces of
+# 16 chunks (bench/exact_scale.py), 5,000 simulations, 8 seeds: 1.47% above the bound on average with
+# a tenth for restarts and plain descent, 1.62% (4 seeds) with half; 1.27% with annealing at 0.3%.
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """How one search spends its simulations.
+
+    Parameters
+    ----------
+    restart_share
+        Share of the simulations (or of the time) for restarts.
+    temperature
+        Starting temperature of the moves after them, times the best
+        makespan; 0 keeps only moves that are no worse (a descent).
+    """
+
+    restart_share: float
+    temperature: float
+
+
+# Measured on bench/exact_scale.py's instances, searches alone with the default simulations, seeds 0/1:
+# * one all-reduce of 32 chunks: the descent after half restarts ends 0.05%/0.00% above the bound on
+#   4x16x4x4 and 0.22%/0.22% on 4x8x8x4; annealing after a tenth 0.69%/1.66% and 0.50%/0.44%;
+# * 8 all-reduces of 16 chunks, 5,000 simulations, 8 seeds: the descent 1.47% on average after a tenth
+#   of restarts and 1.62% (4 seeds) after half; annealing at 0.3% 1.27% (0.1%: 1.40%, 1%: 2.32%).
+DESCENT = Strategy(restart_share=0.5, temperature=0.0)
+ANNEALING = Strategy(restart_share=0.1, temperature=0.003)
+
+
+def strategy_for(instance: Instance) -> Strategy:
+    """``DESCENT`` for one collective, ``ANNEALING`` for several (the measurements above)."""
+    return DESCENT if len(instance.collectives) == 1 else ANNEALING
 
 
 def default_evaluations(instance: Instance) -> int:
@@ -68,6 +116,8 @@ def improve_assignment(
     deadline: Deadline | None = None,
     keep_counts: bool = False,
     target: float | None = None,
+    workers: int = 1,
+    strategy: Strategy | None = None,
 ) -> Schedule | None:
     """The best schedule found by rearranging and changing chunks' orders.
 
@@ -94,6 +144,15 @@ def improve_assignment(
     target
         A proven lower bound: the search stops as soon as a schedule meets it
         (within the optimality tolerance), as nothing can be better.
+    workers
+        Searches at once, search ``n`` seeded ``seed + n``: this process
+        runs the first and forked processes the others (on Linux and outside
+        daemonic processes, such as a cluster's workers; elsewhere only the
+        first runs). The shortest schedule wins, a tie going to the lower
+        ``n``, so with time to spare the result does not depend on timing.
+    strategy
+        How each search spends its simulations; by default
+        :func:`strategy_for` the instance.
 
     Returns
     -------
@@ -102,6 +161,90 @@ def improve_assignment(
         before ``deadline``.
     """
     deadline = deadline or Deadline()
+    options = {
+        "strategy": strategy or strategy_for(instance),
+        "evaluations": evaluations,
+        "deadline": deadline,
+        "keep_counts": keep_counts,
+        "target": target,
+    }
+
+    def run(n: int) -> dict[str, Any]:
+        return {"seed": seed + n, **options}
+
+    helpers = [_fork(instance, starts, run(n)) for n in range(1, workers)] if _can_fork() else []
+    try:
+        found = [_search(instance, starts, **run(0))]
+        if found[0] is None or target is None or not is_proven(found[0].makespan, target, _origin(instance)):
+            found += [_result_of(helper, deadline) for helper in helpers]
+    finally:
+        for process, _ in helpers:
+            if process.is_alive():
+                process.kill()
+            process.join()
+    timed = [schedule for schedule in found if schedule is not None]
+    return min(timed, key=lambda schedule: schedule.makespan) if timed else None  # min keeps the first of ties
+
+
+def _origin(instance: Instance) -> float:
+    return min(task.issue_ns for task in instance.tasks)
+
+
+def _can_fork() -> bool:
+    # fork: the helper starts in milliseconds with this process's instance and caches; daemonic
+    # processes may not have children
+    return sys.platform == "linux" and not multiprocessing.current_process().daemon
+
+
+def _fork(
+    instance: Instance, starts: Sequence[Orders], options: dict[str, Any]
+) -> tuple[multiprocessing.process.BaseProcess, Connection]:
+    """A forked process running :func:`_search` with ``options``, and the end of the pipe its answer comes through."""
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(target=_helper, args=(send, instance, starts, options), daemon=True)
+    process.start()
+    send.close()
+    return process, receive
+
+
+def _helper(  # pragma: no cover - runs in the forked process
+    send: Connection, instance: Instance, starts: Sequence[Orders], options: dict[str, Any]
+) -> None:
+    die_with_parent()
+    try:
+        found = _search(instance, starts, **options)
+    except BaseException:  # Ctrl-C reaches the whole process group; the parent stops this process
+        found = None
+    send.send(found)
+
+
+def _result_of(helper: tuple[multiprocessing.process.BaseProcess, Connection], deadline: Deadline) -> Schedule | None:
+    """A helper's schedule, waiting for it at most until a second after ``deadline``."""
+    _, receive = helper
+    try:
+        if receive.poll(None if math.isinf(deadline.at) else deadline.remaining() + 1.0):
+            found: Schedule | None = receive.recv()
+            return found
+    except (EOFError, OSError):  # the helper died without an answer
+        pass
+    finally:
+        receive.close()
+    return None
+
+
+def _search(
+    instance: Instance,
+    starts: Sequence[Orders],
+    *,
+    seed: int,
+    strategy: Strategy,
+    evaluations: int | None,
+    deadline: Deadline,
+    keep_counts: bool,
+    target: float | None,
+) -> Schedule | None:
+    """One search with ``strategy`` (:func:`improve_assignment` with one worker)."""
     if evaluations is None:
         evaluations = default_evaluations(instance)
     rng = random.Random(seed)
@@ -112,7 +255,7 @@ def improve_assignment(
     # the best makespan, how to build its schedule, its orders and policy
     best: tuple[float, Callable[..., Schedule], Orders, Intra] | None = None
     used = 0
-    origin = min(task.issue_ns for task in instance.tasks)
+    origin = _origin(instance)
     memo: PhaseMemo = {}
 
     def time_it(orders: Orders, policy: Intra) -> float:
@@ -135,10 +278,9 @@ def improve_assignment(
         if not classes:
             return None if best is None else best[1]()
         n = 0
-        # restarts take half the simulations, or half the time when that runs out first: the descent
-        # from the best restart is where most of the improvement comes from
-        halfway = deadline.share(0.5)
-        while used < evaluations // 2 and not halfway.expired():
+        began, restarted = time.perf_counter(), used
+        restarts_end = deadline.share(strategy.restart_share)
+        while used < evaluations * strategy.restart_share and not restarts_end.expired():
             orders = dict(starts[n % len(starts)])
             n += 1
             for cls in classes:
@@ -149,6 +291,14 @@ def improve_assignment(
                 time_it(orders, policy)
         assert best is not None
         current_makespan, _, current, policy = best
+        # the moves left: the simulations left, or as many as the time left allows at the restarts' pace
+        # (so that with time to spare the cooling, like the result, does not depend on the clock)
+        moves = evaluations - used
+        pace = (time.perf_counter() - began) / max(1, used - restarted)
+        if pace > 0 and deadline.remaining() / pace < moves:
+            moves = int(deadline.remaining() / pace)
+        first = used
+        logger.info("assignment search: %d restarts, then %d moves planned", used, moves)
         for _ in range(4 * evaluations):  # moves that change nothing are drawn again, a bounded number of times
             if used >= evaluations:
                 break
@@ -168,7 +318,10 @@ def improve_assignment(
             if candidate == current:
                 continue
             makespan = time_it(candidate, policy)
-            if makespan <= current_makespan:
+            temperature = strategy.temperature * best[0] * max(0.0, 1.0 - (used - first) / max(1, moves))
+            if makespan <= current_makespan or (
+                temperature > 0 and rng.random() < math.exp((current_makespan - makespan) / temperature)
+            ):
                 current, current_makespan = candidate, makespan
     except (OutOfTime, _Optimal):
         pass

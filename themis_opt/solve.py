@@ -40,6 +40,10 @@ SEARCH_FIRST_PHASES = 512
 # and above this many order literals (chunks x orders) building a second model costs more than the
 # counts-fixed stage can win (6 dimensions, 32 chunks: 23,040 literals, seconds to build)
 COUNTS_FIXED_LITERALS = 4_096
+# The bounds get a quarter of a searching method's time, and at most this many seconds: on 8 all-reduces
+# of 16 chunks (bench/exact_scale.py) SCIP's integer program used all 15 s of a 60 s call without
+# raising the LP bound, time the assignment search lacked
+BOUNDS_SECONDS = 5.0
 
 
 def available_workers() -> int:
@@ -158,9 +162,11 @@ def solve(
         Seconds the whole call may take, every stage included (bounds,
         policies, warm starts, model building, search).
     workers
-        CP-SAT's worker threads (cpsat only); default: the cores available.
+        CP-SAT's worker threads, and the assignment searches run at once
+        before it, one per seed from ``seed`` on (cpsat only); default: the
+        cores available.
     seed
-        CP-SAT's random seed (cpsat only).
+        CP-SAT's random seed and the assignment search's first (cpsat only).
     quantum_ns
         Time quantum CP-SAT's times are rounded down to (cpsat only);
         default: the exact quantum of the instance's times where there is
@@ -191,7 +197,7 @@ def solve(
     spec = METHODS[method]
     memo: Memo = {}  # the load programs' answers, shared by this call's stages
     if bounds is None:
-        share = deadline.share(0.25 if spec.searches else 0.5)
+        share = deadline.share(0.25).cap(BOUNDS_SECONDS) if spec.searches else deadline.share(0.5)
         bounds = compute_bounds(instance, share, full=spec.load_bounds, memo=memo)
     if spec.name == "cpsat":
         return _solve_cpsat(instance, bounds, deadline, workers, seed, quantum_ns, log, t0, warm, memo)
@@ -266,14 +272,14 @@ def _solve_cpsat(
     if warm is None:
         return _result(instance, "cpsat", None, None, bounds, t0, note=note)
     trajectory: tuple[tuple[float, float], ...] = ((time.perf_counter() - t0, warm.makespan),)
+    workers = workers if workers is not None else available_workers()
     if not is_proven(warm.makespan, bounds.best, origin_ns(instance)):
-        warm = _arranged(instance, warm, seed, deadline, memo, bounds.best)
+        warm = _arranged(instance, warm, seed, workers, deadline, memo, bounds.best)
         trajectory += ((time.perf_counter() - t0, warm.makespan),)
     if is_proven(warm.makespan, bounds.best, origin_ns(instance)):
         logger.info("warm start meets the lower bound: CP-SAT not needed")
         return _result(instance, "cpsat", None, warm, bounds, t0, trajectory=trajectory, note=note)
     size = sum(coll.chunks * instance.order_count(c) for c, coll in enumerate(instance.collectives))
-    workers = workers if workers is not None else available_workers()
     if size > MAX_CPSAT_ORDER_LITERALS or instance.num_phases > MAX_CPSAT_PHASES:
         from themis_opt.cpsat import improve_by_windows
 
@@ -358,11 +364,13 @@ def _counts_fixed(
         return None
 
 
-def _arranged(instance: Instance, warm: Schedule, seed: int, deadline: Deadline, memo: Memo, target: float) -> Schedule:
+def _arranged(
+    instance: Instance, warm: Schedule, seed: int, workers: int, deadline: Deadline, memo: Memo, target: float
+) -> Schedule:
     """``warm`` or better: the assignment search from its orders and from the
     fill-and-drain counts spread evenly, in a quarter of the time left (three
-    quarters above ``SEARCH_FIRST_PHASES`` phases); it stops once it meets
-    the lower bound ``target``.
+    quarters above ``SEARCH_FIRST_PHASES`` phases), one seed per worker; it
+    stops once it meets the lower bound ``target``.
     """
     from themis_opt.localsearch import improve_assignment
 
@@ -371,7 +379,7 @@ def _arranged(instance: Instance, warm: Schedule, seed: int, deadline: Deadline,
     counts = integer_load_bound(instance, fill_drain=True, deadline=share.share(0.1), memo=memo)
     if counts is not None:
         starts.append(spread_orders(instance, counts.counts))
-    found = improve_assignment(instance, starts, seed=seed, deadline=share, target=target)
+    found = improve_assignment(instance, starts, seed=seed, deadline=share, target=target, workers=workers)
     return found if found is not None and found.makespan < warm.makespan else warm
 
 
