@@ -27,7 +27,7 @@ from themis_opt.instance import Instance
 from themis_opt.io import check_writable, in_file, instance_from_dict, instance_to_dict, parse_json, read_json
 from themis_opt.methods import VARIANTS, Method
 from themis_opt.result import Result, Status, gap, is_proven, iteration_metrics
-from themis_opt.solve import origin_ns, solve
+from themis_opt.solve import solve
 from themis_opt.validator import validate
 
 METHODS = VARIANTS  # the bench's runs: methods of the registry, with their intra-dimension variants
@@ -168,7 +168,7 @@ def run_document(
         warm = min(done, key=lambda s: s.makespan) if done else None
         results.append(_run_method(instance, m, bounds, time_limit, workers, seed, warm))
     best = max([bounds.best, *(r.lower_bound for r in results)])
-    origin = origin_ns(instance)
+    origin = instance.origin_ns
     outcomes = []
     for m, r in zip(methods, results):
         valid = r.schedule is not None and not validate(instance, r.schedule)

@@ -540,7 +540,7 @@ def solve_cpsat(
         solver.parameters.log_search_progress = True
         solver.parameters.log_to_stdout = False  # the callback alone carries it
         solver.log_callback = lambda line: logger.info("%s", line)
-    origin = min(task.issue_ns for task in instance.tasks)
+    origin = instance.origin_ns
     recorder = _Recorder(model, warm, t0, lower_bound, origin)
     code = run_interruptibly(lambda: solver.solve(model.model, recorder), solver.stop_search)
     status = _STATUS[code]

@@ -579,6 +579,11 @@ class Instance:
         return len(self.chunk_ids)
 
     @cached_property
+    def origin_ns(self) -> float:
+        """The earliest issue time of any task: where every schedule's span starts."""
+        return min(task.issue_ns for task in self.tasks)
+
+    @cached_property
     def num_phases(self) -> int:
         """Total number of phases over all chunks."""
         return sum(

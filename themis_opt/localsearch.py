@@ -25,6 +25,9 @@ restarts for half the simulations) for one collective and ``ANNEALING``
 With several workers, worker ``n`` runs the same strategy seeded ``seed + n``
 and the shortest schedule wins.
 
+With ``keep_counts`` only swaps are made: every schedule keeps the number of
+chunks of each class on each order that its start has.
+
 It draws from ``random.Random(seed)`` and stops after ``evaluations``
 simulations (or at the deadline), so with time to spare the same call gives
 the same schedule.
@@ -59,9 +62,6 @@ logger = logging.getLogger(__name__)
 # all five (0.00-0.85% against 0.09-1.17%); 8 collectives of 16 chunks: the time share ends it.
 EVALUATIONS_PER_PAIR = 10
 MIN_EVALUATIONS = 2400
-# Restarts rarely beat the heuristics' orders by much; the moves after them do. On 8 all-reduces of
-# 16 chunks (bench/exact_scale.py), 5,000 simulations, 8 seeds: 1.47% above the bound on average with
-# a tenth for restarts and plain descent, 1.62% (4 seeds) with half; 1.27% with annealing at 0.3%.
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ def improve_assignment(
     helpers = [_fork(instance, starts, {**run(n), "handover": True}) for n in range(1, workers)] if _can_fork() else []
     try:
         found = [_search(instance, starts, **run(0))]
-        if found[0] is None or target is None or not is_proven(found[0].makespan, target, _origin(instance)):
+        if found[0] is None or target is None or not is_proven(found[0].makespan, target, instance.origin_ns):
             found += [_result_of(helper, deadline) for helper in helpers]
     finally:
         for process, _ in helpers:
@@ -190,10 +190,6 @@ def improve_assignment(
             process.join()
     timed = [schedule for schedule in found if schedule is not None]
     return min(timed, key=lambda schedule: schedule.makespan) if timed else None  # min keeps the first of ties
-
-
-def _origin(instance: Instance) -> float:
-    return min(task.issue_ns for task in instance.tasks)
 
 
 def _can_fork() -> bool:
@@ -266,7 +262,7 @@ def _search(
     # the best makespan, how to build its schedule, its orders and policy
     best: tuple[float, Callable[..., Schedule], Orders, Intra] | None = None
     used = 0
-    origin = _origin(instance)
+    origin = instance.origin_ns
     memo: PhaseMemo = {}
 
     longest = 0.0  # the longest simulation so far, s
