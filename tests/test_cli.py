@@ -160,8 +160,8 @@ def test_bench_parallel_jobs_warn_when_oversubscribed(capsys: pytest.CaptureFixt
 
 
 def test_solve_log_streams_the_cpsat_log_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
-    # an instance whose heuristics and assignment search stay above the bound, so the search runs
-    exact = str(Path(__file__).resolve().parent.parent / "instances" / "exact" / "small-exact-s1-006.json")
+    # an instance whose heuristics, assignment and sequence searches stay above the bound, so CP-SAT runs
+    exact = str(Path(__file__).resolve().parent.parent / "instances" / "exact" / "small-exact-s1-008.json")
     code, out, err = run(["solve", exact, "--method", "cpsat", "--workers", "1", "--time-limit", "10", "--log"], capsys)
     assert code == 0
     assert "Starting search" in err and "Starting search" not in out

@@ -1,4 +1,4 @@
-"""The assignment search: valid, never worse than its starts, the same for the same seed."""
+"""The assignment and sequence searches: valid, never worse than their starts, the same for the same seed."""
 
 from __future__ import annotations
 
@@ -15,13 +15,19 @@ from themis_opt.localsearch import (
     DESCENT,
     MIN_EVALUATIONS,
     Strategy,
+    _Sequences,
     default_evaluations,
     improve_assignment,
+    improve_sequences,
+    sequences_searchable,
     strategy_for,
 )
 from themis_opt.policies import baseline_orders, themis_orders
-from themis_opt.simulator import simulate
+from themis_opt.schedule import Schedule
+from themis_opt.simulator import retime, sequences_of, simulate
 from themis_opt.validator import validate
+
+from .conftest import load
 
 MIB = 2**20
 NO_LIMITS: dict[str, Any] = {"deadline": Deadline(), "keep_counts": False, "target": None}
@@ -181,3 +187,108 @@ def test_helpers_keep_the_deadline() -> None:
     )
     assert found is not None and validate(instance, found) == []
     assert time.perf_counter() - t0 < 5.0  # generous: this checks that nothing waits for the helper's full run
+
+
+# ------------------------------------------------------------------ sequence search
+
+
+def _starts(instance: Instance) -> list[Schedule]:
+    return [simulate(instance, orders, "fifo") for orders in (baseline_orders(instance), themis_orders(instance))]
+
+
+def test_sequences_keep_the_orders_are_valid_and_never_worse(instance: Instance) -> None:
+    starts = _starts(instance)
+    for n, start in enumerate(starts):
+        found = improve_sequences(instance, [start], seed=n, evaluations=150)
+        assert found is not None and validate(instance, found) == []
+        assert found.orders == start.orders
+        assert found.makespan <= start.makespan
+
+
+def test_the_sequence_timing_is_the_left_shift() -> None:
+    # every candidate is timed by its own longest-path pass: it must agree with retime, the reference
+    instance = _three_dims()
+    start = _starts(instance)[1]
+    graph = _Sequences(instance, start)
+    sequences = {d: list(seq) for d, seq in graph.start.items()}
+    checked = 0
+    for seq in sequences.values():
+        for k in range(len(seq) - 1):
+            seq[k], seq[k + 1] = seq[k + 1], seq[k]
+            timed = graph.time(sequences)
+            if timed is None:  # the swap reverses one chunk's own phases
+                seq[k], seq[k + 1] = seq[k + 1], seq[k]
+                continue
+            exact = retime(instance, start.orders, {e: [graph.where[v] for v in s] for e, s in sequences.items()})
+            assert timed[0] == pytest.approx(exact.makespan, rel=1e-12)
+            checked += 1
+    assert checked > 10
+
+
+def test_a_sequence_against_a_chunks_order_is_refused() -> None:
+    instance = _three_dims()
+    start = _starts(instance)[0]
+    graph = _Sequences(instance, start)
+    # the chunk's reduce-scatter and all-gather on its first dimension, the all-gather put first
+    d = next(iter(sequences_of(instance, start)))
+    sequences = {e: list(seq) for e, seq in graph.start.items()}
+    first, last = graph.start[d].index(0), graph.start[d].index(len(graph.where) // len(instance.chunk_ids) - 1)
+    sequences[d][first], sequences[d][last] = sequences[d][last], sequences[d][first]
+    assert graph.time(sequences) is None
+
+
+def test_sequence_search_improves_a_poor_start_and_repeats_itself() -> None:
+    instance = _three_dims()
+    start = simulate(instance, themis_orders(instance), "fifo")
+    one = improve_sequences(instance, [start], seed=5, evaluations=400)
+    two = improve_sequences(instance, [start], seed=5, evaluations=400)
+    assert one is not None and one == two
+    assert one.makespan < start.makespan
+
+
+def test_sequence_search_restarts_when_stuck(monkeypatch: pytest.MonkeyPatch) -> None:
+    import themis_opt.localsearch as localsearch
+
+    monkeypatch.setattr(localsearch, "SEQUENCE_PATIENCE_PER_PHASE", 0)  # back to the start after every candidate
+    instance = _three_dims()
+    start = simulate(instance, themis_orders(instance), "fifo")
+    found = improve_sequences(instance, [start], seed=5, evaluations=400)
+    assert found is not None and validate(instance, found) == [] and found.makespan <= start.makespan
+
+
+def test_sequence_search_stops_at_the_target(caplog: pytest.LogCaptureFixture) -> None:
+    instance = _three_dims()
+    start = _starts(instance)[1]
+    with caplog.at_level("INFO", logger="themis_opt.localsearch"):
+        found = improve_sequences(instance, [start], seed=0, evaluations=10**6, target=start.makespan)
+    assert found is not None and found.makespan <= start.makespan
+    assert "sequence search: 1 candidates timed" in caplog.text
+
+
+def test_two_sequence_workers_give_what_one_gives() -> None:
+    # one start per worker at once, or both in this process one after another: the same schedule
+    instance = _three_dims()
+    starts = _starts(instance)
+    alone = improve_sequences(instance, starts, seed=2, evaluations=200, workers=1)
+    both = improve_sequences(instance, starts, seed=2, evaluations=200, workers=2)
+    assert alone is not None and both == alone
+    each = [improve_sequences(instance, [start], seed=2 + n, evaluations=200) for n, start in enumerate(starts)]
+    assert both.makespan == min(found.makespan for found in each if found is not None)
+
+
+def test_sequence_helpers_keep_the_deadline() -> None:
+    instance = _three_dims(32)
+    t0 = time.perf_counter()
+    found = improve_sequences(instance, _starts(instance), evaluations=10**9, deadline=Deadline.after(1.0), workers=2)
+    assert found is not None and validate(instance, found) == []
+    assert time.perf_counter() - t0 < 1.5
+
+
+def test_task_graphs_and_spent_deadlines_are_not_searched() -> None:
+    graph = load("graph_2l2p")
+    assert not sequences_searchable(graph)
+    assert improve_sequences(graph, [simulate(graph, baseline_orders(graph), "fifo")]) is None
+    instance = _three_dims()
+    assert sequences_searchable(instance)
+    assert improve_sequences(instance, _starts(instance), deadline=Deadline.after(0.0)) is None
+    assert improve_sequences(instance, []) is None

@@ -558,7 +558,7 @@ def _fill_drain_program(instance: Instance, plain: LoadSolution | None, deadline
     solver.parameters.catch_sigint_signal = False
     if not math.isinf(deadline.at):
         solver.parameters.max_time_in_seconds = max(0.0, deadline.remaining())
-    code = run_interruptibly(lambda: solver.solve(m), solver.stop_search)
+    code = run_interruptibly(lambda: solver.solve(m), solver.stop_search, deadline.at)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         status = solver.status_name(code)
         logger.info("the fill-and-drain program found no assignment in time (%s): not computed", status)

@@ -51,7 +51,7 @@ from themis_opt.instance import Instance
 from themis_opt.methods import Intra
 from themis_opt.result import is_proven
 from themis_opt.schedule import Schedule
-from themis_opt.simulator import Orders, PhaseMemo, check_orders, simulate_makespan
+from themis_opt.simulator import Orders, PhaseMemo, check_orders, phase_plan, retime, sequences_of, simulate_makespan
 
 logger = logging.getLogger(__name__)
 
@@ -178,16 +178,17 @@ def improve_assignment(
     def run(n: int) -> dict[str, Any]:
         return {"seed": seed + n, **options}
 
-    helpers = [_fork(instance, starts, {**run(n), "handover": True}) for n in range(1, workers)] if _can_fork() else []
+    helpers = (
+        [_fork(_search, (instance, starts), {**run(n), "handover": True}) for n in range(1, workers)]
+        if _can_fork()
+        else []
+    )
     try:
         found = [_search(instance, starts, **run(0))]
         if found[0] is None or target is None or not is_proven(found[0].makespan, target, instance.origin_ns):
             found += [_result_of(helper, deadline) for helper in helpers]
     finally:
-        for process, _ in helpers:
-            if process.is_alive():
-                process.kill()
-            process.join()
+        _stop(helpers)
     timed = [schedule for schedule in found if schedule is not None]
     return min(timed, key=lambda schedule: schedule.makespan) if timed else None  # min keeps the first of ties
 
@@ -198,41 +199,49 @@ def _can_fork() -> bool:
     return sys.platform == "linux" and not multiprocessing.current_process().daemon
 
 
-def _fork(
-    instance: Instance, starts: Sequence[Orders], options: dict[str, Any]
-) -> tuple[multiprocessing.process.BaseProcess, Connection]:
-    """A forked process running :func:`_search` with ``options``, and the end of the pipe its answer comes through."""
+Helper = tuple[multiprocessing.process.BaseProcess, Connection]
+
+
+def _fork(search: Callable[..., Any], args: tuple[Any, ...], options: dict[str, Any]) -> Helper:
+    """A forked process running ``search(*args, **options)``, and the end of the pipe its answer comes through."""
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
-    process = context.Process(target=_helper, args=(send, instance, starts, options), daemon=True)
+    process = context.Process(target=_helper, args=(send, search, args, options), daemon=True)
     process.start()
     send.close()
     return process, receive
 
 
 def _helper(  # pragma: no cover - runs in the forked process
-    send: Connection, instance: Instance, starts: Sequence[Orders], options: dict[str, Any]
+    send: Connection, search: Callable[..., Any], args: tuple[Any, ...], options: dict[str, Any]
 ) -> None:
     die_with_parent()
     try:
-        found = _search(instance, starts, **options)
+        found = search(*args, **options)
     except BaseException:  # Ctrl-C reaches the whole process group; the parent stops this process
         found = None
     send.send(found)
 
 
-def _result_of(helper: tuple[multiprocessing.process.BaseProcess, Connection], deadline: Deadline) -> Schedule | None:
-    """A helper's schedule, waiting for it at most ``HANDOVER_GRACE`` past ``deadline`` (then ``None``)."""
+def _result_of(helper: Helper, deadline: Deadline) -> Any:
+    """A helper's answer, waiting for it at most ``HANDOVER_GRACE`` past ``deadline`` (then ``None``)."""
     _, receive = helper
     try:
         if receive.poll(None if math.isinf(deadline.at) else deadline.remaining() + HANDOVER_GRACE):
-            found: Schedule | None = receive.recv()
-            return found
+            return receive.recv()
     except (EOFError, OSError):  # the helper died without an answer
         pass
     finally:
         receive.close()
     return None
+
+
+def _stop(helpers: Sequence[Helper]) -> None:
+    """Kill the helpers still running (an answer no longer awaited) and reap them all."""
+    for process, _ in helpers:
+        if process.is_alive():
+            process.kill()
+        process.join()
 
 
 def _search(
@@ -342,3 +351,259 @@ def _search(
         return None
     logger.info("assignment search: %d schedules timed, best %.3f ns (%s)", used, best[0], best[3].value)
     return best[1]()  # one schedule built, of thousands timed
+
+
+# ----------------------------------------------------------------- sequence search
+
+# Measured with the fill-and-drain counts spread evenly on the 16-chunk 4D all-reduces of
+# bench/exact_scale.py (searches alone, 5 s, seeds 0-3): at 0.4% of the makespan the search met the
+# bound on 4x8x8x4 and 8x4x4x8 in every run (0.6-2.6 s), at 0.2% in seven of eight, at 0.05% in five.
+SEQUENCE_TEMPERATURE = 0.002
+SEQUENCE_EVALUATIONS_PER_PHASE = 200  # default evaluations of a search: about 5 s on 128 phases
+SEQUENCE_PATIENCE_PER_PHASE = 25  # candidates per phase without a new best before a search starts again
+RANDOM_MOVES = 0.05  # share of the moves made anywhere rather than on a critical path
+
+
+def sequences_searchable(instance: Instance) -> bool:
+    """Whether :func:`improve_sequences` handles ``instance``: collectives only, no dependencies."""
+    return not instance.is_task_graph
+
+
+class _Sequences:
+    """One schedule's orders as a graph of phases (chunk precedences and
+    issue times fixed), whose dimension sequences the search changes: each
+    candidate is timed by a longest-path pass over it, as
+    :func:`~themis_opt.simulator.left_shift` would time it.
+    """
+
+    def __init__(self, instance: Instance, schedule: Schedule) -> None:
+        self.orders = schedule.orders
+        plan = phase_plan(instance, self.orders)
+        self.where: list[tuple[int, int]] = []  # node -> (chunk index, phase position)
+        self.length: list[float] = []
+        self.release: list[float] = []
+        self.job_next: list[int] = []
+        self.job_prev: list[int] = []
+        offset = []
+        for i, (c, _) in enumerate(instance.chunk_ids):
+            offset.append(len(self.length))
+            for p, spec in enumerate(plan[i]):
+                node = len(self.length)
+                self.where.append((i, p))
+                self.length.append(spec.duration)
+                self.release.append(instance.collectives[c].issue_ns)
+                self.job_prev.append(node - 1 if p else -1)
+                self.job_next.append(node + 1 if p + 1 < len(plan[i]) else -1)
+        self.start = {d: [offset[i] + p for i, p in seq] for d, seq in sequences_of(instance, schedule).items()}
+
+    def time(self, sequences: dict[int, list[int]]) -> tuple[float, list[float], list[float]] | None:
+        """Makespan, earliest starts and tails (time from each phase's start
+        to the end, past its own duration) of ``sequences``; ``None`` if they
+        contradict the chunk orders (a cycle).
+        """
+        size = len(self.length)
+        length, job_next, job_prev = self.length, self.job_next, self.job_prev
+        machine_next = [-1] * size
+        indegree = [int(job_prev[v] >= 0) for v in range(size)]
+        for seq in sequences.values():
+            for a, b in zip(seq, seq[1:]):
+                machine_next[a] = b
+                indegree[b] += 1
+        head = list(self.release)
+        stack = [v for v in range(size) if not indegree[v]]
+        order = []
+        while stack:
+            u = stack.pop()
+            order.append(u)
+            end = head[u] + length[u]
+            for v in (job_next[u], machine_next[u]):
+                if v >= 0:
+                    if end > head[v]:
+                        head[v] = end
+                    indegree[v] -= 1
+                    if not indegree[v]:
+                        stack.append(v)
+        if len(order) != size:
+            return None
+        tail = [0.0] * size
+        for u in reversed(order):
+            after = 0.0
+            for v in (job_next[u], machine_next[u]):
+                if v >= 0 and length[v] + tail[v] > after:
+                    after = length[v] + tail[v]
+            tail[u] = after
+        return max(h + d for h, d in zip(head, length)), head, tail
+
+    def schedule(self, instance: Instance, sequences: dict[int, list[int]]) -> Schedule:
+        """The exact left-shifted schedule of ``sequences``."""
+        return retime(instance, self.orders, {d: [self.where[v] for v in seq] for d, seq in sequences.items()})
+
+
+def improve_sequences(
+    instance: Instance,
+    starts: Sequence[Schedule],
+    *,
+    seed: int = 0,
+    evaluations: int | None = None,
+    deadline: Deadline | None = None,
+    target: float | None = None,
+    workers: int = 1,
+    temperature: float = SEQUENCE_TEMPERATURE,
+) -> Schedule | None:
+    """The best schedule found by changing the order in which each dimension
+    serves the phases, every chunk keeping its order.
+
+    The moves are those of job-shop local search: two phases next to each
+    other on a dimension and on a critical path (the first ends as the second
+    starts, and together they make the makespan) are swapped, or one of them
+    is moved to another place on the dimension; a few moves are made
+    anywhere. Each candidate is timed exactly by a longest-path pass (phases
+    start as early as their chunk and their dimension's sequence allow), and
+    a move that is no worse is kept, a worse one with probability
+    ``exp(-worse / (temperature * makespan))``.
+
+    Parameters
+    ----------
+    instance
+        The instance: collectives only, without dependencies
+        (:func:`sequences_searchable`); otherwise nothing is searched.
+    starts
+        Valid schedules of ``instance`` to start from; each search keeps its
+        start's orders.
+    seed
+        Seed of the first search's random choices.
+    evaluations
+        Candidates each search may time; by default
+        ``SEQUENCE_EVALUATIONS_PER_PHASE`` per phase.
+    deadline
+        When to stop with the best so far.
+    target
+        A proven lower bound: a search stops as soon as it meets it.
+    workers
+        Searches at once. Search ``n`` starts from ``starts[n % len(starts)]``
+        seeded ``seed + n``, for ``n`` below the larger of ``workers`` and
+        ``len(starts)``: this process runs search 0 and forked processes
+        searches 1 to ``workers - 1`` (as in :func:`improve_assignment`);
+        searches left over run in this process one after another, sharing
+        its time. The shortest schedule wins, a tie going to the lower ``n``.
+    temperature
+        Of the moves, times the current makespan; 0 keeps only moves that
+        are no worse.
+
+    Returns
+    -------
+    Schedule or None
+        The shortest schedule found; ``None`` for a task graph, without
+        starts, or if the deadline passed before the starts were timed.
+    """
+    if not sequences_searchable(instance) or not starts:
+        return None
+    deadline = deadline or Deadline()
+    count = max(workers, len(starts))
+    options = {"evaluations": evaluations, "target": target, "temperature": temperature}
+
+    def run(n: int, until: Deadline, handover: bool = False) -> dict[str, Any]:
+        return {"seed": seed + n, "deadline": until, "handover": handover, **options}
+
+    forked = range(1, workers) if _can_fork() else range(0)
+    helpers = [_fork(_sequence_search, (instance, starts[n % len(starts)]), run(n, deadline, True)) for n in forked]
+    found: list[tuple[float, int, dict[int, list[int]]]] = []
+    try:
+        own = [n for n in range(count) if n not in forked]
+        for left, n in enumerate(own):
+            share = deadline.share(1 / (len(own) - left))
+            outcome = _sequence_search(instance, starts[n % len(starts)], **run(n, share))
+            if outcome is not None:
+                found.append((outcome[0], n, outcome[1]))
+                if target is not None and is_proven(outcome[0], target, instance.origin_ns):
+                    break
+        else:
+            for n, helper in zip(forked, helpers):
+                answer = _result_of(helper, deadline)
+                if answer is not None:
+                    found.append((answer[0], n, answer[1]))
+    finally:
+        _stop(helpers)
+    if not found:
+        return None
+    _, n, sequences = min(found, key=lambda entry: entry[:2])
+    return _Sequences(instance, starts[n % len(starts)]).schedule(instance, sequences)
+
+
+def _sequence_search(
+    instance: Instance,
+    start: Schedule,
+    *,
+    seed: int,
+    evaluations: int | None,
+    deadline: Deadline,
+    target: float | None,
+    temperature: float,
+    handover: bool = False,
+) -> tuple[float, dict[int, list[int]]] | None:
+    """One sequence search from ``start``: the best makespan and sequences
+    (nodes of :class:`_Sequences`), or ``None`` without time to time the start.
+
+    With ``handover`` (a helper) it stops while the time left is still twice
+    its longest evaluation and a little, so that its answer reaches the
+    caller before ``deadline``.
+    """
+    if deadline.expired():
+        return None
+    graph = _Sequences(instance, start)
+    rng = random.Random(seed)
+    budget = evaluations if evaluations is not None else SEQUENCE_EVALUATIONS_PER_PHASE * len(graph.length)
+    current = {d: list(seq) for d, seq in graph.start.items()}
+    timed = graph.time(current)
+    assert timed is not None  # a valid schedule's sequences have no cycle
+    makespan, head, tail = timed
+    best, best_sequences = makespan, {d: list(seq) for d, seq in current.items()}
+    dims = [d for d, seq in current.items() if len(seq) > 1]
+    origin = instance.origin_ns
+    patience = SEQUENCE_PATIENCE_PER_PHASE * len(graph.length)
+    longest = 0.0
+    used = last_best = 1
+    while used < budget and dims and not (target is not None and is_proven(best, target, origin)):
+        if deadline.expired() or (handover and deadline.remaining() < 2 * longest + 0.05):
+            break
+        if used - last_best > patience:  # stuck: start again from the start
+            current = {d: list(seq) for d, seq in graph.start.items()}
+            makespan, head, tail = graph.time(current)  # type: ignore[misc]
+            last_best = used
+        tight = makespan * 1e-9
+        critical = [
+            (d, k)
+            for d, seq in current.items()
+            for k, (a, b) in enumerate(zip(seq, seq[1:]))
+            if abs(head[a] + graph.length[a] - head[b]) <= tight
+            and abs(head[a] + graph.length[a] + tail[a] - makespan) <= tight
+            and abs(head[b] + graph.length[b] + tail[b] - makespan) <= tight
+        ]
+        if not critical or rng.random() < RANDOM_MOVES:
+            d = rng.choice(dims)
+            k = rng.randrange(len(current[d]) - 1)
+        else:
+            d, k = rng.choice(critical)
+        seq = current[d]
+        before = list(seq)
+        if rng.random() < 0.5:
+            seq[k], seq[k + 1] = seq[k + 1], seq[k]
+        else:
+            moved = seq.pop(k + rng.randrange(2))
+            seq.insert(rng.randrange(len(seq) + 1), moved)
+        began = time.perf_counter()
+        timed = graph.time(current)
+        longest = max(longest, time.perf_counter() - began)
+        used += 1
+        if timed is None or (
+            timed[0] > makespan
+            and not (temperature > 0 and rng.random() < math.exp((makespan - timed[0]) / (temperature * makespan)))
+        ):
+            current[d] = before
+            continue
+        makespan, head, tail = timed
+        if makespan < best:
+            best, best_sequences = makespan, {d: list(seq) for d, seq in current.items()}
+            last_best = used
+    logger.info("sequence search: %d candidates timed, best %.3f ns", used, best)
+    return best, best_sequences

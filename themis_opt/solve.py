@@ -46,6 +46,10 @@ COUNTS_FIXED_LITERALS = 4_096
 # to 3.6 s to reach its work limit on those instances (5 s cut it at 3 s on some runs of the 32-chunk
 # all-reduces: its counts, and the search that starts from them, then depended on timing).
 BOUNDS_SECONDS = 8.0
+# The sequence search (after the assignment search) gets this share of the time left: on the 16-chunk 4D
+# all-reduces of bench/exact_scale.py it meets the bound within 3 s where the fill-and-drain counts are an
+# optimum's (4x8x8x4 and 8x4x4x8), and leaves the counts-fixed stage the time that proves 4x16x4x4
+SEQUENCE_SHARE = 0.4
 
 
 def available_workers() -> int:
@@ -270,9 +274,10 @@ def _solve_cpsat(
         return _result(instance, "cpsat", None, None, bounds, t0, note=note)
     trajectory: tuple[tuple[float, float], ...] = ((time.perf_counter() - t0, warm.makespan),)
     workers = workers if workers is not None else available_workers()
-    if not is_proven(warm.makespan, bounds.best, instance.origin_ns):
-        warm = _arranged(instance, warm, seed, workers, deadline, memo, bounds.best)
-        trajectory += ((time.perf_counter() - t0, warm.makespan),)
+    for stage in (_arranged, _sequenced):
+        if not is_proven(warm.makespan, bounds.best, instance.origin_ns):
+            warm = stage(instance, warm, seed, workers, deadline, memo, bounds.best)
+            trajectory += ((time.perf_counter() - t0, warm.makespan),)
     if is_proven(warm.makespan, bounds.best, instance.origin_ns):
         logger.info("warm start meets the lower bound: CP-SAT not needed")
         return _result(instance, "cpsat", None, warm, bounds, t0, trajectory=trajectory, note=note)
@@ -377,6 +382,31 @@ def _arranged(
     if counts is not None:
         starts.append(spread_orders(instance, counts.counts))
     found = improve_assignment(instance, starts, seed=seed, deadline=share, target=target, workers=workers)
+    return found if found is not None and found.makespan < warm.makespan else warm
+
+
+def _sequenced(
+    instance: Instance, warm: Schedule, seed: int, workers: int, deadline: Deadline, memo: Memo, target: float
+) -> Schedule:
+    """``warm`` or better: the sequence search from the fill-and-drain counts
+    spread evenly (timed with fifo and scf, the shorter) and from ``warm``, in
+    ``SEQUENCE_SHARE`` of the time left, one search per worker; it stops once
+    it meets the lower bound ``target``.
+    """
+    from themis_opt.localsearch import improve_sequences, sequences_searchable
+
+    if SEQUENCE_SHARE <= 0 or not sequences_searchable(instance):  # switched off (bench/exact_seeds.py compares)
+        return warm
+    share = deadline.share(SEQUENCE_SHARE)
+    starts = [warm]
+    counts = integer_load_bound(instance, fill_drain=True, deadline=share.share(0.1), memo=memo)
+    try:
+        if counts is not None:
+            spread = spread_orders(instance, counts.counts)
+            starts.insert(0, min((simulate(instance, spread, p, share) for p in Intra), key=lambda s: s.makespan))
+    except OutOfTime:
+        pass
+    found = improve_sequences(instance, starts, seed=seed, deadline=share, target=target, workers=workers)
     return found if found is not None and found.makespan < warm.makespan else warm
 
 
