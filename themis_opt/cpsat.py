@@ -524,8 +524,8 @@ def solve_cpsat(
     else:
         model.fix_counts(counts)
     # keep a little of the budget for the last solution's re-timing and the result
-    # (big models keep more: on 1,024 phases CP-SAT overran its limit by 2-6 s and stopped up to 2.4 s after asked)
-    search_time = deadline.remaining() * (0.9 if instance.num_phases <= PROBING_PHASES else 0.6) - 0.1
+    # (big models keep more: on 1,024 phases CP-SAT overran its limit by 2-6 s and stopped 1.6-4 s after asked)
+    search_time = deadline.remaining() * (0.9 if instance.num_phases <= PROBING_PHASES else 0.4) - 0.1
     if search_time <= 0:
         raise OutOfTime("cpsat: no time left to search")
     solver = cp_model.CpSolver()
