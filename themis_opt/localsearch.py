@@ -356,8 +356,9 @@ def _search(
 # ----------------------------------------------------------------- sequence search
 
 # Measured with the fill-and-drain counts spread evenly on the 16-chunk 4D all-reduces of
-# bench/exact_scale.py (searches alone, 5 s, seeds 0-3): at 0.4% of the makespan the search met the
-# bound on 4x8x8x4 and 8x4x4x8 in every run (0.6-2.6 s), at 0.2% in seven of eight, at 0.05% in five.
+# bench/exact_scale.py (searches alone, restarts on, 5 s, six seeds): at 0.2% of the makespan the search
+# met the bound on 4x8x8x4 in 0.2-0.8 s and on 8x4x4x8 in 0.3-1.0 s every time; at 0.4% it took
+# 0.4-2.9 s, and at 0.8% it failed on 4x8x8x4 in five runs of six.
 SEQUENCE_TEMPERATURE = 0.002
 SEQUENCE_EVALUATIONS_PER_PHASE = 200  # default evaluations of a search: about 5 s on 128 phases
 SEQUENCE_PATIENCE_PER_PHASE = 25  # candidates per phase without a new best before a search starts again

@@ -48,7 +48,8 @@ COUNTS_FIXED_LITERALS = 4_096
 BOUNDS_SECONDS = 8.0
 # The sequence search (after the assignment search) gets this share of the time left: on the 16-chunk 4D
 # all-reduces of bench/exact_scale.py it meets the bound within 3 s where the fill-and-drain counts are an
-# optimum's (4x8x8x4 and 8x4x4x8), and leaves the counts-fixed stage the time that proves 4x16x4x4
+# optimum's (4x8x8x4 and 8x4x4x8); it takes time from the counts-fixed stage, which then proved 4x16x4x4 in
+# 0 to 2 runs of 3 (1 of 3 without the sequence search; cd bench && python exact_seeds.py --stage sequence)
 SEQUENCE_SHARE = 0.4
 
 
