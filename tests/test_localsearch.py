@@ -126,15 +126,63 @@ def test_one_collective_descends_and_several_anneal() -> None:
     )
 
 
-@pytest.mark.parametrize("strategy", [DESCENT, ANNEALING])
-def test_two_workers_return_the_better_of_two_seeds(strategy: Strategy) -> None:
+def test_two_workers_descend_twice_and_return_the_better_seed() -> None:
     instance = _three_dims()
     starts = [baseline_orders(instance)]
-    alone = [improve_assignment(instance, starts, seed=s, evaluations=80, strategy=strategy) for s in (4, 5)]
+    alone = [improve_assignment(instance, starts, seed=s, evaluations=80, strategy=DESCENT) for s in (4, 5)]
     assert alone[0] is not None and alone[1] is not None and alone[0].makespan != alone[1].makespan
-    both = improve_assignment(instance, starts, seed=4, evaluations=80, workers=2, strategy=strategy)
+    both = improve_assignment(instance, starts, seed=4, evaluations=80, workers=2, strategy=DESCENT)
     assert both is not None and validate(instance, both) == []
     assert both == min(alone, key=lambda found: found.makespan)  # type: ignore[union-attr]
+
+
+class _InProcessTimer:
+    """A timer's end of the pipe that times each job here when asked (or has died: ``dead``)."""
+
+    def __init__(self, instance: Instance, dead: bool = False) -> None:
+        self.instance, self.dead, self.jobs, self.answered = instance, dead, [], 0  # type: ignore[var-annotated]
+
+    def send(self, job: Any) -> None:
+        self.jobs.append(job)
+
+    def poll(self, timeout: float | None = None) -> bool:
+        return True
+
+    def recv(self) -> float:
+        if self.dead:
+            raise EOFError
+        from themis_opt.simulator import simulate_makespan
+
+        self.answered += 1
+        return simulate_makespan(self.instance, *self.jobs.pop(0), Deadline(), {})[0]
+
+
+def _walk(instance: Instance, timers: list[Any], evaluations: int = 80) -> Schedule | None:
+    from themis_opt.localsearch import _search
+
+    starts = [baseline_orders(instance)]
+    return _search(instance, starts, seed=4, strategy=ANNEALING, evaluations=evaluations, timers=timers, **NO_LIMITS)
+
+
+def test_annealing_with_two_workers_is_one_walk_timed_by_both() -> None:
+    # the forked timer gives the walk an in-process timer gives: it depends on the number of timers only
+    instance = _three_dims()
+    starts = [baseline_orders(instance)]
+    timer = _InProcessTimer(instance)
+    expected = _walk(instance, [(None, timer)])
+    assert timer.answered > 20  # the timer timed its share of the candidates
+    both = improve_assignment(instance, starts, seed=4, evaluations=80, workers=2, strategy=ANNEALING)
+    assert both is not None and validate(instance, both) == []
+    assert both == expected
+    assert both.makespan <= min(simulate(instance, starts[0], intra).makespan for intra in ("fifo", "scf"))
+
+
+def test_a_timer_that_dies_leaves_the_walk_unchanged() -> None:
+    # its candidates are timed here instead: the same makespans, so the same walk
+    instance = _three_dims()
+    assert _walk(instance, [(None, _InProcessTimer(instance, dead=True))]) == _walk(
+        instance, [(None, _InProcessTimer(instance))]
+    )
 
 
 def test_a_helper_that_dies_leaves_the_own_search(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -178,12 +226,19 @@ def test_a_daemonic_process_searches_alone() -> None:
     assert alone is not None and makespan == alone.makespan
 
 
-def test_helpers_keep_the_deadline() -> None:
-    # 32 chunks, more simulations than a second allows: both searches stop at the deadline
+@pytest.mark.parametrize("strategy", [DESCENT, ANNEALING])
+def test_helpers_keep_the_deadline(strategy: Strategy) -> None:
+    # 32 chunks, more simulations than a second allows: both searches (or the walk and its timer) stop
     instance = _three_dims(32)
     t0 = time.perf_counter()
     found = improve_assignment(
-        instance, [baseline_orders(instance)], seed=0, evaluations=10**6, deadline=Deadline.after(1.0), workers=2
+        instance,
+        [baseline_orders(instance)],
+        seed=0,
+        evaluations=10**6,
+        deadline=Deadline.after(1.0),
+        workers=2,
+        strategy=strategy,
     )
     assert found is not None and validate(instance, found) == []
     assert time.perf_counter() - t0 < 5.0  # generous: this checks that nothing waits for the helper's full run
@@ -254,6 +309,19 @@ def test_sequence_search_restarts_when_stuck(monkeypatch: pytest.MonkeyPatch) ->
     start = simulate(instance, themis_orders(instance), "fifo")
     found = improve_sequences(instance, [start], seed=5, evaluations=400)
     assert found is not None and validate(instance, found) == [] and found.makespan <= start.makespan
+
+
+def test_a_stalled_sequence_search_stops_and_keeps_its_best(caplog: pytest.LogCaptureFixture) -> None:
+    # no deadline, no target, a billion candidates allowed: it ends once no new best came for a while
+    from themis_opt.localsearch import SEQUENCE_STALL_PER_PHASE
+
+    instance = _three_dims(2)
+    start = simulate(instance, themis_orders(instance), "fifo")
+    with caplog.at_level("INFO", logger="themis_opt.localsearch"):
+        found = improve_sequences(instance, [start], seed=1, evaluations=10**9)
+    assert found is not None and validate(instance, found) == [] and found.makespan <= start.makespan
+    stall = SEQUENCE_STALL_PER_PHASE * instance.num_phases
+    assert f"no new best in {stall} candidates, stopped" in caplog.text
 
 
 def test_sequence_search_stops_at_the_target(caplog: pytest.LogCaptureFixture) -> None:

@@ -22,8 +22,12 @@ The search:
 Two strategies share these steps: ``DESCENT`` (a plain descent after
 restarts for half the simulations) for one collective and ``ANNEALING``
 (annealing after restarts for a tenth) for several (:func:`strategy_for`).
-With several workers, worker ``n`` runs the same strategy seeded ``seed + n``
-and the shortest schedule wins.
+With several workers, the descent runs once per worker, worker ``n`` seeded
+``seed + n``, and the shortest schedule wins; the annealing runs once, its
+candidates timed by all workers at once (``workers`` candidates drawn from
+the current assignment, the first accepted taken): one walk of about
+``workers`` times the simulations, as its cooling gains more from a longer
+walk than from more walks.
 
 With ``keep_counts`` only swaps are made: every schedule keeps the number of
 chunks of each class on each order that its start has.
@@ -35,6 +39,7 @@ the same schedule.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import multiprocessing
@@ -75,10 +80,14 @@ class Strategy:
     temperature
         Starting temperature of the moves after them, times the best
         makespan; 0 keeps only moves that are no worse (a descent).
+    shared
+        With several workers, run one search whose candidates they all
+        time (a longer walk) rather than one search each (more walks).
     """
 
     restart_share: float
     temperature: float
+    shared: bool = False
 
 
 # Measured on bench/exact_scale.py's instances, searches alone with the default simulations, seeds 0/1:
@@ -86,8 +95,11 @@ class Strategy:
 #   4x16x4x4 and 0.22%/0.22% on 4x8x8x4; annealing after a tenth 0.69%/1.66% and 0.50%/0.44%;
 # * 8 all-reduces of 16 chunks, 5,000 simulations, 8 seeds: the descent 1.47% on average after a tenth
 #   of restarts and 1.62% (4 seeds) after half; annealing at 0.3% 1.27% (0.1%: 1.40%, 1%: 2.32%).
+# * the same, cpsat at 60 s with 2 workers, seeds 0-2: one annealing walk timed by both workers (about
+#   8,200 simulations) ended 1.50/0.88/1.44% above the bound, one walk per worker (about 4,000 each)
+#   1.43-1.69/1.76/2.28%.
 DESCENT = Strategy(restart_share=0.5, temperature=0.0)
-ANNEALING = Strategy(restart_share=0.1, temperature=0.003)
+ANNEALING = Strategy(restart_share=0.1, temperature=0.003, shared=True)
 
 
 # How long past the deadline the caller waits for a helper's schedule; a helper stops early enough
@@ -151,11 +163,13 @@ def improve_assignment(
         A proven lower bound: the search stops as soon as a schedule meets it
         (within the optimality tolerance), as nothing can be better.
     workers
-        Searches at once, search ``n`` seeded ``seed + n``: this process
-        runs the first and forked processes the others (on Linux and outside
-        daemonic processes, such as a cluster's workers; elsewhere only the
-        first runs). The shortest schedule wins, a tie going to the lower
-        ``n``, so with time to spare the result does not depend on timing.
+        Processes at once: this process and forked ones (on Linux and
+        outside daemonic processes, such as a cluster's workers; elsewhere
+        this process alone). A strategy that is not ``shared`` runs one
+        search per worker, search ``n`` seeded ``seed + n``, and the shortest
+        schedule wins, a tie going to the lower ``n``; a ``shared`` one runs
+        the search seeded ``seed`` here, its candidates timed by all of them.
+        Either way, with time to spare the result does not depend on timing.
     strategy
         How each search spends its simulations; by default
         :func:`strategy_for` the instance.
@@ -167,8 +181,9 @@ def improve_assignment(
         before ``deadline``.
     """
     deadline = deadline or Deadline()
+    strategy = strategy or strategy_for(instance)
     options = {
-        "strategy": strategy or strategy_for(instance),
+        "strategy": strategy,
         "evaluations": evaluations,
         "deadline": deadline,
         "keep_counts": keep_counts,
@@ -178,6 +193,12 @@ def improve_assignment(
     def run(n: int) -> dict[str, Any]:
         return {"seed": seed + n, **options}
 
+    if strategy.shared and workers > 1 and _can_fork():
+        timers = [_fork_timer(instance) for _ in range(1, workers)]
+        try:
+            return _search(instance, starts, **run(0), timers=timers)
+        finally:
+            _stop(timers)
     helpers = (
         [_fork(_search, (instance, starts), {**run(n), "handover": True}) for n in range(1, workers)]
         if _can_fork()
@@ -244,6 +265,38 @@ def _stop(helpers: Sequence[Helper]) -> None:
         process.join()
 
 
+def _fork_timer(instance: Instance) -> Helper:
+    """A forked process that times the assignments sent to it (see :func:`_timer`)."""
+    context = multiprocessing.get_context("fork")
+    mine, theirs = context.Pipe()
+    process = context.Process(target=_timer, args=(theirs, instance), daemon=True)
+    process.start()
+    theirs.close()
+    return process, mine
+
+
+def _timer(connection: Connection, instance: Instance) -> None:  # pragma: no cover - runs in the forked process
+    """Answer every ``(orders, policy)`` received with its simulated makespan, until the pipe closes."""
+    die_with_parent()
+    memo: PhaseMemo = {}
+    try:
+        while True:
+            orders, policy = connection.recv()
+            connection.send(simulate_makespan(instance, orders, policy, Deadline(), memo)[0])
+    except (EOFError, OSError, KeyboardInterrupt):
+        pass
+
+
+def _answer(connection: Connection, deadline: Deadline) -> float | None:
+    """A timer's makespan; ``None`` if it died; :class:`OutOfTime` if it does not answer before ``deadline``."""
+    try:
+        if not connection.poll(None if math.isinf(deadline.at) else max(0.0, deadline.remaining())):
+            raise OutOfTime("assignment search: a timer did not answer in time")
+        return float(connection.recv())
+    except (EOFError, OSError):
+        return None
+
+
 def _search(
     instance: Instance,
     starts: Sequence[Orders],
@@ -255,11 +308,15 @@ def _search(
     keep_counts: bool,
     target: float | None,
     handover: bool = False,
+    timers: Sequence[Helper] = (),
 ) -> Schedule | None:
     """One search with ``strategy`` (:func:`improve_assignment` with one worker).
 
     With ``handover`` (a helper) it stops while the time left is still twice its longest
-    simulation, so that its schedule is built and sent before ``deadline``.
+    simulation, so that its schedule is built and sent before ``deadline``. With ``timers``
+    (see :func:`_fork_timer`) it draws one candidate more than there are timers, times them
+    all at once and takes the first it accepts: the walk depends on how many timers there
+    are, never on which answers first.
     """
     if evaluations is None:
         evaluations = default_evaluations(instance)
@@ -285,11 +342,59 @@ def _search(
         start = time.perf_counter()
         makespan, build = simulate_makespan(instance, orders, policy, deadline, memo)
         longest = max(longest, time.perf_counter() - start)
+        keep(makespan, build, orders, policy)
+        return makespan
+
+    def keep(makespan: float, build: Callable[..., Schedule], orders: Orders, policy: Intra) -> None:
+        nonlocal best
         if best is None or makespan < best[0]:
             best = (makespan, build, orders, policy)
             if target is not None and is_proven(makespan, target, origin):
                 raise _Optimal
-        return makespan
+
+    def time_all(jobs: Sequence[tuple[Orders, Intra]]) -> list[float]:
+        """Each job's makespan: the first timed here, the others by the timers, at once
+        (a job whose timer died is timed here instead).
+        """
+        nonlocal used
+        sent = []
+        for (_, connection), job in zip(timers, jobs[1:]):
+            try:
+                connection.send(job)
+                sent.append(True)
+            except OSError:
+                sent.append(False)
+        makespans = [time_it(*jobs[0])]
+        for (_, connection), job, ok in zip(timers, jobs[1:], sent):
+            makespan = _answer(connection, deadline) if ok else None
+            if makespan is None:
+                makespans.append(time_it(*job))
+                continue
+            used += 1
+            keep(makespan, functools.partial(rebuild, *job), *job)
+            makespans.append(makespan)
+        return makespans
+
+    def rebuild(orders: Orders, policy: Intra) -> Schedule:
+        """A timer's schedule, simulated again here (if it stays the best)."""
+        return simulate_makespan(instance, orders, policy, Deadline(), memo)[1]()
+
+    def draw(current: Orders) -> Orders:
+        """A move from ``current``: a swap within a class, or one chunk given another order."""
+        candidate = dict(current)
+        cls = rng.choice(classes)
+        a = rng.choice(cls.chunks)
+        if len(cls.chunks) > 1 and (keep_counts or rng.random() < 0.6):
+            b = rng.choice(cls.chunks)
+            key_a, key_b = (cls.collective, a), (cls.collective, b)
+            candidate[key_a], candidate[key_b] = candidate[key_b], candidate[key_a]
+        elif rng.random() < 0.8:  # an order some start gives this class: the load programs chose well
+            candidate[(cls.collective, a)] = rng.choice(known[cls])
+        else:
+            dims = list(instance.active_dims[cls.collective])
+            rng.shuffle(dims)
+            candidate[(cls.collective, a)] = tuple(dims)
+        return candidate
 
     for orders in starts:
         check_orders(instance, orders)  # every later assignment rearranges these or draws valid orders
@@ -309,8 +414,9 @@ def _search(
                 taken = [orders[(cls.collective, k)] for k in cls.chunks]
                 rng.shuffle(taken)
                 orders.update({(cls.collective, k): o for k, o in zip(cls.chunks, taken)})
-            for policy in Intra:
-                time_it(orders, policy)
+            jobs = [(orders, policy) for policy in Intra]
+            for k in range(0, len(jobs), 1 + len(timers)):
+                time_all(jobs[k : k + 1 + len(timers)])
         assert best is not None
         current_makespan, _, current, policy = best
         # the moves left: the simulations left, or as many as the time left allows at the restarts' pace
@@ -321,30 +427,23 @@ def _search(
             moves = int(deadline.remaining() / pace)
         first = used
         logger.info("assignment search: %d restarts, then %d moves planned", used, moves)
-        for _ in range(4 * evaluations):  # moves that change nothing are drawn again, a bounded number of times
-            if used >= evaluations:
+        draws = 0
+        while used < evaluations and draws < 4 * evaluations:  # moves that change nothing are drawn again
+            candidates: list[Orders] = []
+            while len(candidates) < min(1 + len(timers), evaluations - used) and draws < 4 * evaluations:
+                draws += 1
+                candidate = draw(current)
+                if candidate != current:
+                    candidates.append(candidate)
+            if not candidates:
                 break
-            candidate = dict(current)
-            cls = rng.choice(classes)
-            a = rng.choice(cls.chunks)
-            if len(cls.chunks) > 1 and (keep_counts or rng.random() < 0.6):
-                b = rng.choice(cls.chunks)
-                key_a, key_b = (cls.collective, a), (cls.collective, b)
-                candidate[key_a], candidate[key_b] = candidate[key_b], candidate[key_a]
-            elif rng.random() < 0.8:  # an order some start gives this class: the load programs chose well
-                candidate[(cls.collective, a)] = rng.choice(known[cls])
-            else:
-                dims = list(instance.active_dims[cls.collective])
-                rng.shuffle(dims)
-                candidate[(cls.collective, a)] = tuple(dims)
-            if candidate == current:
-                continue
-            makespan = time_it(candidate, policy)
-            temperature = strategy.temperature * best[0] * max(0.0, 1.0 - (used - first) / max(1, moves))
-            if makespan <= current_makespan or (
-                temperature > 0 and rng.random() < math.exp((current_makespan - makespan) / temperature)
-            ):
-                current, current_makespan = candidate, makespan
+            for candidate, makespan in zip(candidates, time_all([(c, policy) for c in candidates])):
+                temperature = strategy.temperature * best[0] * max(0.0, 1.0 - (used - first) / max(1, moves))
+                if makespan <= current_makespan or (
+                    temperature > 0 and rng.random() < math.exp((current_makespan - makespan) / temperature)
+                ):
+                    current, current_makespan = candidate, makespan
+                    break  # the later candidates were moves from the old current
     except (OutOfTime, _Optimal):
         pass
     if best is None:
@@ -362,6 +461,11 @@ def _search(
 SEQUENCE_TEMPERATURE = 0.002
 SEQUENCE_EVALUATIONS_PER_PHASE = 200  # default evaluations of a search: about 5 s on 128 phases
 SEQUENCE_PATIENCE_PER_PHASE = 25  # candidates per phase without a new best before a search starts again
+# and without a new best since twice that, it stops and gives its time back: on 4x8x8x4 and 8x4x4x8 (16 chunks,
+# four seeds) the searches met the bound within 3,600 candidates (28 per phase), on 4x16x4x4 they stayed
+# 0.63-0.74% above for 8 s, most after a last new best before 9,300 (73 per phase), and the counts-fixed
+# stage after them proves it given the time
+SEQUENCE_STALL_PER_PHASE = 2 * SEQUENCE_PATIENCE_PER_PHASE
 RANDOM_MOVES = 0.05  # share of the moves made anywhere rather than on a critical path
 
 
@@ -562,10 +666,14 @@ def _sequence_search(
     dims = [d for d, seq in current.items() if len(seq) > 1]
     origin = instance.origin_ns
     patience = SEQUENCE_PATIENCE_PER_PHASE * len(graph.length)
+    stall = SEQUENCE_STALL_PER_PHASE * len(graph.length)
     longest = 0.0
-    used = last_best = 1
+    used = last_best = improved = 1  # last_best: of this restart; improved: of the search
     while used < budget and dims and not (target is not None and is_proven(best, target, origin)):
         if deadline.expired() or (handover and deadline.remaining() < 2 * longest + 0.05):
+            break
+        if used - improved > stall:
+            logger.info("sequence search: no new best in %d candidates, stopped", stall)
             break
         if used - last_best > patience:  # stuck: start again from the start
             current = {d: list(seq) for d, seq in graph.start.items()}
@@ -605,6 +713,6 @@ def _sequence_search(
         makespan, head, tail = timed
         if makespan < best:
             best, best_sequences = makespan, {d: list(seq) for d, seq in current.items()}
-            last_best = used
+            last_best = improved = used
     logger.info("sequence search: %d candidates timed, best %.3f ns", used, best)
     return best, best_sequences
