@@ -227,21 +227,24 @@ def test_a_daemonic_process_searches_alone() -> None:
 
 
 @pytest.mark.parametrize("strategy", [DESCENT, ANNEALING])
-def test_helpers_keep_the_deadline(strategy: Strategy) -> None:
-    # 32 chunks, more simulations than a second allows: both searches (or the walk and its timer) stop
+def test_helpers_keep_the_deadline(strategy: Strategy, caplog: pytest.LogCaptureFixture) -> None:
+    # 32 chunks, more simulations than a second allows: both searches (or the walk and its timer) stop,
+    # and the moves are planned over the time left, not over the simulations
     instance = _three_dims(32)
     t0 = time.perf_counter()
-    found = improve_assignment(
-        instance,
-        [baseline_orders(instance)],
-        seed=0,
-        evaluations=10**6,
-        deadline=Deadline.after(1.0),
-        workers=2,
-        strategy=strategy,
-    )
+    with caplog.at_level("INFO", logger="themis_opt.localsearch"):
+        found = improve_assignment(
+            instance,
+            [baseline_orders(instance)],
+            seed=0,
+            evaluations=10**6,
+            deadline=Deadline.after(1.0),
+            workers=2,
+            strategy=strategy,
+        )
     assert found is not None and validate(instance, found) == []
     assert time.perf_counter() - t0 < 5.0  # generous: this checks that nothing waits for the helper's full run
+    assert "then moves for" in caplog.text
 
 
 # ------------------------------------------------------------------ sequence search
