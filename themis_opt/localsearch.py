@@ -475,11 +475,6 @@ def _search(
 SEQUENCE_TEMPERATURE = 0.002
 SEQUENCE_EVALUATIONS_PER_PHASE = 200  # default evaluations of a search: about 5 s on 128 phases
 SEQUENCE_PATIENCE_PER_PHASE = 25  # candidates per phase without a new best before a search starts again
-# and without a new best since twice that, it stops and gives its time back: on 4x8x8x4 and 8x4x4x8 (16 chunks,
-# four seeds) the searches met the bound within 3,600 candidates (28 per phase), on 4x16x4x4 they stayed
-# 0.63-0.74% above for 8 s, three of four after a last new best before 9,300 (73 per phase), and the counts-fixed
-# stage after them proves it given the time
-SEQUENCE_STALL_PER_PHASE = 2 * SEQUENCE_PATIENCE_PER_PHASE
 RANDOM_MOVES = 0.05  # share of the moves made anywhere rather than on a critical path
 
 
@@ -680,14 +675,10 @@ def _sequence_search(
     dims = [d for d, seq in current.items() if len(seq) > 1]
     origin = instance.origin_ns
     patience = SEQUENCE_PATIENCE_PER_PHASE * len(graph.length)
-    stall = SEQUENCE_STALL_PER_PHASE * len(graph.length)
     longest = 0.0
-    used = last_best = improved = 1  # last_best: of this restart; improved: of the search
+    used = last_best = 1
     while used < budget and dims and not (target is not None and is_proven(best, target, origin)):
         if deadline.expired() or (handover and deadline.remaining() < 2 * longest + 0.05):
-            break
-        if used - improved > stall:
-            logger.info("sequence search: no new best in %d candidates, stopped", stall)
             break
         if used - last_best > patience:  # stuck: start again from the start
             current = {d: list(seq) for d, seq in graph.start.items()}
@@ -727,6 +718,6 @@ def _sequence_search(
         makespan, head, tail = timed
         if makespan < best:
             best, best_sequences = makespan, {d: list(seq) for d, seq in current.items()}
-            last_best = improved = used
+            last_best = used
     logger.info("sequence search: %d candidates timed, best %.3f ns", used, best)
     return best, best_sequences

@@ -1,0 +1,64 @@
+"""The assignment search's annealing on 8 collectives, measured: temperature, and one walk or one per worker.
+
+    cd bench && python annealing.py [--evaluations 8000] [--seeds 0,1,2] [--temperatures 0.0015,0.003]
+                                    [--walks shared,each]
+
+The 8-collective instance of ``bench/exact_scale.py`` (1,024 phases), the
+assignment search alone (``localsearch.improve_assignment``, 2 workers) from
+the starts cpsat gives it: the best heuristic's orders and the fill-and-drain
+counts spread evenly. ``shared``: one walk of ``--evaluations`` simulations
+timed by both workers; ``each``: one walk of half as many per worker. No
+deadline: every cell is decided by its seed alone and is the same on every
+run. Each cell: the gap to the best lower bound, and the wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from exact_scale import eight_collectives
+
+from themis_opt.bounds import compute_bounds, integer_load_bound
+from themis_opt.localsearch import ANNEALING, Strategy, improve_assignment
+from themis_opt.policies import spread_orders
+from themis_opt.solve import solve
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--evaluations", type=int, default=8000)
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--temperatures", default=f"{ANNEALING.temperature},0.003")
+    parser.add_argument("--walks", default="shared,each")
+    args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    instance = eight_collectives()
+    heuristics = [solve(instance, m).schedule for m in ("baseline", "themis", "balanced")]
+    warm = min((s for s in heuristics if s is not None), key=lambda s: s.makespan)
+    bound = compute_bounds(instance).best
+    counts = integer_load_bound(instance, fill_drain=True)
+    assert counts is not None
+    starts = [warm.orders, spread_orders(instance, counts.counts)]
+    print(f"| walks | temperature | {' | '.join(f'seed {s}' for s in seeds)} | mean |")
+    print("|---|---|" + "---|" * (len(seeds) + 1))
+    for walks in args.walks.split(","):
+        shared = walks == "shared"
+        evaluations = args.evaluations if shared else args.evaluations // 2
+        for temperature in (float(t) for t in args.temperatures.split(",")):
+            strategy = Strategy(ANNEALING.restart_share, temperature, shared)
+            gaps, cells = [], []
+            for seed in seeds:
+                t0 = time.perf_counter()
+                found = improve_assignment(
+                    instance, starts, seed=seed, evaluations=evaluations, workers=2, strategy=strategy
+                )
+                assert found is not None
+                gaps.append(100 * (found.makespan / bound - 1))
+                cells.append(f"{gaps[-1]:.2f}% ({time.perf_counter() - t0:.0f} s)")
+            mean = sum(gaps) / len(gaps)
+            print(f"| {walks} | {100 * temperature:g}% | {' | '.join(cells)} | {mean:.2f}% |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
