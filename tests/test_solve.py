@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 
@@ -175,3 +176,32 @@ def test_a_searching_method_caps_the_seconds_of_its_bounds(monkeypatch: pytest.M
     assert capped.schedule is not None and validate(instance, capped.schedule) == []
     heuristic = solve(instance, "balanced", time_limit=20)
     assert heuristic.bounds.lp is not None and heuristic.bounds.fill_drain is not None
+
+
+def test_no_search_stage_starts_with_less_time_than_the_warm_start_took(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the warm start timed several schedules: a search with less time left could not time and build one
+    import themis_opt.solve as solve_module
+
+    warm_start = solve_module._warm_start
+    ran = []
+
+    def slow(*args: object) -> object:
+        time.sleep(0.8)
+        return warm_start(*args)  # type: ignore[arg-type]
+
+    def stage(name: str) -> object:
+        def record(instance: Instance, warm: object, *args: object) -> object:
+            ran.append(name)
+            return warm
+
+        return record
+
+    monkeypatch.setattr(solve_module, "_warm_start", slow)
+    monkeypatch.setattr(solve_module, "_arranged", stage("arranged"))
+    monkeypatch.setattr(solve_module, "_sequenced", stage("sequenced"))
+    instance = make([(4, "switch", 200.0), (4, "switch", 100.0), (4, "switch", 50.0)], size=64 * 2**20, chunks=4)
+    bounds = compute_bounds(instance)  # given: no time goes to them
+    short = solve(instance, "cpsat", time_limit=1.5, workers=1, seed=0, bounds=bounds)
+    assert ran == [] and short.schedule is not None and validate(instance, short.schedule) == []
+    solve(instance, "cpsat", time_limit=20, workers=1, seed=0, bounds=bounds)
+    assert ran == ["arranged", "sequenced"]
