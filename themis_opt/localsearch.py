@@ -26,8 +26,7 @@ With several workers, the descent runs once per worker, worker ``n`` seeded
 ``seed + n``, and the shortest schedule wins; the annealing runs once, its
 candidates timed by all workers at once (``workers`` candidates drawn from
 the current assignment, the first accepted taken): one walk of about
-``workers`` times the simulations, as its cooling gains more from a longer
-walk than from more walks.
+``workers`` times the simulations rather than ``workers`` walks.
 
 With ``keep_counts`` only swaps are made: every schedule keeps the number of
 chunks of each class on each order that its start has.
@@ -95,10 +94,11 @@ class Strategy:
 #   4x16x4x4 and 0.22%/0.22% on 4x8x8x4; annealing after a tenth 0.69%/1.66% and 0.50%/0.44%;
 # * 8 all-reduces of 16 chunks, 5,000 simulations, 8 seeds: the descent 1.47% on average after a tenth
 #   of restarts and 1.62% (4 seeds) after half; annealing at 0.3% 1.27% (0.1%: 1.40%, 1%: 2.32%).
-# * the same, 8,000 simulations, 2 workers, seeds 0-2: one walk timed by both 1.07/1.37/0.99% above the
-#   bound, one walk of 4,000 per worker 1.15/1.15/1.75%; one walk, seeds 0-5, at 0.15% 1.06% on average
-#   (0.98-1.58%), at 0.3% 1.41% (0.99-1.98%); seeds 0-2 at 0.075% 1.51%, at 0.6% 2.01%: a longer walk
-#   wants a cooler start than the 5,000-simulation walks above.
+# * the same, 8,000 simulations in all, 2 workers, seeds 0-2 (bench/annealing.py): one walk timed by both
+#   or one walk per worker, from 0.15% or 0.3%, all average 1.23-1.46% above the bound; from the balanced
+#   schedule of a 10 s run instead, one walk from 0.15% averaged 1.06% over seeds 0-5, from 0.3% 1.41%.
+#   Chosen: one walk from 0.15%; the 60 s cpsat runs on that instance went from 1.43-1.69% to 0.55-1.62%
+#   with it and the cooling over the time left (in _search), not measured apart.
 DESCENT = Strategy(restart_share=0.5, temperature=0.0)
 ANNEALING = Strategy(restart_share=0.1, temperature=0.0015, shared=True)
 
