@@ -95,8 +95,8 @@ class Strategy:
 # * 8 all-reduces of 16 chunks, 5,000 simulations, 8 seeds: the descent 1.47% on average after a tenth
 #   of restarts and 1.62% (4 seeds) after half; annealing at 0.3% 1.27% (0.1%: 1.40%, 1%: 2.32%).
 # * the same, 8,000 simulations in all, 2 workers, seeds 0-2 (bench/annealing.py): one walk timed by both
-#   or one walk per worker, from 0.15% or 0.3%, all average 1.23-1.46% above the bound; from the balanced
-#   schedule of a 10 s run instead, one walk from 0.15% averaged 1.06% over seeds 0-5, from 0.3% 1.41%.
+#   or one walk per worker, from 0.15% or 0.3%, all average 1.23-1.46% above the bound; with other starts
+#   (exploratory runs, issue 11's seventh note) one walk from 0.15% averaged 1.06% over seeds 0-5, from 0.3% 1.41%.
 #   Chosen: one walk from 0.15%; the 60 s cpsat runs on that instance went from 1.43-1.69% to 0.55-1.62%
 #   with it and the cooling over the time left (in _search), not measured apart.
 DESCENT = Strategy(restart_share=0.5, temperature=0.0)
