@@ -9,7 +9,7 @@ from ortools.sat.python import cp_model
 
 from themis_opt.cpsat import CpsatModel, default_quantum, relabel
 from themis_opt.instance import Instance
-from themis_opt.policies import themis_orders
+from themis_opt.policies import counts_match, themis_orders
 from themis_opt.simulator import simulate
 from themis_opt.validator import validate
 
@@ -131,13 +131,29 @@ def test_exact_quantum_cpsat_proves_the_brute_force_optimum(name: str) -> None:
     assert validate(tiny, result.schedule) == []
 
 
-def _counts_of(instance: Instance, orders: dict[tuple[int, int], tuple[int, ...]]) -> dict[object, dict[object, int]]:
-    counts: dict[object, dict[object, int]] = {}
-    for cls in instance.chunk_classes:
-        for k in cls.chunks:
-            order = orders[(cls.collective, k)]
-            counts.setdefault(cls, {})[order] = counts.get(cls, {}).get(order, 0) + 1
-    return counts
+@pytest.mark.parametrize("symmetry", [True, False])
+def test_fixed_counts_fix_each_chunks_order_under_the_symmetry_breaking(symmetry: bool) -> None:
+    # with order indices non-decreasing in the chunk index the counts leave one choice: fixed outright
+    from themis_opt.instance import Collective, Dimension, Network
+
+    network = Network(
+        (Dimension(4, "ring", 100.0, 500.0), Dimension(2, "switch", 50.0, 500.0), Dimension(2, "ring", 25.0, 500.0))
+    )
+    instance = Instance(network, (Collective("all_reduce", 2**22, 4),))
+    (cls,) = instance.chunk_classes
+    first, last = instance.orders[0][0], instance.orders[0][-1]
+    counts = {cls: {last: 1, first: 3}}
+    warm = simulate(instance, dict.fromkeys(instance.chunk_ids, last), "fifo")
+    quantum = default_quantum(warm.makespan)
+    model = CpsatModel(instance, quantum, 2 * math.ceil(warm.makespan / quantum) + 1, symmetry=symmetry)
+    model.fix_counts(counts)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    assert solver.solve(model.model) == cp_model.OPTIMAL
+    schedule = model.extract(solver.value)
+    assert validate(instance, schedule) == [] and counts_match(instance, schedule.orders, counts)
+    if symmetry:  # rank order: the first order on chunks 0 to 2, the last on chunk 3
+        assert [schedule.orders[(0, k)] for k in range(4)] == [first, first, first, last]
 
 
 def test_fixed_counts_restrict_the_orders_and_claim_nothing(tiny: Instance) -> None:
@@ -202,10 +218,8 @@ def test_the_counts_fixed_stage_keeps_the_load_programs_counts() -> None:
     run = functools.partial(
         solve_cpsat, instance, workers=1, seed=0, quantum_ns=None, log=False, t0=0.0, lower_bound=bounds.best
     )
-    outcome = _counts_fixed(instance, warm, Deadline.after(20), memo, run)
+    outcome = _counts_fixed(instance, [warm], Deadline.after(20), memo, run)
     assert outcome is not None and outcome.bound is None
     assert validate(instance, outcome.schedule) == []
     assert bounds.best <= outcome.schedule.makespan < warm.makespan  # one worker: the same search every run
-    assert _counts_of(instance, outcome.schedule.orders) == {
-        cls: {o: n for o, n in by_order.items() if n} for cls, by_order in fd.counts.items()
-    }
+    assert counts_match(instance, outcome.schedule.orders, fd.counts)

@@ -19,6 +19,7 @@ from themis_opt.localsearch import (
     default_evaluations,
     improve_assignment,
     improve_sequences,
+    improve_sequences_per_start,
     sequences_searchable,
     strategy_for,
 )
@@ -332,6 +333,10 @@ def test_two_sequence_workers_give_what_one_gives() -> None:
     assert alone is not None and both == alone
     each = [improve_sequences(instance, [start], seed=2 + n, evaluations=200) for n, start in enumerate(starts)]
     assert both.makespan == min(found.makespan for found in each if found is not None)
+    # per start: each start's own search, which keeps that start's orders
+    per_start = improve_sequences_per_start(instance, starts, seed=2, evaluations=200, workers=2)
+    assert per_start == each
+    assert all(found is not None and found.orders == start.orders for found, start in zip(per_start, starts))
 
 
 def test_sequence_helpers_keep_the_deadline() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from themis_opt.instance import Collective, Dimension, Instance, Network
-from themis_opt.policies import baseline_orders, spread_orders, themis_orders
+from themis_opt.policies import baseline_orders, counts_match, spread_orders, themis_orders
 
 MIB = 2**20
 
@@ -68,3 +68,14 @@ def test_spread_orders_interleaves_counts() -> None:
     sequence = [orders[(0, k)] for k in range(6)]
     assert sequence.count((0, 1)) == 4 and sequence.count((1, 0)) == 2
     assert sequence == [(0, 1), (1, 0), (0, 1), (0, 1), (1, 0), (0, 1)]
+
+
+def test_counts_match_counts_every_order_of_every_class() -> None:
+    network = Network(tuple(Dimension(2, "switch", 100.0, 500.0) for _ in range(2)))
+    inst = Instance(network, (Collective("all_reduce", 6 * MIB, 6),))
+    (cls,) = inst.chunk_classes
+    orders = spread_orders(inst, {cls: {(0, 1): 4, (1, 0): 2}})
+    assert counts_match(inst, orders, {cls: {(0, 1): 4, (1, 0): 2}})
+    assert counts_match(inst, orders, {cls: {(0, 1): 4, (1, 0): 2, (1, 1): 0}})  # unused orders may be listed
+    assert not counts_match(inst, orders, {cls: {(0, 1): 3, (1, 0): 3}})
+    assert not counts_match(inst, orders, {cls: {(0, 1): 6}})

@@ -192,7 +192,7 @@ def test_no_search_stage_starts_with_less_time_than_the_warm_start_took(monkeypa
     def stage(name: str) -> object:
         def record(instance: Instance, warm: object, *args: object) -> object:
             ran.append(name)
-            return warm
+            return warm, None
 
         return record
 

@@ -555,7 +555,7 @@ class _Sequences:
         return retime(instance, self.orders, {d: [self.where[v] for v in seq] for d, seq in sequences.items()})
 
 
-def improve_sequences(
+def improve_sequences_per_start(
     instance: Instance,
     starts: Sequence[Schedule],
     *,
@@ -565,8 +565,8 @@ def improve_sequences(
     target: float | None = None,
     workers: int = 1,
     temperature: float = SEQUENCE_TEMPERATURE,
-) -> Schedule | None:
-    """The best schedule found by changing the order in which each dimension
+) -> list[Schedule | None]:
+    """The best schedules found by changing the order in which each dimension
     serves the phases, every chunk keeping its order.
 
     The moves are those of job-shop local search: two phases next to each
@@ -601,19 +601,21 @@ def improve_sequences(
         ``len(starts)``: this process runs search 0 and forked processes
         searches 1 to ``workers - 1`` (as in :func:`improve_assignment`);
         searches left over run in this process one after another, sharing
-        its time. The shortest schedule wins, a tie going to the lower ``n``.
+        its time. Of one start's searches the shortest schedule wins, a tie
+        going to the lower ``n``.
     temperature
         Of the moves, times the current makespan; 0 keeps only moves that
         are no worse.
 
     Returns
     -------
-    Schedule or None
-        The shortest schedule found; ``None`` for a task graph, without
-        starts, or if the deadline passed before the starts were timed.
+    list of Schedule or None
+        Per start, the shortest schedule its searches found (it keeps that
+        start's orders); ``None`` where none timed it in time. All ``None``
+        for a task graph.
     """
     if not sequences_searchable(instance) or not starts:
-        return None
+        return [None] * len(starts)
     deadline = deadline or Deadline()
     count = max(workers, len(starts))
     options = {"evaluations": evaluations, "target": target, "temperature": temperature}
@@ -640,10 +642,40 @@ def improve_sequences(
                     found.append((answer[0], n, answer[1]))
     finally:
         _stop(helpers)
-    if not found:
-        return None
-    _, n, sequences = min(found, key=lambda entry: entry[:2])
-    return _Sequences(instance, starts[n % len(starts)]).schedule(instance, sequences)
+    best: list[Schedule | None] = [None] * len(starts)
+    for _, n, sequences in sorted(found, key=lambda entry: entry[:2]):
+        if best[n % len(starts)] is None:
+            best[n % len(starts)] = _Sequences(instance, starts[n % len(starts)]).schedule(instance, sequences)
+    return best
+
+
+def improve_sequences(
+    instance: Instance,
+    starts: Sequence[Schedule],
+    *,
+    seed: int = 0,
+    evaluations: int | None = None,
+    deadline: Deadline | None = None,
+    target: float | None = None,
+    workers: int = 1,
+    temperature: float = SEQUENCE_TEMPERATURE,
+) -> Schedule | None:
+    """The shortest schedule of :func:`improve_sequences_per_start` (the
+    same parameters), a tie going to the earlier start; ``None`` for a task
+    graph, without starts, or if the deadline passed before the starts were
+    timed.
+    """
+    found = improve_sequences_per_start(
+        instance,
+        starts,
+        seed=seed,
+        evaluations=evaluations,
+        deadline=deadline,
+        target=target,
+        workers=workers,
+        temperature=temperature,
+    )
+    return min((s for s in found if s is not None), key=lambda s: s.makespan, default=None)
 
 
 def _sequence_search(

@@ -6,7 +6,8 @@
   greedy load balancer with a threshold that falls back to the baseline order.
 * :func:`spread_orders`: given how many chunks of each class take each order,
   interleave the orders evenly over the chunk sequence (the ``balanced``
-  policy takes its counts from the fill-and-drain bound).
+  policy takes its counts from the fill-and-drain bound); :func:`counts_match`
+  says whether orders have given counts.
 
 The simulator times the orders.
 """
@@ -160,3 +161,19 @@ def spread_orders(
             taken[order] += 1
             orders[(cls.collective, k)] = order
     return orders
+
+
+def counts_match(
+    instance: Instance,
+    orders: Mapping[tuple[int, int], tuple[int, ...]],
+    counts: Mapping[ChunkClass, Mapping[tuple[int, ...], int]],
+) -> bool:
+    """Whether exactly ``counts[cls][order]`` chunks of each class take each order in ``orders``."""
+    for cls in instance.chunk_classes:
+        taken: dict[tuple[int, ...], int] = {}
+        for k in cls.chunks:
+            order = orders[(cls.collective, k)]
+            taken[order] = taken.get(order, 0) + 1
+        if taken != {o: n for o, n in counts[cls].items() if n}:
+            return False
+    return True

@@ -8,15 +8,15 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, assert_never
 
 from themis_opt.bounds import Bounds, Memo, compute_bounds, integer_load_bound
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.errors import InputError
-from themis_opt.instance import Instance
+from themis_opt.instance import ChunkClass, Instance
 from themis_opt.methods import METHODS, Intra
-from themis_opt.policies import ThemisTracker, baseline_orders, spread_orders
+from themis_opt.policies import ThemisTracker, baseline_orders, counts_match, spread_orders
 from themis_opt.result import Result, Status, is_proven, optimality_tolerance
 from themis_opt.schedule import Schedule
 from themis_opt.simulator import Orders, Planner, simulate
@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 # CP-SAT is not started on instances whose model would be larger than this
 MAX_CPSAT_ORDER_LITERALS = 100_000  # chunks x orders per chunk
 MAX_CPSAT_PHASES = 20_000
-COUNTS_FIXED_SHARE = 0.45  # of the time left after the warm starts: CP-SAT with the load program's counts fixed
+COUNTS_FIXED_SHARE = 0.75  # of the time left after the warm starts: CP-SAT with the load program's counts fixed
 # and at most this many seconds: where it meets the bound it mostly does within them (sw8x8x8 in
 # bench/exact_time.py: 0.6 s and 4.2 s, or not in 26 s, while the full model then proves in 1 s)
 COUNTS_FIXED_SECONDS = 5.0
@@ -279,9 +279,11 @@ def _solve_cpsat(
         return _result(instance, "cpsat", None, None, bounds, t0, note=note)
     trajectory: tuple[tuple[float, float], ...] = ((time.perf_counter() - t0, warm.makespan),)
     workers = workers if workers is not None else available_workers()
+    spread = None  # the sequence search's best from the fill-and-drain counts: the counts-fixed stage's hint
     for stage in (_arranged, _sequenced):
         if not is_proven(warm.makespan, bounds.best, instance.origin_ns) and deadline.remaining() > warm_cost:
-            warm = stage(instance, warm, seed, workers, deadline, memo, bounds.best)
+            warm, found = stage(instance, warm, seed, workers, deadline, memo, bounds.best)
+            spread = found or spread
             trajectory += ((time.perf_counter() - t0, warm.makespan),)
     if is_proven(warm.makespan, bounds.best, instance.origin_ns):
         logger.info("warm start meets the lower bound: CP-SAT not needed")
@@ -321,7 +323,7 @@ def _solve_cpsat(
     )
     fixed = None
     if instance.num_phases <= SEARCH_FIRST_PHASES and size <= COUNTS_FIXED_LITERALS:
-        fixed = _counts_fixed(instance, warm, deadline, memo, run)
+        fixed = _counts_fixed(instance, [warm, *([spread] if spread else [])], deadline, memo, run)
     if fixed is not None and fixed.schedule.makespan < warm.makespan:
         warm = fixed.schedule
         trajectory += fixed.trajectory[1:]
@@ -346,7 +348,7 @@ def _solve_cpsat(
 
 
 def _counts_fixed(
-    instance: Instance, warm: Schedule, deadline: Deadline, memo: Memo, run: Callable[..., CpsatOutcome]
+    instance: Instance, hints: list[Schedule], deadline: Deadline, memo: Memo, run: Callable[..., CpsatOutcome]
 ) -> CpsatOutcome | None:
     """CP-SAT (``run``: :func:`~themis_opt.cpsat.solve_cpsat` with the call's
     options) on the restriction to the fill-and-drain program's order counts,
@@ -366,15 +368,25 @@ def _counts_fixed(
     if counts is None:
         return None
     try:
-        return run(warm, deadline=share, counts=counts.counts)
+        # a hint with these counts: from nothing, CP-SAT found no first solution in 3 s on 4x8x8x4
+        hint = next((h for h in hints if counts_match(instance, h.orders, counts.counts)), None)
+        return run(hint or _spread(instance, counts.counts, share), deadline=share, counts=counts.counts)
     except OutOfTime:
         return None
 
 
+def _spread(
+    instance: Instance, counts: Mapping[ChunkClass, Mapping[tuple[int, ...], int]], deadline: Deadline
+) -> Schedule:
+    """The load program's ``counts`` spread evenly over the chunks, timed with fifo and scf: the shorter."""
+    spread = spread_orders(instance, counts)
+    return min((simulate(instance, spread, p, deadline) for p in Intra), key=lambda s: s.makespan)
+
+
 def _arranged(
     instance: Instance, warm: Schedule, seed: int, workers: int, deadline: Deadline, memo: Memo, target: float
-) -> Schedule:
-    """``warm`` or better: the assignment search from its orders and from the
+) -> tuple[Schedule, None]:
+    """``warm`` or better (and ``None``, as :func:`_sequenced`): the assignment search from its orders and from the
     fill-and-drain counts spread evenly, in a quarter of the time left (three
     quarters above ``SEARCH_FIRST_PHASES`` phases), one seed per worker; it
     stops once it meets the lower bound ``target``.
@@ -387,32 +399,34 @@ def _arranged(
     if counts is not None:
         starts.append(spread_orders(instance, counts.counts))
     found = improve_assignment(instance, starts, seed=seed, deadline=share, target=target, workers=workers)
-    return found if found is not None and found.makespan < warm.makespan else warm
+    return (found if found is not None and found.makespan < warm.makespan else warm), None
 
 
 def _sequenced(
     instance: Instance, warm: Schedule, seed: int, workers: int, deadline: Deadline, memo: Memo, target: float
-) -> Schedule:
-    """``warm`` or better: the sequence search from the fill-and-drain counts
-    spread evenly (timed with fifo and scf, the shorter) and from ``warm``, in
-    ``SEQUENCE_SHARE`` of the time left, one search per worker; it stops once
-    it meets the lower bound ``target``.
+) -> tuple[Schedule, Schedule | None]:
+    """``warm`` or better, and the best schedule found from the fill-and-drain
+    counts (``None`` if none): the sequence search from those counts spread
+    evenly (:func:`_spread`) and from ``warm``, in ``SEQUENCE_SHARE`` of the
+    time left, one search per worker; it stops once it meets the lower bound
+    ``target``.
     """
-    from themis_opt.localsearch import improve_sequences, sequences_searchable
+    from themis_opt.localsearch import improve_sequences_per_start, sequences_searchable
 
     if SEQUENCE_SHARE <= 0 or not sequences_searchable(instance):  # switched off (bench/exact_seeds.py compares)
-        return warm
+        return warm, None
     share = deadline.share(SEQUENCE_SHARE)
     starts = [warm]
     counts = integer_load_bound(instance, fill_drain=True, deadline=share.share(0.1), memo=memo)
     try:
         if counts is not None:
-            spread = spread_orders(instance, counts.counts)
-            starts.insert(0, min((simulate(instance, spread, p, share) for p in Intra), key=lambda s: s.makespan))
+            starts.insert(0, _spread(instance, counts.counts, share))
     except OutOfTime:
         pass
-    found = improve_sequences(instance, starts, seed=seed, deadline=share, target=target, workers=workers)
-    return found if found is not None and found.makespan < warm.makespan else warm
+    found = improve_sequences_per_start(instance, starts, seed=seed, deadline=share, target=target, workers=workers)
+    best = min((s for s in found if s is not None), key=lambda s: s.makespan, default=warm)
+    spread = found[0] if len(starts) == 2 else None
+    return (best if best.makespan < warm.makespan else warm), spread
 
 
 def _warm_start(instance: Instance, deadline: Deadline, memo: Memo | None = None) -> tuple[Schedule | None, str]:
