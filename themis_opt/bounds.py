@@ -426,11 +426,11 @@ def integer_load_bound(
     """
     deadline = deadline or Deadline()
     key = (instance, fill_drain)
+    if memo is not None and key in memo:  # this caller's own answer first: it may hold better counts
+        return memo[key]
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
-    if memo is not None and key in memo:
-        return memo[key]
     if not load_programs_fit(instance):
         return None
     if fill_drain:
@@ -573,6 +573,22 @@ def _fill_drain_program(instance: Instance, plain: LoadSolution | None, deadline
     return LoadSolution(bound, counts, code == cp_model.OPTIMAL)
 
 
+def _adopt_counts(instance: Instance, fd: LoadSolution, plain: LoadSolution, memo: Memo | None) -> LoadSolution:
+    """``fd`` with ``plain``'s counts where they cost less in the fill-and-drain
+    program (the searches start from these counts), for this caller's ``memo``.
+
+    On 8 all-reduces of 16 chunks (``bench/exact_scale.py``) fill-and-drain,
+    run first and cut by its work limit, ends with counts 3.1% above its
+    bound, and SCIP's integer program then finds counts 0.006% above it.
+    """
+    if fill_drain_value(instance, plain.counts) >= fill_drain_value(instance, fd.counts):
+        return fd
+    better = LoadSolution(max(fd.bound, plain.bound), plain.counts, optimal=False)
+    if memo is not None:
+        memo[(instance, True)] = better
+    return better
+
+
 def fill_drain_value(instance: Instance, counts: dict[ChunkClass, dict[tuple[int, ...], int]]) -> float:
     """The fill-and-drain program's objective for the order ``counts``, in ns (no rounding)."""
     profiles = order_profiles(instance)
@@ -635,5 +651,7 @@ def compute_bounds(
     else:
         plain = integer_load_bound(instance, fill_drain=False, deadline=deadline, memo=memo)
         ip = plain.bound if plain is not None else None
+        if fd is not None and plain is not None:
+            fd = _adopt_counts(instance, fd, plain, memo)
     fill_drain = max(ip or 0.0, fd.bound) if fd is not None else None
     return dataclasses.replace(cheap, lp=lp, ip=ip, fill_drain=fill_drain)
