@@ -34,9 +34,13 @@ COUNTS_FIXED_SHARE = 0.75  # of the time left after the warm starts: CP-SAT with
 # bench/exact_time.py: 0.6 s and 4.2 s, or not in 26 s, while the full model then proves in 1 s)
 COUNTS_FIXED_SECONDS = 5.0
 # Above this many phases CP-SAT rarely improves the assignment search's schedule (on 8 all-reduces of
-# 16 chunks, 1,024 phases, neither the full model in 270 s nor the counts-fixed one in 40 s found one), so
-# the search gets most of the time and the counts-fixed stage is skipped.
+# 16 chunks, 1,024 phases, neither the full model in 270 s nor the counts-fixed one in 40 s found one;
+# nor did the sequence search in 5 s), so the assignment search gets most of the time, and the
+# sequence search and the counts-fixed stage are skipped. That share: 0.9 instead of 0.75 plus the
+# sequence search's 40% of the rest took those 8 collectives from 1.22% and 1.63% above the bound
+# to 0.97% and 1.34% (seeds 0 and 1, 60 s, cold processes; seed 2: 0.95%).
 SEARCH_FIRST_PHASES = 512
+SEARCH_FIRST_SHARE = 0.9
 # and above this many order literals (chunks x orders) building a second model costs more than the
 # counts-fixed stage can win (6 dimensions, 32 chunks: 23,040 literals, seconds to build)
 COUNTS_FIXED_LITERALS = 4_096
@@ -386,14 +390,15 @@ def _spread(
 def _arranged(
     instance: Instance, warm: Schedule, seed: int, workers: int, deadline: Deadline, memo: Memo, target: float
 ) -> tuple[Schedule, None]:
-    """``warm`` or better (and ``None``, as :func:`_sequenced`): the assignment search from its orders and from the
-    fill-and-drain counts spread evenly, in a quarter of the time left (three
-    quarters above ``SEARCH_FIRST_PHASES`` phases), one seed per worker; it
-    stops once it meets the lower bound ``target``.
+    """``warm`` or better (and ``None``, as :func:`_sequenced`): the
+    assignment search from its orders and from the fill-and-drain counts
+    spread evenly, in a quarter of the time left (``SEARCH_FIRST_SHARE``
+    above ``SEARCH_FIRST_PHASES`` phases), one seed per worker; it stops once
+    it meets the lower bound ``target``.
     """
     from themis_opt.localsearch import improve_assignment
 
-    share = deadline.share(0.25 if instance.num_phases <= SEARCH_FIRST_PHASES else 0.75)
+    share = deadline.share(0.25 if instance.num_phases <= SEARCH_FIRST_PHASES else SEARCH_FIRST_SHARE)
     starts: list[Orders] = [warm.orders]
     counts = integer_load_bound(instance, fill_drain=True, deadline=share.share(0.1), memo=memo)
     if counts is not None:
@@ -409,10 +414,12 @@ def _sequenced(
     counts (``None`` if none): the sequence search from those counts spread
     evenly (:func:`_spread`) and from ``warm``, in ``SEQUENCE_SHARE`` of the
     time left, one search per worker; it stops once it meets the lower bound
-    ``target``.
+    ``target``. Skipped above ``SEARCH_FIRST_PHASES`` phases.
     """
     from themis_opt.localsearch import improve_sequences_per_start, sequences_searchable
 
+    if instance.num_phases > SEARCH_FIRST_PHASES:  # it found nothing there: the assignment search has the time
+        return warm, None
     if SEQUENCE_SHARE <= 0 or not sequences_searchable(instance):  # switched off (bench/exact_seeds.py compares)
         return warm, None
     share = deadline.share(SEQUENCE_SHARE)
