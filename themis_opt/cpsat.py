@@ -706,9 +706,6 @@ def _solve_window(
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.05, share.remaining())
     solver.parameters.num_workers = workers
-    # the model is mostly no-overlaps: their stronger propagation proved the counts-fixed 4x16x4x4
-    # all-reduce of bench/exact_scale.py in 1.5-5 s on 8 of 8 seeds, against 2 of 4 within 20 s without
-    solver.parameters.use_strong_propagation_in_disjunctive = True
     solver.parameters.random_seed = seed
     solver.parameters.catch_sigint_signal = False
     code = run_interruptibly(lambda: solver.solve(model.model), solver.stop_search, share.at)
