@@ -123,3 +123,26 @@ def test_no_integer_program_when_integer_counts_reach_the_lp(monkeypatch: pytest
     solved = compute_bounds(load("tiny_ar"))
     assert len(runs) == 1 and solved.ip is not None and solved.lp is not None
     assert solved.ip >= solved.lp * (1 - 1e-9)
+
+
+def test_the_searches_take_the_integer_programs_counts_where_they_cost_less(monkeypatch: pytest.MonkeyPatch) -> None:
+    # fill-and-drain cut short with poor counts: the call's memo gets SCIP's, and the larger bound stays
+    from collections import OrderedDict
+
+    import themis_opt.bounds as bounds_module
+    from themis_opt.bounds import LoadSolution, fill_drain_value
+    from themis_opt.policies import baseline_order
+
+    inst = make([(4, "switch", 200.0), (4, "switch", 100.0), (4, "switch", 50.0)], size=64 * MIB, chunks=8)
+    (cls,) = inst.chunk_classes
+    poor = {cls: {order: 0 for order in inst.orders[0]} | {baseline_order(inst, 0): 8}}
+    lp = lp_bound(inst)
+    assert lp is not None
+    monkeypatch.setattr(bounds_module, "_CACHE", OrderedDict())
+    monkeypatch.setattr(bounds_module, "_fill_drain_program", lambda *args: LoadSolution(lp, poor, optimal=False))
+    memo: dict = {}  # type: ignore[type-arg]
+    bounds = compute_bounds(inst, memo=memo)
+    plain, fd = memo[(inst, False)], memo[(inst, True)]
+    assert fill_drain_value(inst, plain.counts) < fill_drain_value(inst, poor)
+    assert fd.counts == plain.counts and fd.bound == max(lp, plain.bound) == bounds.fill_drain
+    assert integer_load_bound(inst, fill_drain=True, memo=memo) is fd  # the stages read the memo

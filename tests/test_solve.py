@@ -205,3 +205,29 @@ def test_no_search_stage_starts_with_less_time_than_the_warm_start_took(monkeypa
     assert ran == [] and short.schedule is not None and validate(instance, short.schedule) == []
     solve(instance, "cpsat", time_limit=20, workers=1, seed=0, bounds=bounds)
     assert ran == ["arranged", "sequenced"]
+
+
+def test_the_counts_fixed_stage_starts_from_a_schedule_with_its_counts() -> None:
+    # the first hint with the fill-and-drain counts is CP-SAT's start; without one, the spread counts
+    from themis_opt.bounds import integer_load_bound
+    from themis_opt.budget import Deadline
+    from themis_opt.policies import baseline_orders, counts_match, spread_orders
+    from themis_opt.simulator import simulate
+    from themis_opt.solve import _counts_fixed
+
+    instance = make([(4, "switch", 200.0), (4, "switch", 100.0), (4, "switch", 50.0)], size=64 * 2**20, chunks=8)
+    memo: dict = {}
+    fd = integer_load_bound(instance, fill_drain=True, memo=memo)
+    assert fd is not None
+    other = simulate(instance, baseline_orders(instance), "fifo")
+    assert not counts_match(instance, other.orders, fd.counts)
+    with_counts = simulate(instance, spread_orders(instance, fd.counts), "fifo")
+    started: list = []
+
+    def run(hint: object, **options: object) -> None:
+        started.append(hint)
+
+    _counts_fixed(instance, [other, with_counts], Deadline.after(10), memo, run)
+    _counts_fixed(instance, [other], Deadline.after(10), memo, run)
+    assert started[0] is with_counts
+    assert counts_match(instance, started[1].orders, fd.counts) and validate(instance, started[1]) == []

@@ -29,7 +29,10 @@ logger = logging.getLogger(__name__)
 # CP-SAT is not started on instances whose model would be larger than this
 MAX_CPSAT_ORDER_LITERALS = 100_000  # chunks x orders per chunk
 MAX_CPSAT_PHASES = 20_000
-COUNTS_FIXED_SHARE = 0.75  # of the time left after the warm starts: CP-SAT with the load program's counts fixed
+# Of the time left after the searches: CP-SAT with the load program's counts fixed (every chunk's order
+# fixed: a sequencing problem), hinted. On the 16-chunk 4x16x4x4 all-reduce of bench/exact_scale.py at
+# 10 s, 0.45 proved 2 runs of 3 (the last at 9.6 s), 0.75 all 3 in 6.9-7.8 s.
+COUNTS_FIXED_SHARE = 0.75
 # and at most this many seconds: where it meets the bound it mostly does within them (sw8x8x8 in
 # bench/exact_time.py: 0.6 s and 4.2 s, or not in 26 s, while the full model then proves in 1 s)
 COUNTS_FIXED_SECONDS = 5.0
@@ -361,9 +364,12 @@ def _counts_fixed(
 
     When that program's bound is tight, some optimal schedule has its counts
     (any schedule's counts cost at most its makespan in the program), and
-    with the orders' numbers fixed CP-SAT only arranges and sequences: on
-    the 4D instances of ``bench/exact_scale.py`` it often meets the bound in
-    seconds where the full model, hinted with the best heuristic, did not.
+    with the orders' numbers fixed CP-SAT only sequences (the symmetry
+    breaking then fixes every chunk's order): on the 4D instances of
+    ``bench/exact_scale.py`` it often meets the bound in seconds where the
+    full model, hinted with the best heuristic, did not. It starts from the
+    first of ``hints`` with those counts (the best schedule so far, then the
+    sequence search's from the spread counts), else from the spread counts.
     """
     if COUNTS_FIXED_SHARE <= 0:  # switched off (bench/exact_seeds.py compares)
         return None
