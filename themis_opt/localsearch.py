@@ -649,32 +649,13 @@ def improve_sequences_per_start(
     return best
 
 
-def improve_sequences(
-    instance: Instance,
-    starts: Sequence[Schedule],
-    *,
-    seed: int = 0,
-    evaluations: int | None = None,
-    deadline: Deadline | None = None,
-    target: float | None = None,
-    workers: int = 1,
-    temperature: float = SEQUENCE_TEMPERATURE,
-) -> Schedule | None:
-    """The shortest schedule of :func:`improve_sequences_per_start` (the
-    same parameters), a tie going to the earlier start; ``None`` for a task
+def improve_sequences(instance: Instance, starts: Sequence[Schedule], **options: Any) -> Schedule | None:
+    """The shortest schedule of :func:`improve_sequences_per_start` with the
+    same arguments, a tie going to the earlier start; ``None`` for a task
     graph, without starts, or if the deadline passed before the starts were
     timed.
     """
-    found = improve_sequences_per_start(
-        instance,
-        starts,
-        seed=seed,
-        evaluations=evaluations,
-        deadline=deadline,
-        target=target,
-        workers=workers,
-        temperature=temperature,
-    )
+    found = improve_sequences_per_start(instance, starts, **options)
     return min((s for s in found if s is not None), key=lambda s: s.makespan, default=None)
 
 
