@@ -189,16 +189,16 @@ def test_no_search_stage_starts_with_less_time_than_the_warm_start_took(monkeypa
         time.sleep(0.8)
         return warm_start(*args)  # type: ignore[arg-type]
 
-    def stage(name: str) -> object:
+    def stage(name: str, result: object) -> object:
         def record(instance: Instance, warm: object, *args: object) -> object:
             ran.append(name)
-            return warm, None
+            return result(warm)  # type: ignore[operator]
 
         return record
 
     monkeypatch.setattr(solve_module, "_warm_start", slow)
-    monkeypatch.setattr(solve_module, "_arranged", stage("arranged"))
-    monkeypatch.setattr(solve_module, "_sequenced", stage("sequenced"))
+    monkeypatch.setattr(solve_module, "_arranged", stage("arranged", lambda warm: warm))
+    monkeypatch.setattr(solve_module, "_sequenced", stage("sequenced", lambda warm: (warm, None)))
     instance = make([(4, "switch", 200.0), (4, "switch", 100.0), (4, "switch", 50.0)], size=64 * 2**20, chunks=4)
     bounds = compute_bounds(instance)  # given: no time goes to them
     short = solve(instance, "cpsat", time_limit=1.5, workers=1, seed=0, bounds=bounds)

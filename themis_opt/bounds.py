@@ -408,7 +408,8 @@ def integer_load_bound(
     memo
         Answers of one caller's earlier calls, cut short by its deadline or
         not (one ``solve`` call shares them among its stages); this call's
-        answer is added.
+        answer is added. They come before the process's cache: a memo may
+        hold better counts (see :func:`compute_bounds`).
 
     Returns
     -------

@@ -288,12 +288,17 @@ def _solve_cpsat(
         return _result(instance, "cpsat", None, None, bounds, t0, note=note)
     trajectory: tuple[tuple[float, float], ...] = ((time.perf_counter() - t0, warm.makespan),)
     workers = workers if workers is not None else available_workers()
+
+    def may_search(best: Schedule) -> bool:
+        return not is_proven(best.makespan, bounds.best, instance.origin_ns) and deadline.remaining() > warm_cost
+
     spread = None  # the sequence search's best from the fill-and-drain counts: the counts-fixed stage's hint
-    for stage in (_arranged, _sequenced):
-        if not is_proven(warm.makespan, bounds.best, instance.origin_ns) and deadline.remaining() > warm_cost:
-            warm, found = stage(instance, warm, seed, workers, deadline, memo, bounds.best)
-            spread = found or spread
-            trajectory += ((time.perf_counter() - t0, warm.makespan),)
+    if may_search(warm):
+        warm = _arranged(instance, warm, seed, workers, deadline, memo, bounds.best)
+        trajectory += ((time.perf_counter() - t0, warm.makespan),)
+    if may_search(warm):
+        warm, spread = _sequenced(instance, warm, seed, workers, deadline, memo, bounds.best)
+        trajectory += ((time.perf_counter() - t0, warm.makespan),)
     if is_proven(warm.makespan, bounds.best, instance.origin_ns):
         logger.info("warm start meets the lower bound: CP-SAT not needed")
         return _result(instance, "cpsat", None, warm, bounds, t0, trajectory=trajectory, note=note)
@@ -397,12 +402,11 @@ def _spread(
 
 def _arranged(
     instance: Instance, warm: Schedule, seed: int, workers: int, deadline: Deadline, memo: Memo, target: float
-) -> tuple[Schedule, None]:
-    """``warm`` or better (and ``None``, as :func:`_sequenced`): the
-    assignment search from its orders and from the fill-and-drain counts
-    spread evenly, in a quarter of the time left (``SEARCH_FIRST_SHARE``
-    above ``SEARCH_FIRST_PHASES`` phases), one seed per worker; it stops once
-    it meets the lower bound ``target``.
+) -> Schedule:
+    """``warm`` or better: the assignment search from its orders and from the
+    fill-and-drain counts spread evenly, in a quarter of the time left
+    (``SEARCH_FIRST_SHARE`` above ``SEARCH_FIRST_PHASES`` phases), one seed
+    per worker; it stops once it meets the lower bound ``target``.
     """
     from themis_opt.localsearch import improve_assignment
 
@@ -412,7 +416,7 @@ def _arranged(
     if counts is not None:
         starts.append(spread_orders(instance, counts.counts))
     found = improve_assignment(instance, starts, seed=seed, deadline=share, target=target, workers=workers)
-    return (found if found is not None and found.makespan < warm.makespan else warm), None
+    return found if found is not None and found.makespan < warm.makespan else warm
 
 
 def _sequenced(
@@ -440,8 +444,8 @@ def _sequenced(
         pass
     found = improve_sequences_per_start(instance, starts, seed=seed, deadline=share, target=target, workers=workers)
     best = min((s for s in found if s is not None), key=lambda s: s.makespan, default=warm)
-    spread = found[0] if len(starts) == 2 else None
-    return (best if best.makespan < warm.makespan else warm), spread
+    from_spread = found[0] if len(starts) == 2 else None  # the spread start went first
+    return (best if best.makespan < warm.makespan else warm), from_spread
 
 
 def _warm_start(instance: Instance, deadline: Deadline, memo: Memo | None = None) -> tuple[Schedule | None, str]:
