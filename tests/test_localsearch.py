@@ -337,6 +337,7 @@ def test_two_sequence_workers_give_what_one_gives() -> None:
     per_start = improve_sequences_per_start(instance, starts, seed=2, evaluations=200, workers=2)
     assert per_start == each
     assert all(found is not None and found.orders == start.orders for found, start in zip(per_start, starts))
+    assert all(validate(instance, found) == [] for found in per_start if found is not None)
 
 
 def test_sequence_helpers_keep_the_deadline() -> None:
