@@ -1,11 +1,12 @@
 """One stage of cpsat, measured: proofs on the 16-chunk 4D all-reduces over several seeds.
 
-    cd bench && python exact_seeds.py [--stage sequence|counts-fixed] [--seeds 0,1,2] [--limit 10]
+    cd bench && python exact_seeds.py [--stage sequence|counts-fixed|at-bound] [--seeds 0,1,2] [--limit 10]
 
 The five 16-chunk instances of ``bench/exact_scale.py``, each solved by
 ``solve(..., "cpsat", workers=2)`` once per seed, with the stage (the
 default) and without it (its share set to 0): the sequence search
-(``SEQUENCE_SHARE``) or the counts-fixed stage (``COUNTS_FIXED_SHARE``). Each
+(``SEQUENCE_SHARE``), the counts-fixed stage (``COUNTS_FIXED_SHARE``) or the
+at-bound stage (``AT_BOUND_SHARE``). Each
 cell: the gap to the best lower bound and the wall time; ``*`` marks a proven
 optimum. CP-SAT with 2 workers is not deterministic: this is a distribution,
 not a figure per seed.
@@ -21,7 +22,8 @@ from exact_scale import MIB, SHAPES, SIZES, network
 from themis_opt import solve as solve_module
 from themis_opt.instance import Collective, Instance
 
-STAGES = {"sequence": "SEQUENCE_SHARE", "counts-fixed": "COUNTS_FIXED_SHARE"}  # stage -> its share in solve
+# stage -> its share in solve
+STAGES = {"sequence": "SEQUENCE_SHARE", "counts-fixed": "COUNTS_FIXED_SHARE", "at-bound": "AT_BOUND_SHARE"}
 
 
 def main() -> None:

@@ -146,3 +146,31 @@ def test_the_searches_take_the_integer_programs_counts_where_they_cost_less(monk
     assert fill_drain_value(inst, plain.counts) < fill_drain_value(inst, poor)
     assert fd.counts == plain.counts and fd.bound == max(lp, plain.bound) == bounds.fill_drain
     assert integer_load_bound(inst, fill_drain=True, memo=memo) is fd  # the stages read the memo
+
+
+@pytest.mark.parametrize("chunks", [3, 4])
+def test_counts_within_yields_every_assignment_at_most_the_value_and_no_other(chunks: int) -> None:
+    # brute force over every assignment of counts: those whose fill-and-drain value is at most the
+    # value all come out, once each, and every one that comes out is within the program's rounding
+    import itertools
+
+    from themis_opt.bounds import counts_within, fill_drain_value
+
+    instance = make(
+        [(4, "ring", 100.0), (8, "switch", 50.0), (2, "switch", 25.0)], size=16 * MIB * chunks, chunks=chunks
+    )
+    cls = instance.chunk_classes[0]
+    orders = instance.orders[0]
+    every = []
+    for combo in itertools.combinations_with_replacement(orders, chunks):
+        counts = {cls: {o: combo.count(o) for o in orders}}
+        every.append((fill_drain_value(instance, counts), counts))
+    best = min(v for v, _ in every)
+    value = best * 1.05  # the optimum and a few more
+    wanted = [c for v, c in every if v <= value]
+    found = list(counts_within(instance, value))
+    assert len(wanted) >= 2
+    assert all(c in found for c in wanted)
+    assert all(found.count(c) == 1 for c in found)
+    assert all(fill_drain_value(instance, c) <= value + 1e-3 * len(orders) * chunks * 10 for c in found)
+    assert list(counts_within(instance, best * 0.99)) == []  # below the optimum: nothing

@@ -223,3 +223,27 @@ def test_the_counts_fixed_stage_keeps_the_load_programs_counts() -> None:
     assert validate(instance, outcome.schedule) == []
     assert bounds.best <= outcome.schedule.makespan < warm.makespan  # one worker: the same search every run
     assert counts_match(instance, outcome.schedule.orders, fd.counts)
+
+
+@pytest.mark.parametrize("name", ["tiny_rs", "tiny_ar", "tiny_3d"])
+def test_a_cap_at_the_optimum_finds_an_optimal_schedule_and_below_it_none(name: str) -> None:
+    # brute force gives the optimum; capped there CP-SAT finds a schedule no longer than it,
+    # capped below it (the quantum is exact here: nothing is rounded) it finds none and keeps the warm start
+    from themis_opt.budget import Deadline
+    from themis_opt.cpsat import exact_quantum, solve_cpsat
+    from themis_opt.result import Status
+
+    from .conftest import brute_force, load
+
+    instance = load(name)
+    optimum = brute_force(instance)
+    warm = simulate(instance, themis_orders(instance), "fifo")
+    assert exact_quantum(instance, warm.makespan) is not None
+    options = dict(workers=1, seed=0, quantum_ns=None, log=False, t0=0.0)
+    at = solve_cpsat(instance, warm, deadline=Deadline.after(20), cap=optimum * (1 + 1e-9), **options)
+    assert at.status is Status.FEASIBLE and at.bound is None
+    assert validate(instance, at.schedule) == [] and at.schedule.makespan == pytest.approx(optimum, rel=1e-9)
+    below = solve_cpsat(instance, warm, deadline=Deadline.after(20), cap=optimum * (1 - 1e-6), **options)
+    if warm.makespan > optimum * (1 + 1e-9):
+        assert below.status is Status.NO_SOLUTION and below.bound is None
+    assert below.schedule is warm

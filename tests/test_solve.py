@@ -231,3 +231,73 @@ def test_the_counts_fixed_stage_starts_from_a_schedule_with_its_counts() -> None
     _counts_fixed(instance, [other], Deadline.after(10), memo, run)
     assert started[0] is with_counts
     assert counts_match(instance, started[1].orders, fd.counts) and validate(instance, started[1]) == []
+
+
+def _three_dims(chunks: int) -> Instance:
+    from themis_opt.instance import Dimension, Network
+
+    dims = zip([4, 8, 4], [200.0, 100.0, 50.0])
+    network = Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in dims))
+    return Instance(network, (Collective("all_reduce", 2**28, chunks),))
+
+
+def _cpsat_run(instance: Instance, bound: float) -> object:
+    from themis_opt.cpsat import solve_cpsat
+
+    def run(start: object, **options: object) -> object:
+        return solve_cpsat(
+            instance, start, workers=1, seed=0, quantum_ns=None, log=False, t0=0.0, lower_bound=bound, **options
+        )
+
+    return run
+
+
+def test_the_at_bound_stage_returns_a_valid_schedule_that_meets_the_bound() -> None:
+    from themis_opt.budget import Deadline
+    from themis_opt.policies import themis_orders
+    from themis_opt.result import is_proven
+    from themis_opt.simulator import simulate
+    from themis_opt.solve import _at_bound
+
+    instance = _three_dims(8)
+    memo: dict = {}
+    bound = compute_bounds(instance, memo=memo).best
+    warm = simulate(instance, themis_orders(instance), "scf")
+    assert not is_proven(warm.makespan, bound, instance.origin_ns)
+    found = _at_bound(instance, warm, bound, Deadline.after(20), memo, _cpsat_run(instance, bound))  # type: ignore[arg-type]
+    assert validate(instance, found) == [] and is_proven(found.makespan, bound, instance.origin_ns)
+    # below every schedule's makespan nothing meets the cap: the warm start comes back
+    low = bound * 0.9
+    assert _at_bound(instance, warm, low, Deadline.after(20), memo, _cpsat_run(instance, low)) is warm  # type: ignore[arg-type]
+
+
+def test_the_at_bound_stage_asks_the_programs_counts_first_then_each_other_within_the_cap() -> None:
+    import types
+
+    from themis_opt.bounds import fill_drain_value, integer_load_bound
+    from themis_opt.budget import Deadline
+    from themis_opt.policies import themis_orders
+    from themis_opt.result import optimality_tolerance
+    from themis_opt.simulator import simulate
+    from themis_opt.solve import _at_bound
+
+    from .conftest import four_dims
+
+    instance = four_dims()  # 16 chunks on 4x4x4x16: 16 assignments meet the program's bound
+    memo: dict = {}
+    bound = compute_bounds(instance, memo=memo).best
+    fd = integer_load_bound(instance, fill_drain=True, memo=memo)
+    assert fd is not None
+    warm = simulate(instance, themis_orders(instance), "scf")
+    asked: list = []
+
+    def run(start: object, **options: object) -> object:  # meets nothing: every assignment is asked
+        asked.append(options["counts"])
+        assert options["cap"] == bound + optimality_tolerance(bound, instance.origin_ns)
+        return types.SimpleNamespace(schedule=warm)
+
+    assert _at_bound(instance, warm, bound, Deadline.after(20), memo, run) is warm
+    assert len(asked) >= 10 and asked[0] == fd.counts
+    assert all(asked.count(counts) == 1 for counts in asked)
+    cap = bound + optimality_tolerance(bound, instance.origin_ns)
+    assert all(fill_drain_value(instance, counts) <= cap + 1.0 for counts in asked[1:])

@@ -485,6 +485,7 @@ def solve_cpsat(
     t0: float,
     lower_bound: float = 0.0,
     counts: Mapping[ChunkClass, Mapping[Order, int]] | None = None,
+    cap: float | None = None,
 ) -> CpsatOutcome:
     """Minimise the makespan with CP-SAT from a complete warm start.
 
@@ -511,13 +512,21 @@ def solve_cpsat(
         search stops once a solution meets it within the optimality tolerance.
     counts
         Solve a restriction instead: exactly ``counts[cls][order]`` chunks of
-        each class take each order (e.g. a load program's optimal counts,
-        which, when that program's bound is tight, some optimal schedule
-        has), each chunk's order fixed in rank order (the symmetry breaking
+        each class take each order (e.g. a load program's optimal counts:
+        when that program's bound is tight, some optimal schedule has counts
+        optimal in it), each chunk's order fixed in rank order (the symmetry breaking
         leaves no other choice). ``warm`` is hinted when it has these
         counts; otherwise it only bounds the horizon and the search finds its
         own first solution. The outcome's schedule is valid, but its status is never ``optimal`` and
         it has no bound (both would be of the restriction).
+    cap
+        Look only for a schedule of makespan at most ``cap`` ns, and stop at
+        the first: the horizon is ``cap`` in quanta (rounded down, every such
+        schedule fits), ``warm`` is not hinted (it is longer) and stays the
+        outcome's schedule if none is found. With ``counts``, a quick
+        question: do these counts admit a schedule at the lower bound? The
+        status is never ``optimal`` and there is no bound (a capped model
+        proves nothing about longer schedules).
 
     Raises
     ------
@@ -528,11 +537,13 @@ def solve_cpsat(
     if quantum is None:
         quantum = exact_quantum(instance, warm.makespan, deadline) or default_quantum(warm.makespan)
     horizon = math.ceil(warm.makespan / quantum) + 1  # rounded-down durations: the warm start fits
+    if cap is not None:
+        horizon = min(horizon, math.floor(cap / quantum))
     model = CpsatModel(instance, quantum, horizon, deadline)
     model.model.add(model.makespan >= model.floor(lower_bound))
     if counts is not None:
         model.fix_counts(counts)
-    if counts is None or counts_match(instance, warm.orders, counts):
+    if cap is None and (counts is None or counts_match(instance, warm.orders, counts)):
         model.hint(warm)
     # keep a little of the budget for the last solution's re-timing and the result
     # (big models keep more: on 1,024 phases CP-SAT overran its limit by 2-6 s and stopped 1.6-4 s after asked)
@@ -550,6 +561,7 @@ def solve_cpsat(
     # all-reduce of bench/exact_scale.py in 1.5-5 s on 8 of 8 seeds, against 3 of 4 in 7-14 s without
     solver.parameters.use_strong_propagation_in_disjunctive = True
     solver.parameters.random_seed = seed
+    solver.parameters.stop_after_first_solution = cap is not None
     solver.parameters.catch_sigint_signal = False  # Ctrl-C goes to Python, which stops the search
     if log:
         solver.parameters.log_search_progress = True
@@ -561,7 +573,7 @@ def solve_cpsat(
     code = run_interruptibly(lambda: solver.solve(model.model, recorder), solver.stop_search, stop_at)
     status = _STATUS[code]
     bound = None
-    if counts is not None:  # the restriction's status and bound say nothing of the problem
+    if counts is not None or cap is not None:  # a restriction's status and bound say nothing of the problem
         status = Status.FEASIBLE if recorder.solutions else Status.NO_SOLUTION
     elif code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         # the rounded-down model is a relaxation: its bound in quanta bounds the exact problem

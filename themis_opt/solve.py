@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
+import itertools
 import logging
 import math
 import os
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from themis_opt.bounds import Bounds, Memo, compute_bounds, integer_load_bound
 from themis_opt.budget import Deadline, OutOfTime
@@ -49,6 +49,17 @@ SEARCH_FIRST_SHARE = 0.9
 # and above this many order literals (chunks x orders) building a second model costs more than the
 # counts-fixed stage can win (6 dimensions, 32 chunks: 23,040 literals, seconds to build)
 COUNTS_FIXED_LITERALS = 4_096
+# After the assignment search, this share of the time left, and at most this many seconds, go to
+# asking CP-SAT whether some optimal counts of the fill-and-drain program admit a schedule at the lower
+# bound (each count vector fixed, the makespan capped: answered in 0.2-2.5 s on the 16-chunk 4D
+# all-reduces of bench/exact_scale.py, where optimising with the program's counts took 7-17 s to prove
+# 0.211% above the bound on 4x4x4x16: those counts admit nothing better, 11 of its 16 optimal
+# vectors do; cd bench && python tight_counts.py)
+AT_BOUND_SHARE = 0.6
+AT_BOUND_SECONDS = 5.0
+# and only up to this many phases: at 32 chunks (256 phases) no question on those all-reduces was
+# answered in 15 s, and the stage's 5 s kept the counts-fixed stage from its proof of 4x4x4x16 in 60 s
+AT_BOUND_PHASES = 128
 # The bounds get a quarter of a searching method's time, and at most this many seconds: on 8 all-reduces
 # of 16 chunks (bench/exact_scale.py) SCIP's integer program used all 15 s of a 60 s call without
 # raising the LP bound, time the assignment search lacked. Fill-and-drain gets 60% of them and needs up
@@ -293,8 +304,31 @@ def _solve_cpsat(
         return not is_proven(best.makespan, bounds.best, instance.origin_ns) and deadline.remaining() > warm_cost
 
     spread = None  # the sequence search's best from the fill-and-drain counts: the counts-fixed stage's hint
+    size = sum(coll.chunks * instance.order_count(c) for c, coll in enumerate(instance.collectives))
+    exact_fits = size <= MAX_CPSAT_ORDER_LITERALS and instance.num_phases <= MAX_CPSAT_PHASES
+    restrictions = exact_fits and instance.num_phases <= SEARCH_FIRST_PHASES and size <= COUNTS_FIXED_LITERALS
     if may_search(warm):
         warm = _arranged(instance, warm, seed, workers, deadline, memo, bounds.best)
+        trajectory += ((time.perf_counter() - t0, warm.makespan),)
+
+    def run(start: Schedule, **options: Any) -> CpsatOutcome:
+        """CP-SAT from ``start`` with this call's options."""
+        from themis_opt.cpsat import solve_cpsat  # CP-SAT is imported only when it runs
+
+        return solve_cpsat(
+            instance,
+            start,
+            workers=workers,
+            seed=seed,
+            quantum_ns=quantum_ns,
+            log=log,
+            t0=t0,
+            lower_bound=bounds.best,
+            **options,
+        )
+
+    if restrictions and instance.num_phases <= AT_BOUND_PHASES and may_search(warm):
+        warm = _at_bound(instance, warm, bounds.best, deadline, memo, run)
         trajectory += ((time.perf_counter() - t0, warm.makespan),)
     if may_search(warm):
         warm, spread = _sequenced(instance, warm, seed, workers, deadline, memo, bounds.best)
@@ -302,8 +336,7 @@ def _solve_cpsat(
     if is_proven(warm.makespan, bounds.best, instance.origin_ns):
         logger.info("warm start meets the lower bound: CP-SAT not needed")
         return _result(instance, "cpsat", None, warm, bounds, t0, trajectory=trajectory, note=note)
-    size = sum(coll.chunks * instance.order_count(c) for c, coll in enumerate(instance.collectives))
-    if size > MAX_CPSAT_ORDER_LITERALS or instance.num_phases > MAX_CPSAT_PHASES:
+    if not exact_fits:
         from themis_opt.cpsat import improve_by_windows
 
         note = (
@@ -323,20 +356,8 @@ def _solve_cpsat(
         except OutOfTime:
             best = warm
         return _result(instance, "cpsat", None, best, bounds, t0, trajectory=trajectory, note=note)
-    from themis_opt.cpsat import solve_cpsat  # CP-SAT is imported only when it runs
-
-    run = functools.partial(
-        solve_cpsat,
-        instance,
-        workers=workers,
-        seed=seed,
-        quantum_ns=quantum_ns,
-        log=log,
-        t0=t0,
-        lower_bound=bounds.best,
-    )
     fixed = None
-    if instance.num_phases <= SEARCH_FIRST_PHASES and size <= COUNTS_FIXED_LITERALS:
+    if restrictions:
         fixed = _counts_fixed(instance, [warm, *([spread] if spread else [])], deadline, memo, run)
     if fixed is not None and fixed.schedule.makespan < warm.makespan:
         warm = fixed.schedule
@@ -361,6 +382,53 @@ def _solve_cpsat(
     )
 
 
+def _at_bound(
+    instance: Instance,
+    warm: Schedule,
+    bound: float,
+    deadline: Deadline,
+    memo: Memo,
+    run: Callable[..., CpsatOutcome],
+) -> Schedule:
+    """``warm``, or a schedule that meets the lower ``bound``: for the
+    fill-and-drain program's counts, then for every other assignment of
+    counts that meets its bound (:func:`~themis_opt.bounds.counts_within`),
+    CP-SAT with those counts fixed looks for a schedule no longer than the
+    bound plus the optimality tolerance, in ``AT_BOUND_SHARE`` of the time
+    left and at most ``AT_BOUND_SECONDS``.
+
+    A tight bound is met by some assignment of counts that meets it, but not
+    by every one: on the 16-chunk 4x4x4x16 all-reduce of
+    ``bench/exact_scale.py`` the program's own counts admit nothing below
+    0.211% above it (CP-SAT proves that in 7-17 s, and says in 0.4 s that
+    they admit nothing at the bound), while 11 of its 16 optimal assignments
+    admit a schedule at it, each found in 1-2.5 s.
+    """
+    from themis_opt.bounds import counts_within
+
+    if AT_BOUND_SHARE <= 0:  # switched off (bench/exact_seeds.py compares)
+        return warm
+    share = deadline.share(AT_BOUND_SHARE).cap(AT_BOUND_SECONDS)
+    cap = bound + optimality_tolerance(bound, instance.origin_ns)
+    first = integer_load_bound(instance, fill_drain=True, deadline=share.share(0.1), memo=memo)
+    if first is None:
+        return warm
+    asked = 0
+    try:
+        for counts in itertools.chain([first.counts], counts_within(instance, cap, share)):
+            if asked and counts == first.counts:
+                continue
+            asked += 1
+            outcome = run(warm, deadline=share, counts=counts, cap=cap)
+            if is_proven(outcome.schedule.makespan, bound, instance.origin_ns):
+                logger.info("at the bound: counts %d meet it", asked)
+                return outcome.schedule
+    except OutOfTime:
+        pass
+    logger.info("at the bound: %d assignments of counts asked, none met it", asked)
+    return warm
+
+
 def _counts_fixed(
     instance: Instance, hints: list[Schedule], deadline: Deadline, memo: Memo, run: Callable[..., CpsatOutcome]
 ) -> CpsatOutcome | None:
@@ -369,8 +437,9 @@ def _counts_fixed(
     in ``COUNTS_FIXED_SHARE`` of the time left and at most
     ``COUNTS_FIXED_SECONDS``; ``None`` when there are no counts or no time.
 
-    When that program's bound is tight, some optimal schedule has its counts
-    (any schedule's counts cost at most its makespan in the program), and
+    When that program's bound is tight, some optimal schedule has counts
+    optimal in it (any schedule's counts cost at most its makespan in the
+    program), often its own (:func:`_at_bound` asks the others), and
     with the orders' numbers fixed CP-SAT only sequences (the symmetry
     breaking then fixes every chunk's order): on the 4D instances of
     ``bench/exact_scale.py`` it often meets the bound in seconds where the
