@@ -645,12 +645,12 @@ def counts_within(instance: Instance, value: float, deadline: Deadline | None = 
         code = run_interruptibly(functools.partial(solver.solve, m), solver.stop_search, deadline.at)
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return
-        found = {key: solver.value(var) for key, var in program.counts.items()}
-        yield program.read(solver.value)
+        found = program.read(solver.value)
+        yield found
         differs = []  # the next one differs in some count
-        for key, var in program.counts.items():
+        for (cls, order), var in program.counts.items():
             flag = m.new_bool_var("differs")
-            m.add(var != found[key]).only_enforce_if(flag)
+            m.add(var != found[cls][order]).only_enforce_if(flag)
             differs.append(flag)
         m.add_bool_or(differs)
 

@@ -304,14 +304,6 @@ def _solve_cpsat(
     def may_search(best: Schedule) -> bool:
         return not is_proven(best.makespan, bounds.best, instance.origin_ns) and deadline.remaining() > warm_cost
 
-    spread = None  # the sequence search's best from the fill-and-drain counts: the counts-fixed stage's hint
-    size = sum(coll.chunks * instance.order_count(c) for c, coll in enumerate(instance.collectives))
-    exact_fits = size <= MAX_CPSAT_ORDER_LITERALS and instance.num_phases <= MAX_CPSAT_PHASES
-    restrictions = exact_fits and instance.num_phases <= SEARCH_FIRST_PHASES and size <= COUNTS_FIXED_LITERALS
-    if may_search(warm):
-        warm = _arranged(instance, warm, seed, workers, deadline, memo, bounds.best)
-        trajectory += ((time.perf_counter() - t0, warm.makespan),)
-
     def run(start: Schedule, **options: Any) -> CpsatOutcome:
         """CP-SAT from ``start`` with this call's options."""
         from themis_opt.cpsat import solve_cpsat  # CP-SAT is imported only when it runs
@@ -328,6 +320,13 @@ def _solve_cpsat(
             **options,
         )
 
+    spread = None  # the sequence search's best from the fill-and-drain counts: the counts-fixed stage's hint
+    size = sum(coll.chunks * instance.order_count(c) for c, coll in enumerate(instance.collectives))
+    exact_fits = size <= MAX_CPSAT_ORDER_LITERALS and instance.num_phases <= MAX_CPSAT_PHASES
+    restrictions = exact_fits and instance.num_phases <= SEARCH_FIRST_PHASES and size <= COUNTS_FIXED_LITERALS
+    if may_search(warm):
+        warm = _arranged(instance, warm, seed, workers, deadline, memo, bounds.best)
+        trajectory += ((time.perf_counter() - t0, warm.makespan),)
     if restrictions and instance.num_phases <= AT_BOUND_PHASES and may_search(warm):
         warm = _at_bound(instance, warm, bounds.best, deadline, memo, run)
         trajectory += ((time.perf_counter() - t0, warm.makespan),)
