@@ -368,6 +368,9 @@ def lp_bound(instance: Instance, deadline: Deadline | None = None) -> float | No
     return _origin(instance) + float(solver.Objective().Value()) * 1e3 * (1 - SAFETY)
 
 
+Counts = dict[ChunkClass, dict[tuple[int, ...], int]]  # per chunk class, how many chunks take each order
+
+
 @dataclass(frozen=True)
 class LoadSolution:
     """An integer load bound and the order counts of the best assignment found.
@@ -383,7 +386,7 @@ class LoadSolution:
     """
 
     bound: float
-    counts: dict[ChunkClass, dict[tuple[int, ...], int]]
+    counts: Counts
     optimal: bool
 
 
@@ -466,7 +469,7 @@ def _plain_program(instance: Instance, deadline: Deadline) -> LoadSolution | Non
     if status not in (solver.OPTIMAL, solver.FEASIBLE):
         logger.info("the integer load bound found no assignment in time (status %s): not computed", status)
         return None
-    counts: dict[ChunkClass, dict[tuple[int, ...], int]] = {}
+    counts: Counts = {}
     for (cls, order), var in x.items():
         counts.setdefault(cls, {})[order] = round(var.solution_value())
     bound = _origin(instance) + solver.Objective().BestBound() * 1e3 * (1 - SAFETY)
@@ -489,9 +492,9 @@ class _FillDrainModel:
     def q(self, ns: float) -> int:
         return math.floor(ns / self.unit)
 
-    def read(self, value: Callable[[Any], int]) -> dict[ChunkClass, dict[tuple[int, ...], int]]:
+    def read(self, value: Callable[[Any], int]) -> Counts:
         """The counts of a solution, per class and order."""
-        counts: dict[ChunkClass, dict[tuple[int, ...], int]] = {}
+        counts: Counts = {}
         for (cls, order), var in self.counts.items():
             counts.setdefault(cls, {})[order] = value(var)
         return counts
@@ -613,9 +616,6 @@ def _fill_drain_program(instance: Instance, plain: LoadSolution | None, deadline
     return LoadSolution(bound, program.read(solver.value), code == cp_model.OPTIMAL)
 
 
-Counts = dict[ChunkClass, dict[tuple[int, ...], int]]
-
-
 def counts_within(instance: Instance, value: float, deadline: Deadline | None = None) -> Iterator[Counts]:
     """Order counts whose fill-and-drain value is at most ``value`` ns, one after another, each new.
 
@@ -671,7 +671,7 @@ def _adopt_counts(instance: Instance, fd: LoadSolution, plain: LoadSolution, mem
     return better
 
 
-def fill_drain_value(instance: Instance, counts: dict[ChunkClass, dict[tuple[int, ...], int]]) -> float:
+def fill_drain_value(instance: Instance, counts: Counts) -> float:
     """The fill-and-drain program's objective for the order ``counts``, in ns (no rounding)."""
     profiles = order_profiles(instance)
     used = [(cls, o, p) for cls in profiles for o, p in profiles[cls].items() if counts[cls].get(o, 0) > 0]
