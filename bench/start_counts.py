@@ -1,11 +1,11 @@
-"""What the searches make of order counts that cost the same in the load programs, measured.
+"""What the searches make of order counts that cost about the same in the load programs, measured.
 
     cd bench && python start_counts.py [--cuts 2,4] [--restarts 800] [--walk 8000] [--seeds 0,1]
 
 The 8-collective instance of ``bench/exact_scale.py``. The assignment search starts from SCIP's
 integer-program counts spread evenly over the chunks; a ``solve`` call may cut SCIP by its time
 share before its node limit. Per source of counts (SCIP cut after each of ``--cuts`` seconds, SCIP at
-its node limit): their value in the fill-and-drain program, the
+its node limit, ``bounds.level_counts`` from those): their value in the fill-and-drain program, the
 best of ``--restarts`` restarts alone (shuffles of the spread orders, timed with fifo and scf), and,
 with ``--walk N``, the whole search of N simulations (2 workers). Restarts and walks have a fixed
 number of simulations: each cell depends on its seed and counts alone. Gaps to the best lower bound.
@@ -18,7 +18,7 @@ import time
 
 from exact_scale import eight_collectives
 
-from themis_opt.bounds import compute_bounds, fill_drain_value, integer_load_bound
+from themis_opt.bounds import compute_bounds, fill_drain_value, integer_load_bound, level_counts
 from themis_opt.budget import Deadline
 from themis_opt.localsearch import ANNEALING, Strategy, improve_assignment
 from themis_opt.policies import spread_orders
@@ -41,6 +41,9 @@ def main() -> None:
     solution = integer_load_bound(instance, fill_drain=False)
     assert solution is not None
     sources.append(("SCIP at its node limit", solution.counts))
+    level = level_counts(instance, solution)
+    assert level is not None
+    sources.append(("level counts", level))
     bound = compute_bounds(instance).best
     walk = f" | walk of {args.walk} | mean" if args.walk else ""
     print(f"| counts | in the program | restarts alone ({args.restarts}){walk} |")

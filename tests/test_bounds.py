@@ -174,3 +174,79 @@ def test_counts_within_yields_every_assignment_at_most_the_value_and_no_other(ch
     assert all(found.count(c) == 1 for c in found)
     assert all(fill_drain_value(instance, c) <= value + 1e-3 * len(orders) * chunks * 10 for c in found)
     assert list(counts_within(instance, best * 0.99)) == []  # below the optimum: nothing
+
+
+def _two_issues() -> Instance:
+    """Two all-reduces of 2 chunks on 3 dimensions, the second issued after the first."""
+    from themis_opt.instance import Collective, Dimension, Network
+
+    network = Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in ((4, 100.0), (8, 50.0), (2, 25.0))))
+    return Instance(
+        network, (Collective("all_reduce", 32 * MIB, 2), Collective("all_reduce", 64 * MIB, 2, issue_ns=200_000.0))
+    )
+
+
+def test_load_value_is_the_integer_programs_value_and_at_most_fill_and_drains() -> None:
+    from themis_opt.bounds import fill_drain_value, load_value
+
+    inst = _two_issues()
+    plain = integer_load_bound(inst, fill_drain=False)
+    assert plain is not None and plain.optimal
+    assert load_value(inst, plain.counts) == pytest.approx(plain.bound, rel=1e-6)
+    assert load_value(inst, plain.counts) <= fill_drain_value(inst, plain.counts)
+
+
+def test_level_counts_is_the_brute_force_optimum_of_its_program() -> None:
+    # every pair of assignments: the best sum of the collectives' largest loads, less the credit
+    # per order in use, among those within the slack of the start's load value
+    import itertools
+
+    from themis_opt.bounds import LEVEL_CREDIT, LEVEL_SLACK, level_counts, load_value
+
+    inst = _two_issues()
+    profiles = order_profiles(inst)
+    start = integer_load_bound(inst, fill_drain=False)
+    assert start is not None
+    cap = load_value(inst, start.counts) * (1 + LEVEL_SLACK)
+
+    def objective(counts: dict) -> float:  # type: ignore[type-arg]
+        peaks = sum(
+            max(
+                sum(
+                    n * profiles[cls][o].busy[d]
+                    for cls in inst.chunk_classes
+                    if cls.collective == c
+                    for o, n in counts[cls].items()
+                )
+                for d in range(3)
+            )
+            for c in range(2)
+        )
+        return peaks - LEVEL_CREDIT * cap * sum(1 for cls in counts for n in counts[cls].values() if n)
+
+    per_class = []
+    for cls in inst.chunk_classes:
+        orders = list(profiles[cls])
+        combos = itertools.combinations_with_replacement(orders, len(cls.chunks))
+        per_class.append([{cls: {o: combo.count(o) for o in orders}} for combo in combos])
+    feasible = []
+    for first, second in itertools.product(*per_class):
+        counts = {**first, **second}
+        if load_value(inst, counts) <= cap:
+            feasible.append(objective(counts))
+    found = level_counts(inst, start)
+    assert found is not None
+    assert all(sum(found[cls].values()) == len(cls.chunks) for cls in inst.chunk_classes)
+    assert load_value(inst, found) <= cap * (1 + 1e-9)
+    assert objective(found) == pytest.approx(min(feasible), abs=1.0)  # the program rounds times to 1e-3 ns
+    assert objective(found) < objective(start.counts)  # the start is not level here
+
+
+def test_level_counts_is_none_after_the_deadline() -> None:
+    from themis_opt.bounds import level_counts
+    from themis_opt.budget import Deadline
+
+    inst = _two_issues()
+    start = integer_load_bound(inst, fill_drain=False)
+    assert start is not None
+    assert level_counts(inst, start, Deadline(0.0)) is None

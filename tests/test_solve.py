@@ -301,3 +301,44 @@ def test_the_at_bound_stage_asks_the_programs_counts_first_then_each_other_withi
     assert all(asked.count(counts) == 1 for counts in asked)
     cap = bound + optimality_tolerance(bound, instance.origin_ns)
     assert all(fill_drain_value(instance, counts) <= cap + 1.0 for counts in asked[1:])
+
+
+@pytest.mark.parametrize("several", [True, False])
+def test_the_assignment_search_starts_from_level_counts_with_several_collectives(
+    several: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # starts: the warm start's orders, the program's counts spread and, with several collectives,
+    # the level counts spread (the search's schedule is valid either way)
+    from themis_opt import localsearch
+    from themis_opt.bounds import integer_load_bound, level_counts
+    from themis_opt.budget import Deadline
+    from themis_opt.instance import Dimension, Network
+    from themis_opt.policies import baseline_orders, spread_orders
+    from themis_opt.simulator import simulate
+    from themis_opt.solve import _arranged
+
+    network = Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in ((4, 100.0), (8, 50.0), (2, 25.0))))
+    collectives = [Collective("all_reduce", 32 * 2**20, 2)]
+    if several:
+        collectives.append(Collective("all_reduce", 64 * 2**20, 2, issue_ns=200_000.0))
+    instance = Instance(network, tuple(collectives))
+    memo: dict = {}
+    counts = integer_load_bound(instance, fill_drain=True, memo=memo)
+    assert counts is not None
+    started: list = []
+    real = localsearch.improve_assignment
+
+    def spy(instance: Instance, starts: list, **options: object) -> object:
+        started.append(list(starts))
+        return real(instance, starts, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(localsearch, "improve_assignment", spy)
+    warm = simulate(instance, baseline_orders(instance), "fifo")
+    found = _arranged(instance, warm, 0, 1, Deadline.after(10), memo, target=0.0)
+    assert validate(instance, found) == [] and found.makespan <= warm.makespan
+    expected = [warm.orders, spread_orders(instance, counts.counts)]
+    if several:
+        level = level_counts(instance, counts)
+        assert level is not None and level != counts.counts
+        expected.append(spread_orders(instance, level))
+    assert started == [expected]

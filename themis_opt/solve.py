@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, assert_never
 
-from themis_opt.bounds import Bounds, Memo, compute_bounds, integer_load_bound
+from themis_opt.bounds import Bounds, Memo, compute_bounds, integer_load_bound, level_counts
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.errors import InputError
 from themis_opt.instance import ChunkClass, Instance
@@ -475,8 +475,10 @@ def _spread(
 def _arranged(
     instance: Instance, warm: Schedule, seed: int, workers: int, deadline: Deadline, memo: Memo, target: float
 ) -> Schedule:
-    """``warm`` or better: the assignment search from its orders and from the
-    fill-and-drain counts spread evenly, in a quarter of the time left
+    """``warm`` or better: the assignment search from its orders, from the
+    fill-and-drain counts spread evenly and, with several collectives, from
+    the counts that level each collective's load over the dimensions
+    (:func:`~themis_opt.bounds.level_counts`), in a quarter of the time left
     (``SEARCH_FIRST_SHARE`` above ``SEARCH_FIRST_PHASES`` phases), one seed
     per worker; it stops once it meets the lower bound ``target``.
     """
@@ -487,6 +489,10 @@ def _arranged(
     counts = integer_load_bound(instance, fill_drain=True, deadline=share.share(0.1), memo=memo)
     if counts is not None:
         starts.append(spread_orders(instance, counts.counts))
+        # with one collective, leveling its load is the program's own objective: nothing to add
+        level = level_counts(instance, counts, share.share(0.1)) if len(instance.collectives) > 1 else None
+        if level is not None:
+            starts.append(spread_orders(instance, level))
     found = improve_assignment(instance, starts, seed=seed, deadline=share, target=target, workers=workers)
     return found if found is not None and found.makespan < warm.makespan else warm
 
