@@ -1,6 +1,6 @@
 """Where the exact solver stands at scale (issue 11's targets), measured.
 
-    python bench/exact_scale.py [--workers 2] [--quick]
+    python bench/exact_scale.py [--workers 2] [--quick] [--variants]
 
 * 4D networks (4 dimensions of 4 to 16 NPUs, 400/200/100/50 GB/s), one all-reduce of 256 MiB to
   1 GiB in 16 chunks: time to a proof within 10 s (target: optimal in at most 10 s each);
@@ -9,7 +9,9 @@
   (target: within 1% of the best lower bound).
 
 Each line: the heuristics' best gap, cpsat's status and gap, and the wall time of the whole
-`solve(..., "cpsat")` call. `--quick` halves every time limit.
+`solve(..., "cpsat")` call. `--quick` halves every time limit. `--variants` runs only the
+collectives issued over time in other sizes of that target: 32 chunks each, 16 all-reduces, and
+the 8 on 4x4x4x16.
 """
 
 from __future__ import annotations
@@ -49,8 +51,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--variants", action="store_true")
     args = parser.parse_args()
     scale = 0.5 if args.quick else 1.0
+    if args.variants:
+        print("| instance | limit (s) | best heuristic gap | cpsat status | cpsat gap | wall (s) |")
+        print("|---|---|---|---|---|---|")
+        for instance in (
+            eight_collectives(chunks=32),
+            eight_collectives(count=16),
+            eight_collectives(shape=(4, 4, 4, 16)),
+        ):
+            report(instance.name, instance, 60.0 * scale, args.workers)
+        return
     print("| instance | limit (s) | best heuristic gap | cpsat status | cpsat gap | wall (s) |")
     print("|---|---|---|---|---|---|")
     for chunks, limit in ((16, 10.0), (32, 60.0)):
@@ -62,13 +75,18 @@ def main() -> None:
     report(many.name, many, 60.0 * scale, args.workers)
 
 
-def eight_collectives() -> Instance:
-    """8 all-reduces of 16 to 128 MiB, 16 chunks each, issued 150 us apart on 4x8x8x4."""
-    sizes = (16, 32, 64, 128, 16, 32, 64, 128)
+def eight_collectives(chunks: int = 16, count: int = 8, shape: tuple[int, ...] = (4, 8, 8, 4)) -> Instance:
+    """8 all-reduces of 16, 32, 64, 128, 16, ... MiB, 16 chunks each, issued 150 us apart on 4x8x8x4
+    (or ``count`` of them, ``chunks`` each, on ``shape``).
+    """
+    sizes = [(16, 32, 64, 128)[i % 4] for i in range(count)]
+    name = "4d-8-collectives"
+    if (chunks, count, shape) != (16, 8, (4, 8, 8, 4)):
+        name = f"4d-{count}-collectives-{chunks}c-{'x'.join(map(str, shape))}"
     return Instance(
-        network((4, 8, 8, 4)),
-        tuple(Collective("all_reduce", s * MIB, 16, issue_ns=150_000.0 * i) for i, s in enumerate(sizes)),
-        "4d-8-collectives",
+        network(shape),
+        tuple(Collective("all_reduce", s * MIB, chunks, issue_ns=150_000.0 * i) for i, s in enumerate(sizes)),
+        name,
     )
 
 
