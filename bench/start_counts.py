@@ -1,8 +1,9 @@
 """What the searches make of order counts that cost about the same in the load programs, measured.
 
     cd bench && python start_counts.py [--cuts 2,4] [--restarts 800] [--walk 8000] [--seeds 0,1]
+                                       [--count 8] [--chunks 16] [--shape 4x8x8x4]
 
-The 8-collective instance of ``bench/exact_scale.py``. The assignment search starts from SCIP's
+The 8-collective instance of ``bench/exact_scale.py`` (or its variants). The assignment search starts from SCIP's
 integer-program counts spread evenly over the chunks; a ``solve`` call may cut SCIP by its time
 share before its node limit. Per source of counts (SCIP cut after each of ``--cuts`` seconds, SCIP at
 its node limit, ``bounds.level_counts`` from those): their value in the fill-and-drain program, the
@@ -30,9 +31,13 @@ def main() -> None:
     parser.add_argument("--restarts", type=int, default=800)
     parser.add_argument("--walk", type=int, default=0, help="simulations of a whole search (0: none)")
     parser.add_argument("--seeds", default="0,1")
+    parser.add_argument("--count", type=int, default=8, help="all-reduces (exact_scale.py --variants)")
+    parser.add_argument("--chunks", type=int, default=16)
+    parser.add_argument("--shape", default="4x8x8x4")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
-    instance = eight_collectives()
+    shape = tuple(int(n) for n in args.shape.split("x"))
+    instance = eight_collectives(chunks=args.chunks, count=args.count, shape=shape)
     sources = []  # the cut runs first: answers decided by the solvers' own limits are cached per process
     for cut in (float(c) for c in args.cuts.split(",") if c):
         solution = integer_load_bound(instance, fill_drain=False, deadline=Deadline(time.perf_counter() + cut))

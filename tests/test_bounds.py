@@ -250,3 +250,22 @@ def test_level_counts_is_none_after_the_deadline() -> None:
     start = integer_load_bound(inst, fill_drain=False)
     assert start is not None
     assert level_counts(inst, start, Deadline(0.0)) is None
+
+
+def test_the_searches_take_the_integer_programs_counts_where_fill_and_drain_found_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # fill-and-drain finds no assignment in time: its bound is not computed, and the stages read SCIP's counts
+    from collections import OrderedDict
+
+    import themis_opt.bounds as bounds_module
+
+    inst = make([(4, "switch", 200.0), (4, "switch", 100.0), (4, "switch", 50.0)], size=64 * MIB, chunks=8)
+    monkeypatch.setattr(bounds_module, "_CACHE", OrderedDict())
+    monkeypatch.setattr(bounds_module, "_fill_drain_program", lambda *args: None)
+    memo: dict = {}  # type: ignore[type-arg]
+    bounds = compute_bounds(inst, memo=memo)
+    plain = memo[(inst, False)]
+    assert bounds.fill_drain is None and plain is not None and bounds.ip == plain.bound
+    found = integer_load_bound(inst, fill_drain=True, memo=memo)
+    assert found is not None and found.counts == plain.counts and not found.optimal

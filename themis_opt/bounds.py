@@ -804,5 +804,9 @@ def compute_bounds(
         ip = plain.bound if plain is not None else None
         if fd is not None and plain is not None:
             fd = _adopt_counts(instance, fd, plain, memo)
+        elif plain is not None and memo is not None:
+            # fill-and-drain found no assignment in time (16 all-reduces of 16 chunks): the searches start
+            # from SCIP's counts, its bound stays not computed
+            memo[(instance, True)] = LoadSolution(plain.bound, plain.counts, optimal=False)
     fill_drain = max(ip or 0.0, fd.bound) if fd is not None else None
     return dataclasses.replace(cheap, lp=lp, ip=ip, fill_drain=fill_drain)
