@@ -51,8 +51,8 @@ FILL_DRAIN_WORK = 1.0  # CP-SAT deterministic time for fill-and-drain (about sec
 FILL_DRAIN_CONFLICTS = 20_000  # and at most this many conflicts
 FILL_DRAIN_UNIT_NS = 1e-3  # fill-and-drain rounds every time down to this
 MAX_LOAD_VARIABLES = 20000  # order counts over all chunk classes; beyond, the load programs are skipped
-# level_counts: how far above its start's fill-and-drain value it may go, relatively, and what an order
-# in use is worth, relative to that value (cd bench && python start_counts.py measured both, on 8 collectives)
+# level_counts: how far above its start's integer load program value it may go, relatively, and what an
+# order in use is worth, relative to that value (cd bench && python start_counts.py measured the choice)
 LEVEL_SLACK = 2e-4
 LEVEL_CREDIT = 1e-3
 
@@ -672,8 +672,8 @@ def level_counts(instance: Instance, start: LoadSolution, deadline: Deadline | N
 
     Among the assignments whose integer load program value
     (:func:`load_value`) is at most ``start``'s times ``1 + LEVEL_SLACK``,
-    CP-SAT (under the fill-and-drain program's limits, hinted with ``start``)
-    minimises the sum over collectives of the
+    CP-SAT (under the fill-and-drain program's limits, with no hint: hinted
+    with ``start`` it stayed there) minimises the sum over collectives of the
     collective's largest load on one dimension, less ``LEVEL_CREDIT`` times
     that value per order in use. The programs balance the loads from each
     issue time to the end; these counts also balance what each collective
@@ -689,7 +689,8 @@ def level_counts(instance: Instance, start: LoadSolution, deadline: Deadline | N
     deadline = deadline or Deadline()
     if not load_programs_fit(instance):
         return None
-    # the heads' and tails' Booleans kept CP-SAT at the hint within the work limit: the cuts alone
+    # the cuts alone: with the heads' and tails' Booleans CP-SAT found no assignment within the work
+    # limit on the 8 all-reduces on 4x4x4x16 (bench/exact_scale.py --variants)
     program = _fill_drain_model(instance, start, deadline, heads_tails=False)
     if program is None:
         return None
