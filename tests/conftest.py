@@ -62,6 +62,17 @@ def four_dims(size: int = 256 * 2**20, chunks: int = 16, issue_ns: float = 0.0) 
     return Instance(network, (Collective("all_reduce", size, chunks, issue_ns=issue_ns),))
 
 
+def two_issues(several: bool = True) -> Instance:
+    """An all-reduce of 32 MiB and (``several``) one of 64 MiB issued 200 us later, 2 chunks each,
+    on 3 switch dimensions (4, 8 and 2 NPUs at 100/50/25 GB/s).
+    """
+    network = Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in ((4, 100.0), (8, 50.0), (2, 25.0))))
+    collectives = [Collective("all_reduce", 32 * 2**20, 2)]
+    if several:
+        collectives.append(Collective("all_reduce", 64 * 2**20, 2, issue_ns=200_000.0))
+    return Instance(network, tuple(collectives))
+
+
 def brute_force(instance: Instance) -> float:
     """Optimal makespan of a tiny task graph: every order assignment, every insertion sequence
     of phases and compute tasks (every left-shifted schedule)."""

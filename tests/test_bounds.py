@@ -7,7 +7,7 @@ import pytest
 from themis_opt.bounds import compute_bounds, ideal_bound, integer_load_bound, lp_bound, order_profiles
 from themis_opt.instance import Instance
 
-from .conftest import heuristic_schedules, make
+from .conftest import heuristic_schedules, make, two_issues
 
 MIB = 2**20
 
@@ -176,20 +176,10 @@ def test_counts_within_yields_every_assignment_at_most_the_value_and_no_other(ch
     assert list(counts_within(instance, best * 0.99)) == []  # below the optimum: nothing
 
 
-def _two_issues() -> Instance:
-    """Two all-reduces of 2 chunks on 3 dimensions, the second issued after the first."""
-    from themis_opt.instance import Collective, Dimension, Network
-
-    network = Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in ((4, 100.0), (8, 50.0), (2, 25.0))))
-    return Instance(
-        network, (Collective("all_reduce", 32 * MIB, 2), Collective("all_reduce", 64 * MIB, 2, issue_ns=200_000.0))
-    )
-
-
 def test_load_value_is_the_integer_programs_value_and_at_most_fill_and_drains() -> None:
     from themis_opt.bounds import fill_drain_value, load_value
 
-    inst = _two_issues()
+    inst = two_issues()
     plain = integer_load_bound(inst, fill_drain=False)
     assert plain is not None and plain.optimal
     assert load_value(inst, plain.counts) == pytest.approx(plain.bound, rel=1e-6)
@@ -203,7 +193,7 @@ def test_level_counts_is_the_brute_force_optimum_of_its_program() -> None:
 
     from themis_opt.bounds import LEVEL_CREDIT, LEVEL_SLACK, level_counts, load_value
 
-    inst = _two_issues()
+    inst = two_issues()
     profiles = order_profiles(inst)
     start = integer_load_bound(inst, fill_drain=False)
     assert start is not None
@@ -246,7 +236,7 @@ def test_level_counts_is_none_after_the_deadline() -> None:
     from themis_opt.bounds import level_counts
     from themis_opt.budget import Deadline
 
-    inst = _two_issues()
+    inst = two_issues()
     start = integer_load_bound(inst, fill_drain=False)
     assert start is not None
     assert level_counts(inst, start, Deadline(0.0)) is None

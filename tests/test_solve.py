@@ -15,7 +15,7 @@ from themis_opt.result import Status
 from themis_opt.solve import solve
 from themis_opt.validator import validate
 
-from .conftest import brute_force, load, make
+from .conftest import brute_force, load, make, two_issues
 
 
 @pytest.mark.parametrize("name", ["tiny_rs", "tiny_ar", "tiny_3d", "tiny_ag"])
@@ -312,16 +312,11 @@ def test_the_assignment_search_starts_from_level_counts_with_several_collectives
     from themis_opt import localsearch
     from themis_opt.bounds import integer_load_bound, level_counts
     from themis_opt.budget import Deadline
-    from themis_opt.instance import Dimension, Network
     from themis_opt.policies import baseline_orders, spread_orders
     from themis_opt.simulator import simulate
     from themis_opt.solve import _arranged
 
-    network = Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in ((4, 100.0), (8, 50.0), (2, 25.0))))
-    collectives = [Collective("all_reduce", 32 * 2**20, 2)]
-    if several:
-        collectives.append(Collective("all_reduce", 64 * 2**20, 2, issue_ns=200_000.0))
-    instance = Instance(network, tuple(collectives))
+    instance = two_issues(several)
     memo: dict = {}
     counts = integer_load_bound(instance, fill_drain=True, memo=memo)
     assert counts is not None
