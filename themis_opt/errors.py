@@ -16,13 +16,15 @@ class InputError(ValueError):
 
     Notes
     -----
-    ``str(error)`` is the one line the CLI prints: ``path: problem``.
+    ``str(error)`` is the one line the CLI prints: ``path: problem``; line
+    breaks that input smuggles into either (a field name, a file's text) are
+    shown escaped.
     """
 
     def __init__(self, path: str, problem: str) -> None:
         self.path = path
         self.problem = problem
-        super().__init__(f"{path}: {problem}" if path else problem)
+        super().__init__(_one_line(f"{path}: {problem}" if path else problem))
 
     def within(self, prefix: str) -> InputError:
         """Return the same error located inside ``prefix``.
@@ -34,3 +36,8 @@ class InputError(ValueError):
             return InputError(prefix, self.problem)
         sep = "" if self.path.startswith("[") else "."
         return InputError(f"{prefix}{sep}{self.path}", self.problem)
+
+
+def _one_line(text: str) -> str:
+    """``text`` with every line break written as its escape (``\\n``), so it prints as one line."""
+    return "".join(repr(ch)[1:-1] if ch.splitlines() != [ch] else ch for ch in text)
