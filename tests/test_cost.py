@@ -7,7 +7,7 @@ import math
 import pytest
 
 from themis_opt.cost import chunk_phases, phase_duration
-from themis_opt.instance import Dimension, Network, Op
+from themis_opt.instance import Algorithm, Collective, Dimension, Instance, Network, Op
 
 from .conftest import make
 
@@ -15,27 +15,119 @@ GB = 2**30 / 1e9  # bytes per ns per GB/s
 MIB = 2**20
 
 
+E, L = 10.0, 700.0  # endpoint delay and hop latency of the networks below
+X = 3 * MIB  # a phase's input
+BW = 100 * GB  # 100 GB/s in bytes per ns
+
+
+def one(topology: str, algorithm: str, n: int, *, unaware: bool = False, **extra: object) -> Network:
+    return Network((Dimension(n, topology, 100.0, L, algorithm, **extra),), E, congestion_unaware=unaware)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
-    ("topology", "algorithm", "n", "steps", "hops"),
-    [
-        ("ring", "ring", 4, 3, 1),
-        ("ring", "direct", 4, 1, 1),
-        ("ring", "halving_doubling", 8, 3, 1),
-        ("fully_connected", "direct", 8, 1, 1),
-        ("fully_connected", "ring", 8, 7, 1),
-        ("fully_connected", "halving_doubling", 4, 2, 1),
-        ("switch", "halving_doubling", 16, 4, 2),
-        ("switch", "ring", 4, 3, 2),
-        ("switch", "direct", 4, 1, 2),
-    ],
+    ("topology", "n", "hops"),
+    [("ring", 4, 1), ("switch", 4, 2), ("fully_connected", 8, 1)],
 )
-def test_duration_by_algorithm_and_topology(topology: str, algorithm: str, n: int, steps: int, hops: int) -> None:
-    net = Network((Dimension(n, topology, 100.0, 700.0, algorithm),), endpoint_delay_ns=10.0)
-    x = 3 * MIB
-    rs = phase_duration(net, 0, Op.REDUCE_SCATTER, x)
-    ag = phase_duration(net, 0, Op.ALL_GATHER, x)
-    assert rs == pytest.approx(steps * (hops * 700 + 10) + x * (n - 1) / n / (100 * GB), rel=1e-12)
-    assert ag == pytest.approx(steps * (hops * 700 + 10) + x * (n - 1) / (100 * GB), rel=1e-12)
+def test_a_ring_relays_n_minus_1_messages_at_the_link_bandwidth(topology: str, n: int, hops: int) -> None:
+    # one message per step to the next NPU: on a fully-connected dimension it has one link of n - 1
+    link = BW / (n - 1) if topology == "fully_connected" else BW
+    net = one(topology, "ring", n)
+    assert phase_duration(net, 0, Op.REDUCE_SCATTER, X) == pytest.approx((n - 1) * (hops * L + E + X / n / link))
+    assert phase_duration(net, 0, Op.ALL_GATHER, X) == pytest.approx((n - 1) * (hops * L + E + X / link))
+    assert phase_duration(net, 0, Op.ALL_TO_ALL, X, Algorithm.RING) == pytest.approx(
+        n * (n - 1) / 2 * (hops * L + E + X / n / link)
+    )
+
+
+def test_direct_sends_to_everyone_at_once_from_the_farthest_hop() -> None:
+    # ring of 8: the farthest NPU is 4 hops away; the 7 messages of x / 8 share the NPU's bandwidth
+    assert phase_duration(one("ring", "direct", 8), 0, Op.REDUCE_SCATTER, X) == pytest.approx(
+        E + 4 * L + 7 * X / 8 / BW
+    )
+    # ASTRA-sim's congestion-unaware backend: each message alone at the link's bandwidth
+    unaware = one("ring", "direct", 8, unaware=True)
+    assert phase_duration(unaware, 0, Op.REDUCE_SCATTER, X) == pytest.approx(E + 4 * L + X / 8 / BW)
+    assert phase_duration(unaware, 0, Op.ALL_GATHER, X) == pytest.approx(E + 4 * L + X / BW)
+    # a switch: two hops to anyone; fully connected: one link of n - 1 per peer, the same either way
+    assert phase_duration(one("switch", "direct", 4, unaware=True), 0, Op.ALL_TO_ALL, X) == pytest.approx(
+        E + 2 * L + X / 4 / BW
+    )
+    for unaware_ in (False, True):
+        fc = one("fully_connected", "direct", 8, unaware=unaware_)
+        assert phase_duration(fc, 0, Op.REDUCE_SCATTER, X) == pytest.approx(E + L + X / 8 / (BW / 7))
+
+
+def test_halving_doubling_partners_double_their_distance() -> None:
+    # ring of 8: partners 1, 2, 4 apart (hops 1, 2, 4) with x/2, x/4, x/8
+    rs = E * 3 + (1 + 2 + 4) * L + (X / 2 + X / 4 + X / 8) / BW
+    assert phase_duration(one("ring", "halving_doubling", 8), 0, Op.REDUCE_SCATTER, X) == pytest.approx(rs)
+    # the all-gather reverses it from the shard: x, 2x, 4x to partners 4, 2, 1 apart
+    ag = E * 3 + (4 + 2 + 1) * L + (X + 2 * X + 4 * X) / BW
+    assert phase_duration(one("ring", "halving_doubling", 8), 0, Op.ALL_GATHER, X) == pytest.approx(ag)
+    # fully connected: one link each, a seventh of the bandwidth
+    fc = E * 3 + 3 * L + (X / 2 + X / 4 + X / 8) / (BW / 7)
+    assert phase_duration(one("fully_connected", "halving_doubling", 8), 0, Op.REDUCE_SCATTER, X) == pytest.approx(fc)
+
+
+def test_a_double_binary_tree_all_reduces_whatever_the_phase() -> None:
+    # 8 NPUs: up the tree 1, 2 apart, to the root 4 apart, and back; x every time; on the way down a node
+    # sends to both children at once (sharing the port on a ring, at the link's bandwidth when unaware)
+    up = (E + 1 * L + X / BW) + (E + 2 * L + X / BW) + (E + 4 * L + X / BW)
+    down_shared = (E + 4 * L + X / BW) + (E + 2 * L + 2 * X / BW) + (E + 1 * L + 2 * X / BW)
+    down_unaware = (E + 4 * L + X / BW) + (E + 2 * L + X / BW) + (E + 1 * L + X / BW)
+    shared = one("ring", "double_binary_tree", 8)
+    for op in (Op.REDUCE_SCATTER, Op.ALL_GATHER, Op.ALL_REDUCE):
+        assert phase_duration(shared, 0, op, X) == pytest.approx(up + down_shared)
+    unaware = one("ring", "double_binary_tree", 8, unaware=True)
+    assert phase_duration(unaware, 0, Op.REDUCE_SCATTER, X) == pytest.approx(up + down_unaware)
+    # and keeps its data: a reduce-scatter place gives its whole input to the next phase
+    inst = Instance(unaware, (Collective("all_reduce", 8 * MIB, 2),))
+    assert [(p.op, p.bytes_in, p.bytes_out) for p in chunk_phases(inst, 0, 4 * MIB, (0,))] == [
+        (Op.ALL_REDUCE, 4 * MIB, 4 * MIB),
+        (Op.ALL_REDUCE, 4 * MIB, 4 * MIB),
+    ]
+
+
+def test_overheads_add_to_every_message() -> None:
+    plain = phase_duration(one("switch", "halving_doubling", 4), 0, Op.REDUCE_SCATTER, X)
+    extra = phase_duration(one("switch", "halving_doubling", 4, message_overhead_ns=30.0), 0, Op.REDUCE_SCATTER, X)
+    assert extra - plain == pytest.approx(2 * 30.0)
+
+
+def test_a_dimension_carved_from_a_ring_pays_for_its_far_links() -> None:
+    # positions 0-3 of a ring of 8, one apart: three links of one hop, and the link that closes the
+    # sub-ring from position 3 back to 0 is 3 hops; a reduce-scatter relays 3 of them, the dearest
+    inner = Network((Dimension(4, "ring", 100.0, L, "ring", physical_size=8),), E)
+    assert phase_duration(inner, 0, Op.REDUCE_SCATTER, X) == pytest.approx(3 * (E + X / 4 / BW) + (1 + 1 + 3) * L)
+    # the outer part, every 4th position of the ring of 8: 2 NPUs 4 hops apart both ways
+    outer = Network((Dimension(2, "ring", 100.0, L, "ring", physical_size=8, stride=4),), E)
+    assert phase_duration(outer, 0, Op.REDUCE_SCATTER, X) == pytest.approx(E + 4 * L + X / 2 / BW)
+    # carved from a fully-connected dimension of 8: each message on one link of 7
+    fc = Network((Dimension(4, "fully_connected", 100.0, L, "direct", physical_size=8),), E)
+    assert phase_duration(fc, 0, Op.REDUCE_SCATTER, X) == pytest.approx(E + L + X / 4 / (BW / 7))
+
+
+def test_flattened_algorithms_run_over_every_npu_on_dimension_0() -> None:
+    # a ring of 2 (500 ns, 100 GB/s) inside a switch of 2 (1000 ns, 50 GB/s): NPUs 0-1-2-3 relay over
+    # links 0->1 and 2->3 (the ring, 1 hop) and 1->2, 3->0 (the switch, 2 hops); 3 steps take the dearest 3
+    dims = (
+        Dimension(2, "ring", 100.0, 500.0, "one_ring", all_to_all_algorithm="one_direct"),
+        Dimension(2, "switch", 50.0, 1000.0),
+    )
+    net = Network(dims, E)
+    ring = E + 500 + X / 4 / BW
+    switch = E + 2 * 1000 + X / 4 / (50 * GB)
+    inst = Instance(net, (Collective("all_reduce", X, 1), Collective("all_to_all", X, 1)))
+    assert inst.active_dims == ((0,), (0,))
+    phases = chunk_phases(inst, 0, X, (0,))
+    assert [(p.op, p.bytes_in, p.bytes_out) for p in phases] == [
+        (Op.REDUCE_SCATTER, X, X / 4),
+        (Op.ALL_GATHER, X / 4, X),
+    ]
+    assert phases[0].duration == pytest.approx(ring + 2 * switch)
+    # direct: the switch peers (two of the three) share its 50 GB/s, the ring peer has its own port
+    a2a = chunk_phases(inst, 1, X, (0,))[0]
+    assert a2a.duration == pytest.approx(E + max(500 + X / 4 / BW, 2 * 1000 + 2 * X / 4 / (50 * GB)))
 
 
 def test_worked_example_phase_durations() -> None:

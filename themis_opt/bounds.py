@@ -40,8 +40,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, assert_never
 
 from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
-from themis_opt.cost import bytes_sent, chunk_phases, phase_duration, phase_plan_of
-from themis_opt.instance import ChunkClass, Collective, Compute, Instance, Kind, Op
+from themis_opt.cost import (
+    PhaseSpec,
+    chunk_phases,
+    group_size,
+    merges,
+    performed,
+    phase_duration,
+    phase_plan_of,
+    wire_time,
+)
+from themis_opt.instance import Algorithm, AllReducePhases, ChunkClass, Collective, Compute, Instance, Kind, Op
+from themis_opt.policies import baseline_order
 
 logger = logging.getLogger(__name__)
 
@@ -109,20 +119,98 @@ class Bounds:
 
 
 def traffic_bytes(instance: Instance, collective: int) -> float:
-    """Bytes one NPU sends for a whole collective, whatever the orders."""
+    """What one NPU moves for a whole collective, whatever the orders, in bytes
+    at the bandwidths of the dimensions that carry it.
+
+    Where every algorithm of the collective moves its bytes at the
+    dimension's bandwidth, that is the data it sends: x (N - 1) / N for a
+    reduce-scatter over N NPUs, whatever the order. Elsewhere (a fully
+    connected dimension under a ring, a double binary tree, messages that do
+    not share a port) it is the least, over the orders, of each phase's
+    :func:`~themis_opt.cost.wire_time` times its dimension's bandwidth.
+    """
     coll = instance.collectives[collective]
-    dims = [instance.network.dimensions[d] for d in instance.active_dims[collective]]
-    npus = math.prod(dim.size for dim in dims)
-    one_way = coll.size_bytes * (npus - 1) / npus
-    match coll.kind:
-        case Kind.ALL_REDUCE:
-            return 2 * one_way
-        case Kind.REDUCE_SCATTER | Kind.ALL_GATHER:
-            return one_way
-        case Kind.ALL_TO_ALL:  # one fixed order, the size kept: each dimension's share is fixed
-            return sum(bytes_sent(dim, Op.ALL_TO_ALL, coll.size_bytes) for dim in dims)
-        case _ as unreachable:
-            assert_never(unreachable)
+    if coll.kind is Kind.ALL_TO_ALL:  # one fixed order, the size kept: each dimension's share is fixed
+        phases = chunk_phases(instance, collective, float(coll.size_bytes), instance.active_dims[collective])
+        return sum(_weighted(instance, collective, p) for p in phases)
+    if _moves_at_bandwidth(instance, collective):
+        npus = math.prod(instance.network.dimensions[d].size for d in instance.active_dims[collective])
+        one_way = coll.size_bytes * (npus - 1) / npus
+        return 2 * one_way if coll.kind is Kind.ALL_REDUCE else one_way
+    return sum(
+        len(cls.chunks) * _least_weighted(instance, cls)
+        for cls in instance.chunk_classes
+        if cls.collective == collective
+    )
+
+
+def _weighted(instance: Instance, collective: int, phase: PhaseSpec) -> float:
+    """A phase's wire time times its dimension's bandwidth: the bytes it moves at that bandwidth."""
+    dim = instance.network.dimensions[phase.dim]
+    algorithm = dim.algorithm_for(instance.collectives[collective].kind)
+    return wire_time(instance.network, phase.dim, phase.op, phase.bytes_in, algorithm) * dim.bytes_per_ns
+
+
+def _moves_at_bandwidth(instance: Instance, collective: int) -> bool:
+    """Whether every phase of ``collective`` moves the bytes it sends at its dimension's bandwidth."""
+    network = instance.network
+    kind = instance.collectives[collective].kind
+    if network.all_reduce_phases is AllReducePhases.PER_DIMENSION and kind is Kind.ALL_REDUCE:
+        return False
+    for d in instance.active_dims[collective]:
+        dim = network.dimensions[d]
+        algorithm = dim.algorithm_for(kind)
+        if algorithm.flattened or algorithm is Algorithm.DOUBLE_BINARY_TREE or dim.carved:
+            return False
+        for op, sent in ((Op.REDUCE_SCATTER, (dim.size - 1) / dim.size), (Op.ALL_GATHER, dim.size - 1.0)):
+            if not math.isclose(wire_time(network, d, op, 1.0, algorithm) * dim.bytes_per_ns, sent, rel_tol=1e-12):
+                return False
+    return True
+
+
+def _least_weighted(instance: Instance, cls: ChunkClass) -> float:
+    """The least bandwidth-weighted traffic of one chunk of ``cls``: over its orders (and the
+    baseline's merged phases), or, with more than 720 orders, every phase at its least.
+    """
+    c = cls.collective
+    if instance.order_count(c) <= 720:
+        return min(sum(_weighted(instance, c, p) for p in phases) for phases in _variants(instance, c, cls.chunk_bytes))
+    return sum(_weighted(instance, c, p) for p in _smallest_phases(instance, cls))
+
+
+def _variants(instance: Instance, collective: int, chunk_bytes: int) -> Iterator[tuple[PhaseSpec, ...]]:
+    """Every way a chunk may run: each order, and the baseline's order merged where the baseline merges."""
+    for order in instance.orders[collective]:
+        yield chunk_phases(instance, collective, chunk_bytes, order)
+        if order == baseline_order(instance, collective) and merges(instance, collective, baseline=True):
+            yield chunk_phases(instance, collective, chunk_bytes, order, merged=True)
+
+
+def _smallest_phases(instance: Instance, cls: ChunkClass) -> list[PhaseSpec]:
+    """One phase per place of a chunk of ``cls``, each at the least input any order gives it
+    (a reduce-scatter after all other dimensions, an all-gather on the shard).
+    """
+    c = cls.collective
+    network = instance.network
+    kind = instance.collectives[c].kind
+    dims = instance.active_dims[c]
+    npus = math.prod(group_size(network, kind, d) for d in dims)
+    phases = []
+    for d, place in phase_plan_of(network, kind, dims):
+        algorithm = network.dimensions[d].algorithm_for(kind)
+        op = performed(place, algorithm)
+        n = group_size(network, kind, d)
+        match place:
+            case Op.REDUCE_SCATTER:
+                smallest = cls.chunk_bytes * n / npus
+            case Op.ALL_GATHER | Op.ALL_REDUCE:
+                smallest = cls.chunk_bytes / npus
+            case Op.ALL_TO_ALL:
+                smallest = float(cls.chunk_bytes)
+            case _ as unreachable:
+                assert_never(unreachable)
+        phases.append(PhaseSpec(d, op, smallest, smallest, phase_duration(network, d, op, smallest, algorithm)))
+    return phases
 
 
 def shortest_durations(instance: Instance) -> tuple[float, ...]:
@@ -150,24 +238,8 @@ def _fastest_chunk(instance: Instance, cls: ChunkClass) -> float:
     """
     c = cls.collective
     if instance.order_count(c) <= 720:
-        return min(sum(p.duration for p in chunk_phases(instance, c, cls.chunk_bytes, o)) for o in instance.orders[c])
-    network = instance.network
-    dims = instance.active_dims[c]
-    npus = math.prod(network.dimensions[d].size for d in dims)
-    total = 0.0
-    for d, op in phase_plan_of(instance.collectives[c].kind, dims):
-        n = network.dimensions[d].size
-        match op:
-            case Op.REDUCE_SCATTER:
-                smallest = cls.chunk_bytes * n / npus
-            case Op.ALL_GATHER:
-                smallest = cls.chunk_bytes / npus
-            case Op.ALL_TO_ALL:
-                smallest = float(cls.chunk_bytes)
-            case _ as unreachable:
-                assert_never(unreachable)
-        total += phase_duration(network, d, op, smallest)
-    return total
+        return min(sum(p.duration for p in phases) for phases in _variants(instance, c, cls.chunk_bytes))
+    return sum(p.duration for p in _smallest_phases(instance, cls))
 
 
 @functools.lru_cache(maxsize=64)
@@ -262,21 +334,44 @@ def order_profiles(instance: Instance) -> dict[ChunkClass, dict[tuple[int, ...],
         issue = releases[cls.collective]
         per_order = {}
         for order in instance.orders[cls.collective]:
-            phases = chunk_phases(instance, cls.collective, cls.chunk_bytes, order)
-            total = sum(p.duration for p in phases)
-            busy = [0.0] * num_dims
-            head: list[float | None] = [None] * num_dims
-            tail: list[float | None] = [None] * num_dims
-            elapsed = 0.0
-            for p in phases:
-                busy[p.dim] += p.duration
-                if head[p.dim] is None:
-                    head[p.dim] = issue + elapsed
-                elapsed += p.duration
-                tail[p.dim] = total - elapsed
-            per_order[order] = OrderProfile(tuple(busy), tuple(head), tuple(tail))
+            ways = [chunk_phases(instance, cls.collective, cls.chunk_bytes, order)]
+            if order == baseline_order(instance, cls.collective) and merges(instance, cls.collective, baseline=True):
+                # the baseline's way to run that order: its least costs count too
+                ways.append(chunk_phases(instance, cls.collective, cls.chunk_bytes, order, merged=True))
+            per_order[order] = _least_profile([_profile(phases, issue, num_dims) for phases in ways])
         profiles[cls] = per_order
     return profiles
+
+
+def _profile(phases: tuple[PhaseSpec, ...], issue: float, num_dims: int) -> OrderProfile:
+    total = sum(p.duration for p in phases)
+    busy = [0.0] * num_dims
+    head: list[float | None] = [None] * num_dims
+    tail: list[float | None] = [None] * num_dims
+    elapsed = 0.0
+    for p in phases:
+        busy[p.dim] += p.duration
+        if head[p.dim] is None:
+            head[p.dim] = issue + elapsed
+        elapsed += p.duration
+        tail[p.dim] = total - elapsed
+    return OrderProfile(tuple(busy), tuple(head), tuple(tail))
+
+
+def _least_profile(profiles: list[OrderProfile]) -> OrderProfile:
+    """Each entry at its least over ``profiles`` (of one order's ways to run): below every one of them."""
+    if len(profiles) == 1:
+        return profiles[0]
+
+    def least(values: tuple[float | None, ...]) -> float | None:
+        present = [v for v in values if v is not None]
+        return min(present) if present else None
+
+    return OrderProfile(
+        tuple(min(b) for b in zip(*(p.busy for p in profiles))),
+        tuple(least(h) for h in zip(*(p.head for p in profiles))),
+        tuple(least(t) for t in zip(*(p.tail for p in profiles))),
+    )
 
 
 def _issue_cuts(instance: Instance) -> list[tuple[float, list[ChunkClass]]]:

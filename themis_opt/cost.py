@@ -1,25 +1,56 @@
 """The congestion-free analytical cost model (ASTRA-sim's analytical backend).
 
-A phase runs one reduce-scatter or all-gather of one chunk on one dimension::
+A phase runs one step of a chunk's collective on one dimension. Its algorithm
+sends messages in steps; a step costs the endpoint delay, then its slowest
+message::
 
-    duration = steps * (hops * latency + endpoint_delay) + bytes_sent / bandwidth
+    step = endpoint_delay + hops * latency + message_overhead + message bytes / link bandwidth
 
-with ``steps`` = n - 1 (ring), 1 (direct), log2 n (halving-doubling); ``hops``
-= 2 on a switch, 1 otherwise; ``bytes_sent`` = x (n - 1) / n for a
-reduce-scatter of x bytes and x (n - 1) for an all-gather of x bytes.
+A message's link bandwidth is the dimension's bandwidth on a ring or switch
+and one link's share, ``bandwidth / (physical_size - 1)``, on a
+fully-connected dimension; ``hops`` is 1 between neighbours of a ring (the
+shorter way round: more between NPUs further apart), 1 on a fully-connected
+dimension and 2 through a switch. When an NPU sends several messages at once
+on a ring or switch dimension they share its bandwidth there, unless the
+network is ``congestion_unaware`` (then each gets the link's, as in
+ASTRA-sim's analytical backend). On n NPUs, with input x:
 
-An all-to-all phase keeps its size (x in, x out) and runs the dimension's
-all-to-all algorithm: ring, n (n - 1) / 2 steps of one hop each and
-x (n - 1) / 2 bytes sent; direct, one step and x (n - 1) / n bytes.
+* ring: n - 1 steps of x / n to the next NPU (reduce-scatter), of x
+  (all-gather), 2 (n - 1) of x / n (all-reduce), n (n - 1) / 2 of x / n
+  (all-to-all);
+* direct: one step to every other NPU at once, x / n each (x for an
+  all-gather; two steps for an all-reduce);
+* halving-doubling: log2 n steps to partners 1, 2, 4, ... apart with x / 2,
+  x / 4, ... (reduce-scatter; the reverse for an all-gather, both for an
+  all-reduce);
+* double binary tree: always an all-reduce of the whole input, 2 log2 n
+  steps of x up a binary tree and back down (a node sends to both children
+  at once on the way down);
+* the flattened ``one_*`` algorithms: ring, direct or halving-doubling over
+  every NPU of the network at once, each message costed on the outermost
+  dimension in which its two NPUs differ.
+
+A ring's steps are relayed NPU to NPU, so it lasts as long as the dearest
+``steps`` consecutive links of the ring. With one hop between every pair of
+neighbours this is the familiar ``steps * (latency + endpoint_delay) +
+bytes_sent / bandwidth`` (``bytes_sent`` = x (n - 1) / n for a reduce-scatter,
+x (n - 1) for an all-gather).
+
+A reduce-scatter phase turns x bytes into x / n, an all-gather x into x n,
+an all-reduce and an all-to-all keep x.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
-from themis_opt.instance import Algorithm, Dimension, Instance, Kind, Network, Op, Topology
+from themis_opt.instance import Algorithm, AllReducePhases, Dimension, Instance, Kind, Network, Op, Topology
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -31,7 +62,7 @@ class PhaseSpec:
     dim
         Dimension index.
     op
-        Reduce-scatter or all-gather.
+        What the phase does (a double binary tree always all-reduces).
     bytes_in, bytes_out
         Data held before and after the phase (real numbers: no rounding).
     duration
@@ -45,54 +76,308 @@ class PhaseSpec:
     duration: float
 
 
-def steps(dim: Dimension, op: Op = Op.REDUCE_SCATTER) -> int:
-    """Number of algorithm steps of one phase of ``op`` on ``dim``."""
-    algorithm = dim.all_to_all_algorithm if op is Op.ALL_TO_ALL else dim.algorithm
-    match algorithm:
-        case Algorithm.RING:
-            return dim.size * (dim.size - 1) // 2 if op is Op.ALL_TO_ALL else dim.size - 1
-        case Algorithm.DIRECT:
+# ------------------------------------------------------------------ messages
+
+
+def link_bytes_per_ns(dim: Dimension) -> float:
+    """Bandwidth one message gets in ``dim``, bytes per ns."""
+    if dim.topology is Topology.FULLY_CONNECTED:
+        return dim.bytes_per_ns / max(1, dim.physical_size - 1)
+    return dim.bytes_per_ns
+
+
+def hops_apart(dim: Dimension, distance: int) -> int:
+    """Hops between two NPUs ``distance`` positions apart along ``dim`` (its own positions)."""
+    match dim.topology:
+        case Topology.RING:
+            apart = distance * dim.stride
+            return min(apart, dim.physical_size - apart)
+        case Topology.FULLY_CONNECTED:
             return 1
-        case Algorithm.HALVING_DOUBLING:
-            return int(math.log2(dim.size))
+        case Topology.SWITCH:
+            return 2
         case _ as unreachable:
             assert_never(unreachable)
 
 
-def hops(dim: Dimension, op: Op = Op.REDUCE_SCATTER) -> int:
-    """Hops per step: 2 through a switch, 1 on direct links (and 1 for a ring all-to-all)."""
-    if op is Op.ALL_TO_ALL and dim.all_to_all_algorithm is Algorithm.RING:
-        return 1
-    return 2 if dim.topology is Topology.SWITCH else 1
+def _ring_hops(dim: Dimension, steps: int) -> int:
+    """Hops of the dearest ``steps`` consecutive links of the ring ``dim`` (relayed, cyclic).
 
-
-def bytes_sent(dim: Dimension, op: Op, bytes_in: float) -> float:
-    """Bytes one NPU sends in a phase of ``op`` with ``bytes_in`` input."""
+    Every link joins neighbours one position apart, except the last, which
+    closes the ring from the far end: on a dimension carved from a larger
+    ring it spans ``size - 1`` positions.
+    """
     n = dim.size
+    near, far = hops_apart(dim, 1), hops_apart(dim, n - 1)
+    full, rest = divmod(steps, n)
+    cycle = (n - 1) * near + far
+    return full * cycle + (rest and max(rest * near, (rest - 1) * near + far))
+
+
+def _shares_port(network: Network, dim: Dimension) -> bool:
+    """Whether the messages an NPU sends at once in ``dim`` share its bandwidth."""
+    return not network.congestion_unaware and dim.topology is not Topology.FULLY_CONNECTED
+
+
+def _steps_of(network: Network, dim: Dimension, algorithm: Algorithm, op: Op) -> tuple[tuple[int, int, float], ...]:
+    """The steps of one phase as (hops, messages sent at once, bytes per message per input byte).
+
+    A ring is not listed step by step (its steps are relayed): see :func:`_affine`.
+    """
+    n = dim.size
+    log = int(math.log2(n)) if n & (n - 1) == 0 else 0
+    match algorithm:
+        case Algorithm.DIRECT:
+            farthest = max(hops_apart(dim, k) for k in range(1, n))
+            per = 1.0 if op is Op.ALL_GATHER else 1 / n
+            return ((farthest, n - 1, per),) * (2 if op is Op.ALL_REDUCE else 1)
+        case Algorithm.HALVING_DOUBLING:
+            scatter = tuple((hops_apart(dim, 2**k), 1, 1 / 2 ** (k + 1)) for k in range(log))
+            gather = tuple((hops_apart(dim, 2**k), 1, n / 2 ** (k + 1)) for k in reversed(range(log)))
+            match op:
+                case Op.REDUCE_SCATTER:
+                    return scatter
+                case Op.ALL_GATHER:
+                    return gather
+                case Op.ALL_REDUCE:
+                    return scatter + tuple((h, m, x / n) for h, m, x in gather)
+                case Op.ALL_TO_ALL:
+                    raise ValueError("halving_doubling cannot run an all-to-all")
+                case _ as unreachable:
+                    assert_never(unreachable)
+        case Algorithm.DOUBLE_BINARY_TREE:
+            # in-order binary tree under a root with one child: level k's children are 2^(k-1) apart,
+            # the root's child n / 2
+            levels = [hops_apart(dim, 2 ** (k - 1)) for k in range(1, log)]
+            root = hops_apart(dim, n // 2)
+            up = [(h, 1, 1.0) for h in levels]
+            down = [(h, 2, 1.0) for h in reversed(levels)]
+            return (*up, (root, 1, 1.0), (root, 1, 1.0), *down)
+        case Algorithm.RING | Algorithm.ONE_RING | Algorithm.ONE_DIRECT | Algorithm.ONE_HALVING_DOUBLING:
+            raise ValueError(f"{algorithm.value} is not listed step by step")
+        case _ as unreachable:
+            assert_never(unreachable)
+
+
+def ring_steps(n: int, op: Op) -> tuple[int, float]:
+    """A ring's relayed steps on ``n`` NPUs and bytes per message per input byte."""
     match op:
         case Op.REDUCE_SCATTER:
-            return bytes_in * (n - 1) / n
+            return n - 1, 1 / n
         case Op.ALL_GATHER:
-            return bytes_in * (n - 1)
+            return n - 1, 1.0
+        case Op.ALL_REDUCE:
+            return 2 * (n - 1), 1 / n
         case Op.ALL_TO_ALL:
-            if dim.all_to_all_algorithm is Algorithm.RING:
-                return bytes_in * (n - 1) / 2
-            return bytes_in * (n - 1) / n
+            return n * (n - 1) // 2, 1 / n
         case _ as unreachable:
             assert_never(unreachable)
 
 
-def phase_duration(network: Network, dim_index: int, op: Op, bytes_in: float) -> float:
-    """Duration in ns of a phase of ``op`` on dimension ``dim_index``."""
-    dim = network.dimensions[dim_index]
-    latency = steps(dim, op) * (hops(dim, op) * dim.latency_ns + network.endpoint_delay_ns)
-    return latency + bytes_sent(dim, op, bytes_in) / dim.bytes_per_ns
+@functools.lru_cache(maxsize=4096)
+def _affine(network: Network, d: int, algorithm: Algorithm, op: Op) -> tuple[float, float]:
+    """(latency part, ns per input byte) of a phase on dimension ``d``: duration = a + b x."""
+    dim = network.dimensions[d]
+    delay, latency, overhead = network.endpoint_delay_ns, dim.latency_ns, dim.message_overhead_ns
+    link = link_bytes_per_ns(dim)
+    if algorithm is Algorithm.RING:
+        steps, per = ring_steps(dim.size, op)
+        return steps * (delay + overhead) + _ring_hops(dim, steps) * latency, steps * per / link
+    shared = _shares_port(network, dim)
+    fixed = rate = 0.0
+    for hops, messages, per in _steps_of(network, dim, algorithm, op):
+        fixed += delay + hops * latency + overhead
+        rate += messages * per / dim.bytes_per_ns if shared else per / link
+    return fixed, rate
 
 
-def phase_plan_of(kind: Kind, order: tuple[int, ...]) -> list[tuple[int, Op]]:
-    """The (dimension, operation) of each phase of a chunk of ``kind`` taking ``order``."""
+# ----------------------------------------------------------------- flattened
+
+
+@functools.lru_cache(maxsize=64)
+def _flat_links(network: Network) -> tuple[np.ndarray, np.ndarray]:
+    """Per NPU u, the dimension in which u and u + 1 (mod N) differ outermost, and its hops there."""
+    import numpy as np
+
+    npus = np.arange(network.num_npus)
+    return _outermost(network, npus, (npus + 1) % network.num_npus)
+
+
+def _outermost(network: Network, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each pair of NPU ids: the outermost dimension where they differ, and the hops there."""
+    import numpy as np
+
+    dim_of = np.full(src.shape, -1)
+    hops = np.zeros(src.shape, dtype=np.int64)
+    stride = 1
+    for d, dim in enumerate(network.dimensions):
+        a, b = (src // stride) % dim.size, (dst // stride) % dim.size
+        differ = a != b
+        apart = np.abs(a - b)
+        match dim.topology:
+            case Topology.RING:
+                here = np.minimum(apart, dim.size - apart)
+            case Topology.FULLY_CONNECTED:
+                here = np.ones_like(apart)
+            case Topology.SWITCH:
+                here = np.full_like(apart, 2)
+            case _ as unreachable:
+                assert_never(unreachable)
+        dim_of = np.where(differ, d, dim_of)
+        hops = np.where(differ, here, hops)
+        stride *= dim.size
+    return dim_of, hops
+
+
+def _per_dim(network: Network, attribute: str) -> np.ndarray:
+    import numpy as np
+
+    return np.array([getattr(dim, attribute) for dim in network.dimensions], dtype=float)
+
+
+def _link_rates(network: Network) -> np.ndarray:
+    import numpy as np
+
+    return np.array([link_bytes_per_ns(dim) for dim in network.dimensions])
+
+
+@functools.lru_cache(maxsize=4096)
+def _flattened_duration(network: Network, algorithm: Algorithm, op: Op, x: float) -> float:
+    """A flattened algorithm's phase over every NPU of ``network`` (see the module's docstring)."""
+    import numpy as np
+
+    n = network.num_npus
+    delay = network.endpoint_delay_ns
+    latency, overhead = _per_dim(network, "latency_ns"), _per_dim(network, "message_overhead_ns")
+    link = _link_rates(network)
+    match algorithm:
+        case Algorithm.ONE_RING:
+            steps, per = ring_steps(n, op)
+            dim_of, hops = _flat_links(network)
+            cost = delay + hops * latency[dim_of] + overhead[dim_of] + per * x / link[dim_of]
+            full, rest = divmod(steps, n)
+            window = 0.0
+            if rest:  # the dearest run of ``rest`` consecutive links, cyclic
+                sums = np.concatenate(([0.0], np.cumsum(np.concatenate((cost, cost)))))
+                window = float(np.max(sums[rest : rest + n] - sums[:n]))
+            return float(full * cost.sum() + window)
+        case Algorithm.ONE_DIRECT:
+            npus = np.arange(1, n)
+            dim_of, hops = _outermost(network, np.zeros_like(npus), npus)
+            per = 1.0 if op is Op.ALL_GATHER else 1 / n
+            slowest = 0.0
+            for d, dim in enumerate(network.dimensions):
+                here = dim_of == d
+                if not here.any():
+                    continue
+                shared = _shares_port(network, dim)
+                wire = int(here.sum()) * per * x / dim.bytes_per_ns if shared else per * x / link[d]
+                slowest = max(slowest, float(hops[here].max()) * latency[d] + overhead[d] + wire)
+            return (2 if op is Op.ALL_REDUCE else 1) * (delay + slowest)
+        case Algorithm.ONE_HALVING_DOUBLING:
+            log = int(math.log2(n))
+            npus = np.arange(n)
+            scatter = [(k, 1 / 2 ** (k + 1)) for k in range(log)]
+            gather = [(k, n / 2 ** (k + 1)) for k in reversed(range(log))]
+            match op:
+                case Op.REDUCE_SCATTER:
+                    plan = scatter
+                case Op.ALL_GATHER:
+                    plan = gather
+                case Op.ALL_REDUCE:
+                    plan = scatter + [(k, per / n) for k, per in gather]
+                case Op.ALL_TO_ALL:
+                    raise ValueError("one_halving_doubling cannot run an all-to-all")
+                case _ as unreachable:
+                    assert_never(unreachable)
+            total = 0.0
+            for k, per in plan:
+                partner = npus ^ (1 << k)
+                dim_of, hops = _outermost(network, npus, partner)
+                cost = hops * latency[dim_of] + overhead[dim_of] + per * x / link[dim_of]
+                total += delay + float(cost.max())
+            return total
+        case Algorithm.RING | Algorithm.DIRECT | Algorithm.HALVING_DOUBLING | Algorithm.DOUBLE_BINARY_TREE:
+            raise ValueError(f"{algorithm.value} is not flattened")
+        case _ as unreachable:
+            assert_never(unreachable)
+
+
+# -------------------------------------------------------------------- phases
+
+
+def performed(op: Op, algorithm: Algorithm) -> Op:
+    """What a phase in the place of ``op`` does under ``algorithm``: a double binary tree all-reduces."""
+    return Op.ALL_REDUCE if algorithm is Algorithm.DOUBLE_BINARY_TREE else op
+
+
+def group_size(network: Network, kind: Kind, d: int) -> int:
+    """NPUs one phase of a ``kind`` collective on dimension ``d`` spans (every NPU when flattened)."""
+    return network.num_npus if network.flattened(kind) else network.dimensions[d].size
+
+
+def phase_duration(network: Network, d: int, op: Op, bytes_in: float, algorithm: Algorithm | None = None) -> float:
+    """Duration in ns of a phase of ``op`` with ``bytes_in`` on dimension ``d``.
+
+    ``algorithm`` defaults to the dimension's algorithm for ``op`` (its
+    all-reduce algorithm for reduce-scatter, all-gather and all-reduce
+    phases, its all-to-all algorithm for all-to-all ones).
+    """
+    if algorithm is None:
+        dim = network.dimensions[d]
+        algorithm = dim.all_to_all_algorithm if op is Op.ALL_TO_ALL else dim.algorithm
+    op = performed(op, algorithm)
+    if algorithm.flattened:
+        return _flattened_duration(network, algorithm, op, float(bytes_in))
+    fixed, rate = _affine(network, d, algorithm, op)
+    return fixed + rate * bytes_in
+
+
+def wire_time(network: Network, d: int, op: Op, bytes_in: float, algorithm: Algorithm) -> float:
+    """The part of a phase's duration that grows with its bytes (no delay, latency or overhead)."""
+    op = performed(op, algorithm)
+    if algorithm.flattened:
+        quiet = Network(
+            tuple(
+                Dimension(
+                    dim.size,
+                    dim.topology,
+                    dim.bandwidth_gbps,
+                    0.0,
+                    dim.algorithm,
+                    dim.name,
+                    dim.all_to_all_algorithm,
+                    dim.reduce_scatter_algorithm,
+                    dim.all_gather_algorithm,
+                )
+                for dim in network.dimensions
+            ),
+            0.0,
+            network.congestion_unaware,
+        )
+        return _flattened_duration(quiet, algorithm, op, float(bytes_in))
+    return _affine(network, d, algorithm, op)[1] * bytes_in
+
+
+def phase_plan_of(network: Network, kind: Kind, order: tuple[int, ...], merged: bool = False) -> list[tuple[int, Op]]:
+    """The (dimension, place) of each phase of a chunk of ``kind`` taking ``order``.
+
+    The place is the phase's part of the collective (a double binary tree
+    all-reduces in either place); no two phases of a chunk share one.
+    ``merged`` runs the last dimension of an all-reduce's order as one
+    all-reduce phase (the baseline under ``local_bw_aware``).
+    """
     match kind:
         case Kind.ALL_REDUCE:
+            if network.all_reduce_phases is AllReducePhases.PER_DIMENSION:
+                return [(d, Op.ALL_REDUCE) for d in order]
+            if merged:
+                rest = order[:-1]
+                return (
+                    [(d, Op.REDUCE_SCATTER) for d in rest]
+                    + [(order[-1], Op.ALL_REDUCE)]
+                    + [(d, Op.ALL_GATHER) for d in reversed(rest)]
+                )
             return [(d, Op.REDUCE_SCATTER) for d in order] + [(d, Op.ALL_GATHER) for d in reversed(order)]
         case Kind.REDUCE_SCATTER:
             return [(d, Op.REDUCE_SCATTER) for d in order]
@@ -104,37 +389,68 @@ def phase_plan_of(kind: Kind, order: tuple[int, ...]) -> list[tuple[int, Op]]:
             assert_never(unreachable)
 
 
+def growth(op: Op, n: int) -> float:
+    """How a phase of ``op`` on ``n`` NPUs scales the data it holds."""
+    match op:
+        case Op.REDUCE_SCATTER:
+            return 1 / n
+        case Op.ALL_GATHER:
+            return float(n)
+        case Op.ALL_REDUCE | Op.ALL_TO_ALL:
+            return 1.0
+        case _ as unreachable:
+            assert_never(unreachable)
+
+
+def merges(instance: Instance, collective: int, baseline: bool) -> bool:
+    """Whether a chunk of ``collective`` runs its last dimension as one all-reduce phase."""
+    return (
+        baseline
+        and instance.collectives[collective].kind is Kind.ALL_REDUCE
+        and instance.network.all_reduce_phases is AllReducePhases.LOCAL_BW_AWARE
+    )
+
+
+def merging_shortens(instance: Instance) -> bool:
+    """Whether the baseline's merged all-reduce phase is shorter than the split phases it stands for
+    (a double binary tree on the last dimension: one all-reduce instead of two), so that schedules
+    that split every chunk cannot match it.
+    """
+    for c, coll in enumerate(instance.collectives):
+        if merges(instance, c, baseline=True):
+            order = instance.active_dims[c]  # an all-reduce's baseline order
+            split = sum(p.duration for p in chunk_phases(instance, c, coll.chunk_bytes, order))
+            merged = sum(p.duration for p in chunk_phases(instance, c, coll.chunk_bytes, order, merged=True))
+            if merged < split * (1 - 1e-12):
+                return True
+    return False
+
+
 def chunk_phases(
-    instance: Instance, collective: int, chunk_bytes: float, order: tuple[int, ...]
+    instance: Instance, collective: int, chunk_bytes: float, order: tuple[int, ...], merged: bool = False
 ) -> tuple[PhaseSpec, ...]:
     """The phases of one chunk that visits the dimensions in ``order``.
 
     An all-reduce runs reduce-scatter over ``order`` then all-gather over its
-    reverse; a reduce-scatter runs the first half; an all-gather runs
-    all-gather over ``order`` from the shard ``chunk_bytes / prod(n)``; an
-    all-to-all runs one all-to-all phase per dimension, size unchanged.
+    reverse (see :func:`phase_plan_of` for ``merged`` and the other
+    :class:`~themis_opt.instance.AllReducePhases`); a reduce-scatter runs the
+    first half; an all-gather runs all-gather over ``order`` from its shard
+    (``chunk_bytes`` over what its phases multiply it by); an all-to-all runs
+    one all-to-all phase per dimension, size unchanged.
     """
     network = instance.network
     kind = instance.collectives[collective].kind
-    plan = phase_plan_of(kind, order)
-    # an all-gather starts from its shard; every other kind from the whole chunk
-    x = (
-        chunk_bytes / math.prod(network.dimensions[d].size for d in order)
-        if kind is Kind.ALL_GATHER
-        else float(chunk_bytes)
-    )
+    plan = [
+        (d, place, network.dimensions[d].algorithm_for(kind))
+        for d, place in phase_plan_of(network, kind, order, merged)
+    ]
+    x = float(chunk_bytes)
+    if kind is Kind.ALL_GATHER:  # an all-gather starts from its shard
+        x /= math.prod(growth(performed(place, alg), group_size(network, kind, d)) for d, place, alg in plan)
     phases = []
-    for d, op in plan:
-        n = network.dimensions[d].size
-        match op:
-            case Op.REDUCE_SCATTER:
-                out = x / n
-            case Op.ALL_GATHER:
-                out = x * n
-            case Op.ALL_TO_ALL:
-                out = x
-            case _ as unreachable:
-                assert_never(unreachable)
-        phases.append(PhaseSpec(d, op, x, out, phase_duration(network, d, op, x)))
+    for d, place, algorithm in plan:
+        op = performed(place, algorithm)
+        out = x * growth(op, group_size(network, kind, d))
+        phases.append(PhaseSpec(d, op, x, out, phase_duration(network, d, op, x, algorithm)))
         x = out
     return tuple(phases)

@@ -188,6 +188,10 @@ class CpsatModel:
             self._symmetry_constraints()
         self._objective()
 
+    def places(self, collective: int, order: Order) -> list[tuple[int, Op]]:
+        """The (dimension, place) of each phase of a chunk of ``collective`` taking ``order``: its variables' keys."""
+        return phase_plan_of(self.instance.network, self.instance.collectives[collective].kind, order)
+
     def floor(self, ns: float) -> int:
         """A time in quanta, rounded down (a relaxation); a whole number of quanta up to a
         relative 1e-9 of float error counts as whole (the bound's margin covers that).
@@ -213,8 +217,8 @@ class CpsatModel:
                 sizes: dict[tuple[int, Op], set[int]] = {}
                 for order, plan in self.plans[key].items():
                     self.rounded[(*key, order)] = [self.floor(p.duration) for p in plan]
-                    for ph, q in zip(plan, self.rounded[(*key, order)]):
-                        sizes.setdefault((ph.dim, ph.op), set()).add(q)
+                    for place, q in zip(self.places(c, order), self.rounded[(*key, order)]):
+                        sizes.setdefault(place, set()).add(q)
                 domains[key] = {dim_op: sorted(values) for dim_op, values in sizes.items()}
             plans = self.plans[key]
             self.lits.append({o: m.new_bool_var(f"o{i}_{'_'.join(map(str, o))}") for o in plans})
@@ -246,15 +250,15 @@ class CpsatModel:
         for i, (c, k) in enumerate(instance.chunk_ids):
             key = (c, instance.collectives[c].bytes_of(k))
             m.add_exactly_one(self.lits[i].values())
-            for n, (order, plan) in enumerate(self.plans[key].items()):
+            for n, order in enumerate(self.plans[key]):
                 if not n & 31:
                     self.deadline.check("cpsat model")
                 lit, dur = self.lits[i][order], self.rounded[(*key, order)]
-                for p, ph in enumerate(plan):
-                    m.add(self.size[i][ph.dim, ph.op] == dur[p]).only_enforce_if(lit)
+                places = self.places(c, order)
+                for p, place in enumerate(places):
+                    m.add(self.size[i][place] == dur[p]).only_enforce_if(lit)
                     if p > 0:
-                        prev = plan[p - 1]
-                        m.add(self.start[i][ph.dim, ph.op] >= self.end[i][prev.dim, prev.op]).only_enforce_if(lit)
+                        m.add(self.start[i][place] >= self.end[i][places[p - 1]]).only_enforce_if(lit)
 
     def _resource_constraints(self) -> None:
         """One phase at a time on each dimension, one compute task at a time."""
@@ -339,7 +343,6 @@ class CpsatModel:
         index = {cid: i for i, cid in enumerate(self.instance.chunk_ids)}
         for cls in self.instance.chunk_classes:
             orders = self.instance.orders[cls.collective]
-            kind = self.instance.collectives[cls.collective].kind
             for a, b in zip(cls.chunks, cls.chunks[1:]):
                 self.deadline.check("cpsat model")
                 i, j = index[(cls.collective, a)], index[(cls.collective, b)]
@@ -347,7 +350,7 @@ class CpsatModel:
                 rank_j = sum(r * self.lits[j][o] for r, o in enumerate(orders))
                 self.model.add(rank_i <= rank_j)
                 for order in orders:
-                    first = phase_plan_of(kind, order)[0]
+                    first = self.places(cls.collective, order)[0]
                     self.model.add(self.start[i][first] <= self.start[j][first]).only_enforce_if(
                         [self.lits[i][order], self.lits[j][order]]
                     )
@@ -401,7 +404,7 @@ class CpsatModel:
             order = orders[(c, k)]
             for o, lit in self.lits[i].items():
                 self.model.add_hint(lit, o == order)
-            for p, (dim, op) in enumerate(phase_plan_of(instance.collectives[c].kind, order)):
+            for p, (dim, op) in enumerate(self.places(c, order)):
                 s = round(starts[i][p])
                 self.model.add_hint(self.start[i][dim, op], s)
                 self.model.add_hint(self.size[i][dim, op], durations[i][p])
@@ -424,7 +427,7 @@ class CpsatModel:
         for i, (c, k) in enumerate(instance.chunk_ids):
             order = next(o for o, lit in self.lits[i].items() if value(lit))
             orders[(c, k)] = order
-            for p, (dim, op) in enumerate(phase_plan_of(instance.collectives[c].kind, order)):
+            for p, (dim, op) in enumerate(self.places(c, order)):
                 entries.setdefault(dim, []).append((value(self.start[i][dim, op]), i, p))
         sequences = {d: [(i, p) for _, i, p in sorted(seq)] for d, seq in entries.items()}
         computes = sorted(range(len(instance.computes)), key=lambda j: (value(self.compute_start[j]), j))
@@ -734,7 +737,7 @@ def _solve_window(
     for i, (c, k) in enumerate(sub.chunk_ids):
         order = next(o for o, lit in model.lits[i].items() if solver.value(lit))
         orders[(chosen[c], k)] = order
-        for p, (dim, op) in enumerate(phase_plan_of(sub.collectives[c].kind, order)):
+        for p, (dim, op) in enumerate(model.places(c, order)):
             begin = solver.value(model.start[i][dim, op]) * quantum
             entries.setdefault(dim, []).append((begin, index[(chosen[c], k)], p))
     sequences = {d: [(i, p) for _, i, p in sorted(seq)] for d, seq in entries.items()}

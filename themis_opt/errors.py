@@ -39,5 +39,5 @@ class InputError(ValueError):
 
 
 def _one_line(text: str) -> str:
-    """``text`` with every line break written as its escape (``\\n``), so it prints as one line."""
+    """``text`` with every line break written as its escape, so it prints as one line."""
     return "".join(repr(ch)[1:-1] if ch.splitlines() != [ch] else ch for ch in text)

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from enum import Enum, StrEnum
 from functools import cached_property
-from typing import Any
+from typing import Any, assert_never
 
 from themis_opt.errors import InputError
 
@@ -29,11 +29,48 @@ class Topology(StrEnum):
 
 
 class Algorithm(StrEnum):
-    """Collective algorithm run on one dimension."""
+    """Collective algorithm run on one dimension.
+
+    The ``one_*`` algorithms are flattened: they run one ring, direct or
+    halving-doubling collective over every NPU of the network as a single
+    phase on dimension 0 (ASTRA-sim's ``oneRing``, ``oneDirect``,
+    ``oneHalvingDoubling``). ``double_binary_tree`` always all-reduces its
+    whole input, whatever the phase asks for.
+    """
 
     RING = "ring"
     DIRECT = "direct"
     HALVING_DOUBLING = "halving_doubling"
+    DOUBLE_BINARY_TREE = "double_binary_tree"
+    ONE_RING = "one_ring"
+    ONE_DIRECT = "one_direct"
+    ONE_HALVING_DOUBLING = "one_halving_doubling"
+
+    @property
+    def flattened(self) -> bool:
+        """Whether it runs over every NPU of the network as one phase on dimension 0."""
+        return self in (Algorithm.ONE_RING, Algorithm.ONE_DIRECT, Algorithm.ONE_HALVING_DOUBLING)
+
+    @property
+    def needs_power_of_two(self) -> bool:
+        """Whether the NPUs it runs over must be a power of two."""
+        return self in (Algorithm.HALVING_DOUBLING, Algorithm.DOUBLE_BINARY_TREE, Algorithm.ONE_HALVING_DOUBLING)
+
+
+class AllReducePhases(StrEnum):
+    """How an all-reduce chunk is cut into phases along its order.
+
+    * ``split``: reduce-scatter over the order, then all-gather over its reverse.
+    * ``local_bw_aware``: as ``split``, except that the baseline runs the last
+      dimension of its order as one all-reduce phase (ASTRA-sim's
+      ``collective-optimization: localBWAware``, whose Themis splits).
+    * ``per_dimension``: one all-reduce of the whole chunk on every dimension
+      of the order (ASTRA-sim's ``collective-optimization: baseline``).
+    """
+
+    SPLIT = "split"
+    LOCAL_BW_AWARE = "local_bw_aware"
+    PER_DIMENSION = "per_dimension"
 
 
 class Kind(StrEnum):
@@ -51,6 +88,7 @@ class Op(StrEnum):
     REDUCE_SCATTER = "reduce_scatter"
     ALL_GATHER = "all_gather"
     ALL_TO_ALL = "all_to_all"
+    ALL_REDUCE = "all_reduce"
 
 
 DEFAULT_ALGORITHM = {
@@ -76,6 +114,7 @@ MAX_TIME_NS = 1e15  # latencies, delays and issue times: about 11.6 days
 MAX_SIZE_BYTES = 2**50  # 1 PiB per collective
 MAX_COLLECTIVES = 10_000
 MAX_PHASES = 2**18  # chunk phases over the whole instance: the simulator's scale (seconds)
+MAX_FLATTENED_NPUS = 2**16  # a flattened (one_*) algorithm's cost is found by visiting every NPU
 
 
 def check_int(name: str, value: Any, minimum: int, maximum: int | None = None) -> int:
@@ -140,17 +179,33 @@ class Dimension:
         ``ring``, ``fully_connected`` or ``switch``.
     bandwidth_gbps
         The NPU's total bandwidth in this dimension, GB/s with 1 GB = 2^30 B.
+        One message gets all of it on a ring or switch and one link's share,
+        ``bandwidth / (physical_size - 1)``, on a fully-connected dimension.
     latency_ns
         Latency of one hop, ns.
     algorithm
-        ``ring``, ``direct`` or ``halving_doubling``; ``None`` picks the
-        topology's default (ring, direct, halving_doubling respectively).
+        How an all-reduce runs here: ``ring``, ``direct``,
+        ``halving_doubling``, ``double_binary_tree``, or (on dimension 0
+        only) a flattened ``one_*``; ``None`` picks the topology's default
+        (ring, direct, halving_doubling respectively).
     name
         A label for tables; ``""`` lets the network call it ``d<index>``.
     all_to_all_algorithm
-        How an all-to-all runs here: ``ring`` or ``direct`` (``None``: ring on
-        a ring, direct elsewhere); ``halving_doubling`` is accepted but no
-        all-to-all may then use the dimension (ASTRA-sim cannot run it).
+        How an all-to-all runs here (``None``: ring on a ring, direct
+        elsewhere); ``halving_doubling`` is accepted but no all-to-all may
+        then use the dimension (ASTRA-sim cannot run it).
+    reduce_scatter_algorithm, all_gather_algorithm
+        How a standalone reduce-scatter or all-gather runs here (``None``:
+        ``algorithm``). The phases of an all-reduce use ``algorithm``.
+    message_overhead_ns
+        Fixed time added to every message, ns (ASTRA-sim: twice the NIC
+        latency, plus the router latency on a switch).
+    physical_size
+        NPUs of the physical dimension this one is carved from (``None``:
+        ``size``); with ``stride``, where its NPUs sit on that ring (ASTRA-sim
+        splits a dimension in two for a model-parallel group).
+    stride
+        Positions between neighbours of this dimension on the physical one.
     """
 
     size: int
@@ -160,6 +215,11 @@ class Dimension:
     algorithm: Algorithm = None  # type: ignore[assignment]  # resolved below
     name: str = ""
     all_to_all_algorithm: Algorithm = None  # type: ignore[assignment]  # resolved below
+    reduce_scatter_algorithm: Algorithm = None  # type: ignore[assignment]  # resolved below
+    all_gather_algorithm: Algorithm = None  # type: ignore[assignment]  # resolved below
+    message_overhead_ns: float = 0.0
+    physical_size: int = None  # type: ignore[assignment]  # resolved below
+    stride: int = 1
 
     def __post_init__(self) -> None:
         check_int("size", self.size, 1, MAX_DIMENSION_SIZE)
@@ -170,24 +230,57 @@ class Dimension:
         )
         object.__setattr__(self, "bandwidth_gbps", bandwidth)
         object.__setattr__(self, "latency_ns", check_number("latency_ns", self.latency_ns, maximum=MAX_TIME_NS))
-        if self.algorithm is None:
-            algorithm = DEFAULT_ALGORITHM[topology]
-        else:
-            algorithm = check_enum("algorithm", self.algorithm, Algorithm)
-        object.__setattr__(self, "algorithm", algorithm)
+        overhead = check_number("message_overhead_ns", self.message_overhead_ns, maximum=MAX_TIME_NS)
+        object.__setattr__(self, "message_overhead_ns", overhead)
         check_name("name", self.name)
-        if self.all_to_all_algorithm is None:
-            a2a = DEFAULT_ALL_TO_ALL_ALGORITHM[topology]
-        else:
-            a2a = check_enum("all_to_all_algorithm", self.all_to_all_algorithm, Algorithm)
-        object.__setattr__(self, "all_to_all_algorithm", a2a)
-        if algorithm is Algorithm.HALVING_DOUBLING and self.size & (self.size - 1):
-            raise InputError("size", f"must be a power of two under halving_doubling, got {self.size}")
+        defaults = {
+            "algorithm": DEFAULT_ALGORITHM[topology],
+            "all_to_all_algorithm": DEFAULT_ALL_TO_ALL_ALGORITHM[topology],
+        }
+        for field in ("algorithm", "all_to_all_algorithm", "reduce_scatter_algorithm", "all_gather_algorithm"):
+            value = getattr(self, field)
+            if value is None:
+                value = defaults.get(field, self.algorithm)
+            object.__setattr__(self, field, check_enum(field, value, Algorithm))
+        physical = self.size if self.physical_size is None else self.physical_size
+        check_int("physical_size", physical, self.size, MAX_DIMENSION_SIZE)
+        object.__setattr__(self, "physical_size", physical)
+        check_int("stride", self.stride, 1, MAX_DIMENSION_SIZE)
+        if physical % (self.size * self.stride):
+            raise InputError(
+                "physical_size",
+                f"must be a multiple of size x stride ({self.size} x {self.stride}), got {physical}",
+            )
+        for field in ("algorithm", "reduce_scatter_algorithm", "all_gather_algorithm", "all_to_all_algorithm"):
+            algorithm = getattr(self, field)
+            if algorithm.needs_power_of_two and not algorithm.flattened and self.size & (self.size - 1):
+                if field == "all_to_all_algorithm" and algorithm is Algorithm.HALVING_DOUBLING:
+                    continue  # no all-to-all may use it anyway (checked by the instance)
+                raise InputError("size", f"must be a power of two under {algorithm.value}, got {self.size}")
 
     @property
     def bytes_per_ns(self) -> float:
         """Bandwidth in bytes per ns (B GB/s = B * 2^30 / 1e9 bytes per ns)."""
         return self.bandwidth_gbps * 2**30 / 1e9
+
+    @property
+    def carved(self) -> bool:
+        """Whether it is part of a larger physical dimension (``physical_size`` > ``size``)."""
+        return self.physical_size != self.size
+
+    def algorithm_for(self, kind: Kind) -> Algorithm:
+        """The algorithm a collective of ``kind`` runs here."""
+        match kind:
+            case Kind.ALL_REDUCE:
+                return self.algorithm
+            case Kind.REDUCE_SCATTER:
+                return self.reduce_scatter_algorithm
+            case Kind.ALL_GATHER:
+                return self.all_gather_algorithm
+            case Kind.ALL_TO_ALL:
+                return self.all_to_all_algorithm
+            case _ as unreachable:
+                assert_never(unreachable)
 
 
 @dataclass(frozen=True)
@@ -200,10 +293,19 @@ class Network:
         The dimensions, innermost first. Unnamed ones are named ``d<index>``.
     endpoint_delay_ns
         Delay added to every step of every phase, ns.
+    congestion_unaware
+        Whether every message an NPU sends at once gets its link's whole
+        bandwidth (ASTRA-sim's congestion-unaware analytical backend); by
+        default the messages an NPU sends at once on a ring or switch
+        dimension share its bandwidth there.
+    all_reduce_phases
+        How an all-reduce chunk is cut into phases (:class:`AllReducePhases`).
     """
 
     dimensions: tuple[Dimension, ...]
     endpoint_delay_ns: float = DEFAULT_ENDPOINT_DELAY_NS
+    congestion_unaware: bool = False
+    all_reduce_phases: AllReducePhases = AllReducePhases.SPLIT
 
     def __post_init__(self) -> None:
         dims = self.dimensions
@@ -223,8 +325,37 @@ class Network:
         object.__setattr__(self, "dimensions", tuple(named))
         delay = check_number("endpoint_delay_ns", self.endpoint_delay_ns, maximum=MAX_TIME_NS)
         object.__setattr__(self, "endpoint_delay_ns", delay)
+        if not isinstance(self.congestion_unaware, bool):
+            raise InputError("congestion_unaware", f"must be true or false, got {self.congestion_unaware!r}")
+        object.__setattr__(
+            self, "all_reduce_phases", check_enum("all_reduce_phases", self.all_reduce_phases, AllReducePhases)
+        )
         if self.num_npus > MAX_NPUS:
             raise InputError("dimensions", f"must have at most {MAX_NPUS} NPUs in all, got {self.num_npus}")
+        self._check_flattened()
+
+    def _check_flattened(self) -> None:
+        fields = ("algorithm", "reduce_scatter_algorithm", "all_gather_algorithm", "all_to_all_algorithm")
+        for index, dim in enumerate(self.dimensions):
+            for field in fields:
+                algorithm = getattr(dim, field)
+                if not algorithm.flattened:
+                    continue
+                where = f"dimensions[{index}].{field}"
+                if index:
+                    raise InputError(where, f"{algorithm.value} runs over the whole network: only on dimension 0")
+                if any(d.carved for d in self.dimensions):
+                    raise InputError(where, f"{algorithm.value} needs dimensions that are not carved from others")
+                if self.num_npus > MAX_FLATTENED_NPUS:
+                    raise InputError(
+                        where, f"{algorithm.value} runs on at most {MAX_FLATTENED_NPUS} NPUs, got {self.num_npus}"
+                    )
+                if algorithm.needs_power_of_two and self.num_npus & (self.num_npus - 1):
+                    raise InputError(where, f"{algorithm.value} needs a power-of-two NPU count, got {self.num_npus}")
+
+    def flattened(self, kind: Kind) -> bool:
+        """Whether a collective of ``kind`` runs as one phase over every NPU (a ``one_*`` algorithm)."""
+        return self.dimensions[0].algorithm_for(kind).flattened
 
     @property
     def num_dims(self) -> int:
@@ -279,8 +410,8 @@ class Collective:
         The full per-NPU vector in bytes (AR input and output, RS input,
         AG output).
     chunks
-        Number of chunks; chunk size is ``size_bytes // chunks`` and the last
-        chunk takes the remainder.
+        Number of chunks; each is ``chunk_bytes`` but the last, which takes
+        what is left.
     issue_ns
         Time the collective is issued; no phase starts earlier.
     dimensions
@@ -294,6 +425,10 @@ class Collective:
     after
         The tasks it waits for; its release is the latest of ``issue_ns``
         and each dependency's end plus lag.
+    chunk_bytes
+        Size of every chunk but the last; ``None``: ``size_bytes // chunks``
+        (the last chunk then takes the remainder too). ASTRA-sim cuts
+        ``size // splits`` bytes at a time, so its last chunk may be smaller.
     """
 
     kind: Kind
@@ -304,6 +439,7 @@ class Collective:
     id: str = ""
     priority: int = 0
     after: tuple[After, ...] = ()
+    chunk_bytes: int = None  # type: ignore[assignment]  # resolved below
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", check_enum("kind", self.kind, Kind))
@@ -314,6 +450,14 @@ class Collective:
         check_int("chunks", self.chunks, 1, MAX_PHASES)
         if self.chunks > self.size_bytes:
             raise InputError("chunks", f"must be <= size_bytes ({self.size_bytes}), got {self.chunks}")
+        if self.chunk_bytes is None:
+            object.__setattr__(self, "chunk_bytes", self.size_bytes // self.chunks)
+        check_int("chunk_bytes", self.chunk_bytes, 1, self.size_bytes)
+        if (self.chunks - 1) * self.chunk_bytes >= self.size_bytes:
+            raise InputError(
+                "chunk_bytes",
+                f"{self.chunks} chunks of {self.chunk_bytes} bytes leave nothing for the last of {self.size_bytes}",
+            )
         object.__setattr__(self, "issue_ns", check_number("issue_ns", self.issue_ns, maximum=MAX_TIME_NS))
         if self.dimensions is not None:
             if not isinstance(self.dimensions, (tuple, list)):
@@ -325,11 +469,6 @@ class Collective:
             if len(set(self.dimensions)) != len(self.dimensions):
                 raise InputError("dimensions", f"must not repeat a dimension, got {list(self.dimensions)}")
             object.__setattr__(self, "dimensions", tuple(self.dimensions))
-
-    @property
-    def chunk_bytes(self) -> int:
-        """Nominal chunk size: ``size_bytes // chunks``."""
-        return self.size_bytes // self.chunks
 
     @property
     def last_chunk_bytes(self) -> int:
@@ -459,14 +598,20 @@ class Instance:
                         f"must be < {num_dims} (the network's dimensions), got {dim}",
                     )
             if not self.active_dims[c]:
+                if self.network.flattened(coll.kind):
+                    raise InputError(
+                        f"{where}.dimensions",
+                        f"must include dimension 0: a {coll.kind.value} runs flattened over every NPU there",
+                    )
                 raise InputError(f"{where}.dimensions", "must include a dimension of size >= 2")
             if coll.kind is Kind.ALL_TO_ALL:
                 for d in self.active_dims[c]:
-                    if dims[d].all_to_all_algorithm is Algorithm.HALVING_DOUBLING:
+                    algorithm = dims[d].all_to_all_algorithm
+                    if algorithm in (Algorithm.HALVING_DOUBLING, Algorithm.ONE_HALVING_DOUBLING):
                         raise InputError(
                             f"{where}.dimensions",
                             f"an all-to-all cannot run on dimension {d} ({dims[d].name}): "
-                            "its all_to_all_algorithm is halving_doubling",
+                            f"its all_to_all_algorithm is {algorithm.value}",
                         )
         if self.num_phases > MAX_PHASES:
             raise InputError(
@@ -524,17 +669,20 @@ class Instance:
         """Per collective, its dimensions of size >= 2 in ascending order.
 
         These are the dimensions its chunks visit; a chunk's order is a
-        permutation of them.
+        permutation of them. A collective of a flattened kind (a ``one_*``
+        algorithm) visits dimension 0 alone, if it includes it: its one phase
+        there spans every NPU.
         """
-        dims = self.network.dimensions
-        return tuple(
-            tuple(
-                d
-                for d in sorted(coll.dimensions if coll.dimensions is not None else range(len(dims)))
-                if d < len(dims) and dims[d].size >= 2
-            )
-            for coll in self.collectives
-        )
+        network = self.network
+        dims = network.dimensions
+        active: list[tuple[int, ...]] = []
+        for coll in self.collectives:
+            named = coll.dimensions if coll.dimensions is not None else range(len(dims))
+            if network.flattened(coll.kind):
+                active.append((0,) if 0 in named and network.num_npus >= 2 else ())
+            else:
+                active.append(tuple(d for d in sorted(named) if d < len(dims) and dims[d].size >= 2))
+        return tuple(active)
 
     @cached_property
     def orders(self) -> tuple[tuple[tuple[int, ...], ...], ...]:
@@ -586,8 +734,9 @@ class Instance:
     @cached_property
     def num_phases(self) -> int:
         """Total number of phases over all chunks."""
+        per_dimension = self.network.all_reduce_phases is AllReducePhases.PER_DIMENSION
         return sum(
-            coll.chunks * len(dims) * (2 if coll.kind is Kind.ALL_REDUCE else 1)
+            coll.chunks * len(dims) * (2 if coll.kind is Kind.ALL_REDUCE and not per_dimension else 1)
             for coll, dims in zip(self.collectives, self.active_dims)
         )
 
@@ -622,6 +771,7 @@ def _find_cycle(preds: list[list[int]]) -> list[int]:
 __all__ = [
     "After",
     "Algorithm",
+    "AllReducePhases",
     "ChunkClass",
     "Collective",
     "Compute",

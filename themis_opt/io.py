@@ -17,7 +17,17 @@ from typing import Any, TypeVar
 
 from themis_opt.bounds import Bounds
 from themis_opt.errors import InputError
-from themis_opt.instance import After, Collective, Compute, Dimension, Instance, Network, Task, check_number
+from themis_opt.instance import (
+    After,
+    AllReducePhases,
+    Collective,
+    Compute,
+    Dimension,
+    Instance,
+    Network,
+    Task,
+    check_number,
+)
 from themis_opt.result import Result, SolverStats, Status
 from themis_opt.schedule import ChunkSchedule, ComputeSchedule, Phase, Schedule
 
@@ -204,7 +214,7 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
 
 
 def _network(raw: Any) -> Network:
-    net = _object(raw, "network", {"dimensions"}, {"endpoint_delay_ns"})
+    net = _object(raw, "network", {"dimensions"}, {"endpoint_delay_ns", "congestion_unaware", "all_reduce_phases"})
     dims = []
     for i, raw_dim in enumerate(_list(net["dimensions"], "network.dimensions")):
         where = f"network.dimensions[{i}]"
@@ -212,7 +222,16 @@ def _network(raw: Any) -> Network:
             raw_dim,
             where,
             {"size", "topology", "bandwidth_gbps", "latency_ns"},
-            {"name", "algorithm", "all_to_all_algorithm"},
+            {
+                "name",
+                "algorithm",
+                "all_to_all_algorithm",
+                "reduce_scatter_algorithm",
+                "all_gather_algorithm",
+                "message_overhead_ns",
+                "physical_size",
+                "stride",
+            },
         )
         dims.append(
             _build(
@@ -225,9 +244,21 @@ def _network(raw: Any) -> Network:
                 raw_dim.get("algorithm"),
                 raw_dim.get("name", f"d{i}"),
                 raw_dim.get("all_to_all_algorithm"),
+                raw_dim.get("reduce_scatter_algorithm"),
+                raw_dim.get("all_gather_algorithm"),
+                raw_dim.get("message_overhead_ns", 0.0),
+                raw_dim.get("physical_size"),
+                raw_dim.get("stride", 1),
             )
         )
-    network: Network = _build("network", Network, tuple(dims), net.get("endpoint_delay_ns", 10.0))
+    network: Network = _build(
+        "network",
+        Network,
+        tuple(dims),
+        net.get("endpoint_delay_ns", 10.0),
+        net.get("congestion_unaware", False),
+        net.get("all_reduce_phases", "split"),
+    )
     return network
 
 
@@ -238,7 +269,10 @@ def _collective(raw: Any, where: str, *, version: int) -> Collective:
             raise InputError(f"{where}.kind", "all_to_all needs format version 2")
     else:
         raw = _object(
-            raw, where, {"id", "kind", "size_bytes", "chunks"}, {"issue_ns", "dimensions", "priority", "after"}
+            raw,
+            where,
+            {"id", "kind", "size_bytes", "chunks"},
+            {"issue_ns", "dimensions", "priority", "after", "chunk_bytes"},
         )
         if isinstance(raw["id"], str):
             where = f"{where} ({raw['id']})"
@@ -256,6 +290,7 @@ def _collective(raw: Any, where: str, *, version: int) -> Collective:
         raw.get("id", ""),
         raw.get("priority", 0),
         _after(raw.get("after", []), f"{where}.after"),
+        raw.get("chunk_bytes"),
     )
     return collective
 
@@ -291,7 +326,10 @@ def _num(value: float) -> int | float:
 
 
 def instance_to_dict(instance: Instance) -> dict[str, Any]:
-    """The JSON document of ``instance`` (format version 2), every default written out."""
+    """The JSON document of ``instance`` (format version 2): every field written out, except
+    the ones of ASTRA-sim's finer model (per-kind algorithms, message overheads, carved dimensions, congestion, how
+    all-reduces are cut, explicit chunk sizes), which appear where they differ from their defaults.
+    """
     tasks: list[dict[str, Any]] = []
     for task in instance.tasks:
         after = [dep.task if dep.lag_ns == 0 else {"task": dep.task, "lag_ns": _num(dep.lag_ns)} for dep in task.after]
@@ -316,30 +354,50 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
                 **({"dimensions": list(task.dimensions)} if task.dimensions is not None else {}),
                 "priority": task.priority,
                 "after": after,
+                **({"chunk_bytes": task.chunk_bytes} if task.chunk_bytes != task.size_bytes // task.chunks else {}),
             }
         )
+    network = instance.network
     return {
         "format": INSTANCE_FORMAT,
         "version": VERSION,
         "name": instance.name,
         "network": {
-            "endpoint_delay_ns": _num(instance.network.endpoint_delay_ns),
-            "dimensions": [
-                {
-                    "name": dim.name,
-                    "size": dim.size,
-                    "topology": dim.topology.value,
-                    "bandwidth_gbps": _num(dim.bandwidth_gbps),
-                    "latency_ns": _num(dim.latency_ns),
-                    "algorithm": dim.algorithm.value,
-                    "all_to_all_algorithm": dim.all_to_all_algorithm.value,
-                }
-                for dim in instance.network.dimensions
-            ],
+            "endpoint_delay_ns": _num(network.endpoint_delay_ns),
+            **({"congestion_unaware": True} if network.congestion_unaware else {}),
+            **(
+                {"all_reduce_phases": network.all_reduce_phases.value}
+                if network.all_reduce_phases is not AllReducePhases.SPLIT
+                else {}
+            ),
+            "dimensions": [_dimension_to_dict(dim) for dim in network.dimensions],
         },
         "tasks": tasks,
         **({"metadata": dict(instance.metadata)} if instance.metadata else {}),
     }
+
+
+def _dimension_to_dict(dim: Dimension) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": dim.name,
+        "size": dim.size,
+        "topology": dim.topology.value,
+        "bandwidth_gbps": _num(dim.bandwidth_gbps),
+        "latency_ns": _num(dim.latency_ns),
+        "algorithm": dim.algorithm.value,
+        "all_to_all_algorithm": dim.all_to_all_algorithm.value,
+    }
+    if dim.reduce_scatter_algorithm is not dim.algorithm:
+        out["reduce_scatter_algorithm"] = dim.reduce_scatter_algorithm.value
+    if dim.all_gather_algorithm is not dim.algorithm:
+        out["all_gather_algorithm"] = dim.all_gather_algorithm.value
+    if dim.message_overhead_ns:
+        out["message_overhead_ns"] = _num(dim.message_overhead_ns)
+    if dim.carved:
+        out["physical_size"] = dim.physical_size
+    if dim.stride != 1:
+        out["stride"] = dim.stride
+    return out
 
 
 def write_json(path: str | Path, data: Any) -> None:

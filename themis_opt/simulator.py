@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from themis_opt.budget import Deadline
-from themis_opt.cost import PhaseSpec, chunk_phases
+from themis_opt.cost import PhaseSpec, chunk_phases, merges
 from themis_opt.errors import InputError
 from themis_opt.instance import Collective, Instance, Kind, Op
 from themis_opt.methods import Intra
@@ -228,6 +228,8 @@ def simulate(
     orders: Orders | Planner,
     intra: Intra | str = Intra.FIFO,
     deadline: Deadline | None = None,
+    *,
+    baseline: bool = False,
 ) -> Schedule:
     """Time every task's phases and compute under an intra-dimension policy.
 
@@ -243,6 +245,9 @@ def simulate(
         ``fifo`` or ``scf``.
     deadline
         When to give up (checked every few thousand events).
+    baseline
+        Cut all-reduces into phases as the baseline does (under
+        ``local_bw_aware`` its last dimension runs one all-reduce phase).
 
     Returns
     -------
@@ -261,7 +266,7 @@ def simulate(
         check_orders(instance, orders)
     with _gc_paused():
         deadline = deadline or Deadline()
-        _, build = _simulate(instance, orders, Intra(intra), deadline, {})
+        _, build = _simulate(instance, orders, Intra(intra), deadline, {}, baseline)
         return build(deadline=deadline)
 
 
@@ -286,7 +291,12 @@ _PHASE_DONE, _COMPUTE_DONE, _RELEASE = 0, 1, 2  # same-instant events in this or
 
 
 def _simulate(
-    instance: Instance, orders: Orders | Planner, intra: Intra, deadline: Deadline, memo: PhaseMemo
+    instance: Instance,
+    orders: Orders | Planner,
+    intra: Intra,
+    deadline: Deadline,
+    memo: PhaseMemo,
+    baseline: bool = False,
 ) -> tuple[float, Callable[..., Schedule]]:
     tasks = instance.tasks
     collectives = instance.collectives
@@ -348,7 +358,7 @@ def _simulate(
                 _check_order(instance, c, k, order)
             key = (c, coll.bytes_of(k), order)
             if key not in memo:
-                memo[key] = chunk_phases(instance, c, key[1], order)
+                memo[key] = chunk_phases(instance, c, key[1], order, merges(instance, c, baseline))
             i = first_chunk[c] + k
             plan[i] = memo[key]
             chosen[(c, k)] = order

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 
 from themis_opt.bounds import Bounds, Memo, compute_bounds, integer_load_bound, level_counts
 from themis_opt.budget import Deadline, OutOfTime
+from themis_opt.cost import merging_shortens
 from themis_opt.errors import InputError
 from themis_opt.instance import ChunkClass, Instance
 from themis_opt.methods import METHODS, Intra
@@ -233,7 +234,7 @@ def solve(
     try:
         match spec.name:
             case "baseline":
-                schedule = simulate(instance, baseline_orders(instance), policy or Intra.FIFO, deadline)
+                schedule = simulate(instance, baseline_orders(instance), policy or Intra.FIFO, deadline, baseline=True)
             case "themis":
                 schedule = simulate(instance, ThemisTracker(instance).plan, policy or Intra.SCF, deadline)
             case "balanced":
@@ -281,6 +282,48 @@ def _result(
 
 
 def _solve_cpsat(
+    instance: Instance,
+    bounds: Bounds,
+    deadline: Deadline,
+    workers: int | None,
+    seed: int,
+    quantum_ns: float | None,
+    log: bool,
+    t0: float,
+    given: Schedule | None,
+    memo: Memo,
+) -> Result:
+    """cpsat: the searches and CP-SAT over schedules that split every all-reduce chunk; where the
+    baseline's merged all-reduce phase is shorter (:func:`~themis_opt.cost.merging_shortens`), the
+    baseline's schedule when it is better, and CP-SAT's own bound dropped (it holds for split ones).
+    """
+    if not merging_shortens(instance):
+        return _solve_cpsat_split(instance, bounds, deadline, workers, seed, quantum_ns, log, t0, given, memo)
+    try:
+        merged: Schedule | None = simulate(
+            instance, baseline_orders(instance), Intra.FIFO, deadline.share(0.25), baseline=True
+        )
+    except OutOfTime:
+        merged = None
+    result = _solve_cpsat_split(instance, bounds, deadline, workers, seed, quantum_ns, log, t0, given, memo)
+    result = dataclasses.replace(result, bounds=dataclasses.replace(result.bounds, cpsat=None))
+    best = result.schedule
+    if merged is not None and (best is None or merged.makespan < best.makespan):
+        best = merged
+    return _result(
+        instance,
+        "cpsat",
+        None,
+        best,
+        result.bounds,
+        t0,
+        stats=result.stats,
+        trajectory=result.trajectory,
+        note=result.note,
+    )
+
+
+def _solve_cpsat_split(
     instance: Instance,
     bounds: Bounds,
     deadline: Deadline,

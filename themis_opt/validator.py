@@ -6,7 +6,8 @@ trusts nothing that the method producing the schedule computed. Rules:
 1. every chunk of every collective appears exactly once, and nothing else;
 2. a chunk's order is a permutation of its collective's dimensions (size >= 2);
 3. its phases are the ones that order implies (dimension, operation, bytes in
-   and out) with the cost model's durations;
+   and out) with the cost model's durations (under ``local_bw_aware``, the
+   baseline order may also run its last dimension as one all-reduce phase);
 4. its phases run in sequence, the first not before the collective's issue;
 5. no two phases on one dimension overlap;
 6. every compute task runs exactly once for its duration, one at a time;
@@ -23,8 +24,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from themis_opt.cost import chunk_phases
+from themis_opt.cost import chunk_phases, merges
 from themis_opt.instance import Compute, Instance, Kind
+from themis_opt.policies import baseline_order
 from themis_opt.schedule import Schedule
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,6 +83,12 @@ def validate(instance: Instance, schedule: Schedule) -> list[str]:
             violations.append(f"{where}: an all-to-all takes the ascending order {list(dims)}, not {list(chunk.order)}")
             continue
         specs = chunk_phases(instance, chunk.collective, coll.bytes_of(chunk.chunk), chunk.order)
+        if (
+            len(chunk.phases) == len(specs) - 1
+            and tuple(chunk.order) == baseline_order(instance, chunk.collective)
+            and merges(instance, chunk.collective, baseline=True)
+        ):
+            specs = chunk_phases(instance, chunk.collective, coll.bytes_of(chunk.chunk), chunk.order, merged=True)
         if len(chunk.phases) != len(specs):
             violations.append(f"{where}: has {len(chunk.phases)} phases, its order needs {len(specs)}")
             continue
