@@ -1,4 +1,4 @@
-"""ASTRA-sim configurations in and out: mapping rules number by number, round trips, bad files."""
+"""ASTRA-sim configurations in and out: every key mapped or refused, round trips, bad files."""
 
 from __future__ import annotations
 
@@ -7,112 +7,31 @@ from pathlib import Path
 
 import pytest
 
-from themis_opt.astra import export_astra, import_astra, parse_size, read_micro_workload
+from themis_opt.astra import export_astra, import_astra, parse_size
+from themis_opt.astra.v1 import network_keys, system_keys
 from themis_opt.cli import main
+from themis_opt.cost import chunk_phases
 from themis_opt.errors import InputError
-from themis_opt.instance import Algorithm, Collective, Dimension, Instance, Kind, Network, Topology
+from themis_opt.instance import (
+    Algorithm,
+    AllReducePhases,
+    Collective,
+    Dimension,
+    Instance,
+    Kind,
+    Network,
+    Op,
+    Topology,
+)
 from themis_opt.io import load_instance
+from themis_opt.solve import solve
+from themis_opt.validator import validate
 
 from .conftest import DATA
 
 ASTRA = DATA / "astra"
-GIB = 2**30
-
-
-def test_version_1_network_and_system_map_number_by_number() -> None:
-    instance = import_astra(ASTRA / "net_v1.json", ASTRA / "sys_v1.txt", all_reduce_bytes=GIB)
-    dims = instance.network.dimensions
-    assert [d.size for d in dims] == [4, 8, 4]
-    assert [d.topology for d in dims] == [Topology.RING, Topology.FULLY_CONNECTED, Topology.SWITCH]
-    assert [d.bandwidth_gbps for d in dims] == [200.0, 140.0, 50.0]  # links-count x link-bandwidth
-    assert [d.latency_ns for d in dims] == [400.0, 300.0, 600.0]
-    assert [d.algorithm for d in dims] == [Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING]
-    assert [d.all_to_all_algorithm for d in dims] == [Algorithm.RING, Algorithm.DIRECT, Algorithm.DIRECT]
-    assert instance.network.endpoint_delay_ns == 20.0
-    (coll,) = instance.collectives
-    assert (coll.kind, coll.size_bytes, coll.chunks) == (Kind.ALL_REDUCE, GIB, 16)
-    meta = dict(instance.metadata)
-    assert meta["astra_method"] == "themis" and meta["astra_intra"] == "scf"
-    assert meta["astra_scheduling_policy"] == "LIFO"
-    assert instance.name == "net_v1"
-
-
-def test_version_2_network_and_system_map_number_by_number() -> None:
-    instance = import_astra(ASTRA / "net_v2.yml", ASTRA / "sys_v2.json", all_reduce_bytes=64 * 2**20)
-    dims = instance.network.dimensions
-    # ring and switch: the link bandwidth; fully connected under direct: (n - 1) links
-    assert [d.bandwidth_gbps for d in dims] == [200.0, 7 * 20.0, 50.0]
-    assert [d.algorithm for d in dims] == [Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING]
-    assert dict(instance.metadata)["astra_method"] == "baseline"
-    assert instance.collectives[0].chunks == 16
-
-
-def test_micro_workload_gives_the_collective() -> None:
-    assert read_micro_workload(ASTRA / "micro_ag.txt") == (Kind.ALL_GATHER, 65536)
-    instance = import_astra(ASTRA / "net_v1.json", ASTRA / "sys_v1.txt", workload=ASTRA / "micro_ag.txt")
-    (coll,) = instance.collectives
-    # the file gives each NPU's shard; the all-gather's size is its output
-    assert coll.kind is Kind.ALL_GATHER and coll.size_bytes == 65536 * 128
-
-
-def _same_case(a: Instance, b: Instance) -> None:
-    for x, y in zip(a.network.dimensions, b.network.dimensions, strict=True):
-        assert (x.size, x.topology, x.bandwidth_gbps, x.latency_ns, x.algorithm, x.all_to_all_algorithm) == (
-            y.size,
-            y.topology,
-            y.bandwidth_gbps,
-            y.latency_ns,
-            y.algorithm,
-            y.all_to_all_algorithm,
-        )
-    assert a.network.endpoint_delay_ns == b.network.endpoint_delay_ns
-    ca, cb = a.collectives[0], b.collectives[0]
-    assert (ca.kind, ca.size_bytes, ca.chunks) == (cb.kind, cb.size_bytes, cb.chunks)
-
-
-@pytest.mark.parametrize("kind", ["all_reduce", "reduce_scatter", "all_gather", "all_to_all"])
-@pytest.mark.parametrize("version", [1, 2])
-def test_round_trip(kind: str, version: int, tmp_path: Path) -> None:
-    network = Network(
-        (
-            Dimension(4, "ring", 300.0, 500.0),
-            Dimension(8, "fully_connected", 140.0, 250.0, all_to_all_algorithm="ring"),
-            Dimension(16, "switch", 50.0, 700.0),
-        ),
-        endpoint_delay_ns=10,
-    )
-    instance = Instance(network, (Collective(kind, 16 * 2**20 * 128, 32, id=kind),), "case")
-    files = export_astra(instance, version, tmp_path, "themis")
-    names = {f.name for f in files}
-    if version == 1:
-        assert names == {"network.json", "system.txt", "workload.txt"}
-        again = import_astra(tmp_path / "network.json", tmp_path / "system.txt", workload=tmp_path / "workload.txt")
-    else:
-        assert names == {"network.yml", "system.json", "WORKLOAD.md"}
-        if kind != "all_reduce":
-            return  # the 2.x workload is a Chakra trace, made by Chakra's tools
-        again = import_astra(tmp_path / "network.yml", tmp_path / "system.json", all_reduce_bytes=16 * 2**20 * 128)
-    _same_case(again, instance)
-    assert dict(again.metadata)["astra_method"] == "themis" and dict(again.metadata)["astra_intra"] == "scf"
-
-
-def test_what_astra_cannot_express_is_refused(tmp_path: Path) -> None:
-    two = Instance(
-        Network((Dimension(4, "ring", 100.0, 500.0),)),
-        (Collective("all_reduce", 2**20, 4), Collective("all_reduce", 2**20, 4, issue_ns=5.0)),
-    )
-    with pytest.raises(InputError, match="one collective"):
-        export_astra(two, 1, tmp_path)
-    odd = Instance(Network((Dimension(8, "fully_connected", 235.2, 500.0),)), (Collective("all_reduce", 2**20, 4),))
-    with pytest.raises(InputError, match="does not split exactly over 7 links"):
-        export_astra(odd, 2, tmp_path)
-
-
-def test_sizes_parse() -> None:
-    assert parse_size("64MiB") == 64 * 2**20 and parse_size("1GiB") == GIB and parse_size("1073741824") == GIB
-    for bad in ("lots", "1.5B", "0", "12 parsecs"):
-        with pytest.raises(InputError, match="--all-reduce"):
-            parse_size(bad)
+NET, SYS = ASTRA / "net_v1.json", ASTRA / "sys_v1.txt"
+GIB, MIB = 2**30, 2**20
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -121,66 +40,281 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
     return path
 
 
-def _net_v1(**change: object) -> str:
-    data = json.loads((ASTRA / "net_v1.json").read_text())
+def _net(tmp_path: Path, **change: object) -> Path:
+    data = json.loads(NET.read_text())
     data.update(change)
-    return json.dumps(data)
+    return _write(tmp_path, "net.json", json.dumps(data))
 
 
-BAD = [
-    ("net.json", _net_v1(**{"topologies-per-dim": ["Ring", "Torus", "Switch"]}), None, "unknown topology 'Torus'"),
-    ("net.json", _net_v1(**{"units-count": [4, 8]}), None, "units-count: has 2 entries, the network has 3 dimensions"),
-    ("net.json", _net_v1(**{"link-bandwidth": [100, "fast", 50]}), None, "link-bandwidth: must hold a number"),
-    ("net.json", _net_v1(**{"topology-name": "Torus"}), None, "topology-name: must be 'Hierarchical'"),
-    ("net.json", "{not json", None, "not valid JSON"),
-    (
-        "net.yml",
-        "topology: [ Ring ]\nnpus_count: [ 4, 4 ]\nbandwidth: [ 1 ]\nlatency: [ 1 ]\n",
-        None,
-        "npus_count: has 2 entries",
-    ),
-    ("net.txt", "whatever", None, "must be an ASTRA-sim 1.0 network .json or a 2.x network .yml"),
-    (
-        None,
-        None,
-        "all-reduce-implementation: doubleBinaryTree_ring_ring\n",
-        "all-reduce-implementation: algorithm 'doubleBinaryTree' is not supported",
-    ),
-    (None, None, "all-reduce-implementation: oneRing\n", "all-reduce-implementation: names 1 algorithms"),
-    (None, None, "endpoint-delay: soon\n", "endpoint-delay: must be a number >= 0"),
-    (None, None, "preferred-dataset-splits: 2.5\n", "preferred-dataset-splits: must be a whole number"),
-    (None, None, "inter-dimension-scheduling: magic\n", "inter-dimension-scheduling: unknown 'magic'"),
-    (None, None, "this line has no colon\n", "line 1: expected 'key: value'"),
-]
+def _sys(tmp_path: Path, **change: str | None) -> Path:
+    entries = dict(line.split(": ", 1) for line in SYS.read_text().splitlines())
+    for key, value in change.items():
+        key = key.replace("_", "-")
+        if value is None:
+            entries.pop(key, None)
+        else:
+            entries[key] = value
+    return _write(tmp_path, "sys.txt", "".join(f"{k}: {v}\n" for k, v in entries.items()))
 
 
-@pytest.mark.parametrize(("net_name", "net_text", "sys_text", "message"), BAD)
-def test_bad_files_exit_2_naming_file_and_key(
-    net_name: str | None,
-    net_text: str | None,
-    sys_text: str | None,
-    message: str,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+def _micro(tmp_path: Path, kind: str, size: int) -> Path:
+    return _write(tmp_path, "micro.txt", f"MICRO\n1\nl0 -1 5 NONE 0 5 NONE 0 5 {kind} {size} 5\n")
+
+
+def test_version_1_network_and_system_map_number_by_number() -> None:
+    instance = import_astra(NET, SYS, all_reduce_bytes=GIB)
+    network = instance.network
+    dims = network.dimensions
+    assert [d.size for d in dims] == [4, 8, 4]
+    assert [d.topology for d in dims] == [Topology.RING, Topology.FULLY_CONNECTED, Topology.SWITCH]
+    # the links ASTRA-sim counts x link-bandwidth: 2 x 100, 7 x 20 (one per peer), 1 x 50
+    assert [d.bandwidth_gbps for d in dims] == [200.0, 140.0, 50.0]
+    assert [d.latency_ns for d in dims] == [400.0, 300.0, 600.0]
+    assert [d.algorithm for d in dims] == [Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING]
+    assert [d.all_to_all_algorithm for d in dims] == [Algorithm.RING, Algorithm.DIRECT, Algorithm.DIRECT]
+    assert network.endpoint_delay_ns == 20.0 and network.phase_delay_ns == 20.0
+    assert network.congestion_unaware and network.all_reduce_phases is AllReducePhases.LOCAL_BW_AWARE
+    (coll,) = instance.collectives
+    assert (coll.kind, coll.size_bytes, coll.chunks, coll.chunk_bytes) == (Kind.ALL_REDUCE, GIB, 16, GIB // 16)
+    meta = dict(instance.metadata)
+    assert (meta["astra_method"], meta["astra_intra"], meta["astra_scheduling_policy"]) == ("themis", "scf", "LIFO")
+    assert meta["astra_splits"] == "16" and instance.name == "net_v1"
+
+
+def test_version_2_network_and_system_map_number_by_number() -> None:
+    instance = import_astra(ASTRA / "net_v2.yml", ASTRA / "sys_v2.json", all_reduce_bytes=64 * MIB)
+    dims = instance.network.dimensions
+    # ring and switch: the link bandwidth; fully connected under direct: (n - 1) links
+    assert [d.bandwidth_gbps for d in dims] == [200.0, 7 * 20.0, 50.0]
+    assert [d.algorithm for d in dims] == [Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING]
+    assert dict(instance.metadata)["astra_method"] == "baseline"
+    assert instance.collectives[0].chunks == 16
+
+
+def test_each_kind_runs_its_own_implementation_list(tmp_path: Path) -> None:
+    system = _sys(tmp_path, all_gather_implementation="direct_ring_halvingDoubling")
+    workload = _micro(tmp_path, "ALLGATHER", 65536)
+    instance = import_astra(NET, system, workload=workload)
+    (coll,) = instance.collectives
+    # the file gives each NPU's shard; the all-gather's size is its output
+    assert coll.kind is Kind.ALL_GATHER and coll.size_bytes == 65536 * 128
+    dims = instance.network.dimensions
+    assert [d.all_gather_algorithm for d in dims] == [Algorithm.DIRECT, Algorithm.RING, Algorithm.HALVING_DOUBLING]
+    assert [d.algorithm for d in dims] == [Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING]
+    # a direct all-gather on the ring of 4 (two hops to the farthest, all at once) against a ring on the
+    # fully-connected 8 (7 relayed steps at one link's 20 GB/s)
+    phases = chunk_phases(instance, 0, coll.chunk_bytes, (0, 1, 2))
+    shard = 65536 // 16
+    assert phases[0].duration == pytest.approx(20 + 20 + 2 * 400 + shard / (200 * 2**30 / 1e9))
+    assert phases[1].duration == pytest.approx(20 + 7 * (20 + 300 + 4 * shard / (20 * 2**30 / 1e9)))
+    result = solve(instance, "baseline")
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+
+
+def test_a_shorter_list_leaves_the_outer_dimensions_out(tmp_path: Path) -> None:
+    system = _sys(tmp_path, all_reduce_implementation="ring_direct", inter_dimension_scheduling="baseline")
+    instance = import_astra(NET, system, all_reduce_bytes=64 * MIB)
+    assert instance.active_dims == ((0, 1),)
+    # under Themis ASTRA-sim 1.0 plans over all three dimensions and reads past the list
+    with pytest.raises(InputError, match="spans 2 of the network's 3 dimensions"):
+        import_astra(NET, _sys(tmp_path, all_reduce_implementation="ring_direct"), all_reduce_bytes=64 * MIB)
+
+
+def test_double_binary_tree_and_flattened_algorithms(tmp_path: Path) -> None:
+    system = _sys(
+        tmp_path,
+        all_reduce_implementation="doubleBinaryTree_doubleBinaryTree_doubleBinaryTree",
+        all_to_all_implementation="oneDirect",
+        inter_dimension_scheduling="baseline",
+    )
+    instance = import_astra(NET, system, all_reduce_bytes=64 * MIB)
+    assert [d.algorithm for d in instance.network.dimensions] == [Algorithm.DOUBLE_BINARY_TREE] * 3
+    assert instance.network.dimensions[0].all_to_all_algorithm is Algorithm.ONE_DIRECT
+    # the baseline merges the last dimension's two trees into one all-reduce
+    result = solve(instance, "baseline")
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+    assert [p.op for p in result.schedule.chunks[0].phases] == [Op.ALL_REDUCE] * 5
+    themis = solve(instance, "themis")
+    assert themis.makespan is not None and result.makespan is not None and themis.makespan > result.makespan
+    a2a = import_astra(NET, system, workload=_micro(tmp_path, "ALLTOALL", 2**20))
+    assert a2a.active_dims == ((0,),)  # one phase over all 128 NPUs, on dimension 0
+    # a tree last in a list shorter than the network crashes ASTRA-sim 1.0 as soon as it runs
+    short = _sys(tmp_path, all_reduce_implementation="ring_doubleBinaryTree", inter_dimension_scheduling="baseline")
+    with pytest.raises(InputError, match="doubleBinaryTree last in a list of 2 on a network of 3"):
+        import_astra(NET, short, all_reduce_bytes=64 * MIB)
+    assert import_astra(NET, short, workload=_micro(tmp_path, "ALLTOALL", 2**20)).collectives  # no all-reduce
+
+
+def test_astra_cuts_size_over_splits_at_a_time(tmp_path: Path) -> None:
+    # 1000001 bytes in 16 splits: 62500 sixteen times and 1 left over, seventeen chunks
+    instance = import_astra(NET, SYS, workload=_micro(tmp_path, "ALLREDUCE", 1_000_001))
+    (coll,) = instance.collectives
+    assert (coll.chunks, coll.chunk_bytes, coll.last_chunk_bytes) == (17, 62500, 1)
+    with pytest.raises(InputError, match="cannot be cut into 16 chunks"):
+        import_astra(NET, SYS, workload=_micro(tmp_path, "ALLREDUCE", 15))
+
+
+def test_scales_truncate_as_astra_does(tmp_path: Path) -> None:
+    workload = _write(tmp_path, "w.txt", "DATA\n1\nl0 -1 1009 NONE 0 777 NONE 0 333 ALLREDUCE 1000001 10\n")
+    instance = import_astra(NET, SYS, workload=workload, comm_scale=0.3, compute_scale=1.5)
+    (coll,) = instance.collectives
+    assert coll.size_bytes == 300000  # 1000001 x float32(0.3), truncated
+    assert [t.duration_ns for t in instance.computes if t.duration_ns] == [1513.0, 499.0]  # fwd, wg
+    delayed = import_astra(NET, SYS, all_reduce_bytes=MIB, injection_scale=1.57)
+    assert delayed.network.endpoint_delay_ns == 31.0  # int(20 x 1.57)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"active_chunks_per_dimension": "2"}, "active-chunks-per-dimension: '2': only 1"),
+        ({"model_shared_bus": "1"}, "model-shared-bus: '1': the shared-bus (LogGP) model is not modelled"),
+        ({"inter_dimension_scheduling": "offlineGreedyFlex"}, "offlineGreedyFlex"),
+        ({"inter_dimension_scheduling": "roundRobin"}, "round-robin"),
+        ({"intra_dimension_scheduling": "RG"}, "'RG' (RG queueing) is not modelled"),
+        ({"all_reduce_implementation": "direct4_ring_ring"}, "a window of 4 messages is not modelled"),
+        ({"all_reduce_implementation": "oneDoubleBinaryTree"}, "unknown implementation 'oneDoubleBinaryTree'"),
+        ({"all_reduce_implementation": "ring_ring_ring_ring"}, "names 4 implementations, the network has 3"),
+        ({"all_reduce_implementation": "ring_oneRing"}, "'oneRing' after other dimensions"),
+        ({"all_to_all_implementation": "oneRing_ring"}, "ASTRA-sim 1.0 ignores the rest"),
+        ({"preferred_dataset_splits": None}, "preferred-dataset-splits: missing"),
+        ({"collective_optimization": "fast"}, "must be localBWAware or baseline"),
+        ({"scheduling_policy": "lifo"}, "must be LIFO or FIFO"),
+        ({"endpoint_delay": "4.7"}, "endpoint-delay: must be a whole number >= 0"),
+    ],
+)
+def test_system_keys_are_modelled_or_refused(
+    change: dict[str, str | None], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    net = _write(tmp_path, net_name, net_text) if net_name and net_text is not None else ASTRA / "net_v1.json"
-    system = _write(tmp_path, "sys.txt", sys_text) if sys_text is not None else ASTRA / "sys_v1.txt"
-    code = main(["import-astra", str(net), str(system), "--all-reduce", "1GiB", "--out", str(tmp_path / "i.json")])
+    system = _sys(tmp_path, **change)
+    code = main(["import-astra", str(NET), str(system), "--all-reduce", "1GiB", "--out", str(tmp_path / "i.json")])
     err = capsys.readouterr().err
     assert code == 2 and message in err and err.count("\n") == 1, err
-    assert (str(net) in err) or (str(system) in err)
     assert not (tmp_path / "i.json").exists()
 
 
-def test_cli_import_then_export_then_solve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"topologies-per-dim": ["Ring", "Torus", "Switch"]}, "unknown topology 'Torus'"),
+        ({"units-count": [4, 8]}, "units-count: has 2 entries, the network has 3 dimensions"),
+        ({"link-bandwidth": [100, "fast", 50]}, "link-bandwidth: must hold a number"),
+        ({"topology-name": "Torus"}, "topology-name: must be 'Hierarchical'"),
+        ({"links-count": [1, 7, 1]}, "1 links leave no bandwidth on a ring"),
+        ({"links-count": [2, 6, 1]}, "6 links leave no bandwidth on a fully_connected"),
+        ({"dimension-type": ["PP", "N", "P"]}, "PP (inter-pod) needs a Switch"),
+        ({"hbm-scale": [1, 0, 0], "hbm-bandwidth": [1, 370, 370]}, "hbm-scale: 1 makes memory"),
+        ({"router-latency": None}, "router-latency: missing"),
+        ({"wormholes": [1, 2, 3]}, "wormholes: unknown key"),
+    ],
+)
+def test_network_keys_are_modelled_or_refused(
+    change: dict[str, object], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = json.loads(NET.read_text())
+    for key, value in change.items():
+        if value is None:
+            del data[key]
+        else:
+            data[key] = value
+    net = _write(tmp_path, "net.json", json.dumps(data))
+    code = main(["import-astra", str(net), str(SYS), "--all-reduce", "1GiB", "--out", str(tmp_path / "i.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1 and str(net) in err, err
+
+
+def test_what_astra_counts_is_noted_and_unknown_keys_may_be_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    odd = _net(tmp_path, **{"links-count": [3, 9, 1], "nic-latency": [5, 5, 5], "router-latency": [7, 7, 7]})
+    instance = import_astra(odd, SYS, all_reduce_bytes=MIB)
+    dims = instance.network.dimensions
+    assert [d.bandwidth_gbps for d in dims] == [200.0, 140.0, 50.0]  # 3 ring links count as 2, 9 as 7 x 1
+    assert [d.message_overhead_ns for d in dims] == [10.0, 10.0, 17.0]  # twice the NIC, the router on a switch
+    assert "a ring's 3 links count as 2" in dict(instance.metadata)["astra_notes"]
+    system = _write(tmp_path, "sys.txt", SYS.read_text() + "packet-routing: hardware\n")
+    out = tmp_path / "i.json"
+    argv = ["import-astra", str(NET), str(system), "--all-reduce", "1MiB", "--out", str(out)]
+    assert main(argv) == 2
+    assert "packet-routing:: unknown key" in capsys.readouterr().err
+    assert main([*argv, "--ignore-unknown"]) == 0
+    assert "note: sys.txt: unknown key 'packet-routing:' ignored" in capsys.readouterr().out
+
+
+def test_every_key_is_listed_for_the_docs() -> None:
+    assert "hbm-scale" in network_keys() and "use-fast-version" in network_keys()
+    assert "boost-mode" in system_keys() and "seprate-log" in system_keys()
+    docs = (Path(__file__).parents[1] / "docs" / "astra.md").read_text()
+    for key in (*network_keys(), *system_keys()):
+        assert f"`{key}`" in docs, key
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    network = Network(
+        (
+            Dimension(4, "ring", 300.0, 500.0),
+            Dimension(8, "fully_connected", 140.0, 250.0, all_to_all_algorithm="ring"),
+            Dimension(16, "switch", 50.0, 700.0),
+        ),
+        endpoint_delay_ns=10,
+    )
+    for kind in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all"):
+        instance = Instance(network, (Collective(kind, 16 * MIB * 128, 32, id=kind),), "case")
+        export_astra(instance, 1, tmp_path / kind, "themis")
+        again = import_astra(
+            tmp_path / kind / "network.json", tmp_path / kind / "system.txt", workload=tmp_path / kind / "workload.txt"
+        )
+        for x, y in zip(again.network.dimensions, network.dimensions, strict=True):
+            assert (x.size, x.topology, x.bandwidth_gbps, x.latency_ns, x.algorithm, x.all_to_all_algorithm) == (
+                y.size, y.topology, y.bandwidth_gbps, y.latency_ns, y.algorithm, y.all_to_all_algorithm,
+            )  # fmt: skip
+        (a,), (b,) = again.collectives, instance.collectives
+        assert (a.kind, a.size_bytes, a.chunks) == (b.kind, b.size_bytes, b.chunks)
+        assert dict(again.metadata)["astra_method"] == "themis" and dict(again.metadata)["astra_intra"] == "scf"
+    export_astra(Instance(network, (Collective("all_reduce", GIB, 32),), "case"), 2, tmp_path / "v2", "baseline")
+    again = import_astra(tmp_path / "v2" / "network.yml", tmp_path / "v2" / "system.json", all_reduce_bytes=GIB)
+    assert [d.bandwidth_gbps for d in again.network.dimensions] == [300.0, 140.0, 50.0]
+
+
+def test_what_astra_cannot_express_is_refused(tmp_path: Path) -> None:
+    two = Instance(
+        Network((Dimension(4, "ring", 100.0, 500.0),)),
+        (Collective("all_reduce", MIB, 4), Collective("all_reduce", MIB, 4, issue_ns=5.0)),
+    )
+    with pytest.raises(InputError, match="one collective"):
+        export_astra(two, 1, tmp_path)
+    odd = Instance(Network((Dimension(8, "fully_connected", 235.2, 500.0),)), (Collective("all_reduce", MIB, 4),))
+    with pytest.raises(InputError, match="does not split exactly over 7 links"):
+        export_astra(odd, 2, tmp_path)
+
+
+def test_sizes_parse() -> None:
+    assert parse_size("64MiB") == 64 * MIB and parse_size("1GiB") == GIB and parse_size("1073741824") == GIB
+    assert parse_size("1GB") == 10**9
+    for bad in ("lots", "1.5B", "0", "12 parsecs"):
+        with pytest.raises(InputError, match="--all-reduce"):
+            parse_size(bad)
+
+
+def test_cli_import_a_workload_then_solve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    workload = _write(
+        tmp_path,
+        "w.txt",
+        "DATA\n2\nl0 -1 100 NONE 0 200 NONE 0 300 ALLREDUCE 65536 5\n"
+        "l1 -1 100 NONE 0 200 NONE 0 300 ALLREDUCE 8192 5\n",
+    )
     out = tmp_path / "inst.json"
-    argv = ["import-astra", str(ASTRA / "net_v1.json"), str(ASTRA / "sys_v1.txt"), "--all-reduce", "64MiB"]
-    assert main([*argv, "--out", str(out)]) == 0
-    assert "asks for themis with scf" in capsys.readouterr().out
-    assert load_instance(out).collectives[0].size_bytes == 64 * 2**20
-    assert main(["export-astra", str(out), "--version", "1", "--out", str(tmp_path / "astra")]) == 0
-    assert (tmp_path / "astra" / "system.txt").read_text().count("intra-dimension-scheduling: SCF") == 1
+    argv = ["import-astra", str(NET), str(SYS), "--workload", str(workload), "--passes", "2", "--out", str(out)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "4 collectives" in printed and "asks for themis with scf" in printed
+    instance = load_instance(out)
+    assert len(instance.collectives) == 4 and instance.computes
     assert main(["solve", str(out), "--method", "themis"]) == 0
+    # the network instance's chunk count carries over to a workload built on it
+    again = tmp_path / "again.json"
+    assert main(["workload", str(workload), "--network", str(out), "--out", str(again)]) == 0
+    assert load_instance(again).collectives[0].chunks == 16
     with pytest.raises(SystemExit) as exit_:  # neither --all-reduce nor --workload: a usage error
-        main(["import-astra", str(ASTRA / "net_v1.json"), str(ASTRA / "sys_v1.txt"), "--out", "x.json"])
+        main(["import-astra", str(NET), str(SYS), "--out", "x.json"])
     assert exit_.value.code == 2

@@ -1,3 +1,5 @@
+import pickle
+
 from themis_opt.errors import InputError
 
 
@@ -13,3 +15,8 @@ def test_a_plain_error_is_path_colon_problem() -> None:
         "network.dimensions[1].size: must be >= 1, got 0"
     )
     assert str(InputError("", "no location")) == "no location"
+
+
+def test_an_error_survives_pickling() -> None:  # it crosses process pools
+    again = pickle.loads(pickle.dumps(InputError("where", "what")))
+    assert (again.path, again.problem, str(again)) == ("where", "what", "where: what")

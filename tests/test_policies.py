@@ -38,14 +38,18 @@ def test_themis_three_dimensions_by_hand() -> None:
 
 
 def test_themis_all_gather_by_hand() -> None:
-    # 2x2 switches, equal bandwidth, 1 MiB chunks:
-    #  c0: list reversed d1,d0; gap 0 -> fallback to descending (1,0); loads d0 2, d1 1
-    #  c1: sorted d1,d0 reversed d0,d1; diff = 1 MiB / 1 / n_d0 = .5 MiB -> (0,1); loads 3, 3
-    #  c2: tie, gap 0 -> fallback (1,0); c3 as c1 -> (0,1)
-    network = Network(tuple(Dimension(2, "switch", 100.0, 500.0) for _ in range(2)))
-    inst = Instance(network, (Collective("all_gather", 4 * MIB, 4),))
+    # sizes 2, 4, 2 at equal bandwidth; a 16 MiB all-gather in 4 chunks: shards of 256 KiB, threshold 16 KiB
+    #  c0: gap 0 -> fall back to ascending (0,1,2); the list in dimension order, reversed (d2,d1,d0), is
+    #      charged by position as ASTRA-sim does: d2 += .25 (n0 = 2), d1 += .5 x 3, d0 += 2 x 1
+    #      -> loads d0 2, d1 1.5, d2 .25
+    #  c1: reversed d0,d1,d2; gap 2 - .25 = 1.75 MiB //2 //4 = 224 KiB -> (0,1,2); loads 2.25, 3, 2.25
+    #  c2: sorted d0,d2,d1 (stable) reversed d1,d2,d0; gap .75 MiB //4 //2 = 96 KiB -> (1,2,0);
+    #      loads d1 3.75, d2 3.25, d0 4.25
+    #  c3: reversed d0,d1,d2; gap 1 MiB //2 //4 = 128 KiB -> (0,1,2)
+    network = Network(tuple(Dimension(n, "switch", 100.0, 500.0) for n in (2, 4, 2)))
+    inst = Instance(network, (Collective("all_gather", 16 * MIB, 4),))
     orders = themis_orders(inst)
-    assert [orders[(0, k)] for k in range(4)] == [(1, 0), (0, 1), (1, 0), (0, 1)]
+    assert [orders[(0, k)] for k in range(4)] == [(0, 1, 2), (0, 1, 2), (1, 2, 0), (0, 1, 2)]
 
 
 def test_themis_resets_per_issue_time_and_skips_uninvolved() -> None:

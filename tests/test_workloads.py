@@ -8,8 +8,9 @@ import pytest
 
 from themis_opt.cli import main
 from themis_opt.errors import InputError
-from themis_opt.instance import Collective, Dimension, Instance, Kind, Network
+from themis_opt.instance import After, Collective, Compute, Dimension, Instance, Kind, Network
 from themis_opt.io import load_instance
+from themis_opt.policies import ThemisTracker
 from themis_opt.result import iteration_metrics
 from themis_opt.solve import solve
 from themis_opt.validator import validate
@@ -19,6 +20,7 @@ from themis_opt.zoo import ARCHITECTURES, ZooOptions, model_workload, parameters
 from .conftest import DATA
 
 WORKLOADS = DATA / "workloads"
+MIB = 2**20
 GRAPH = DATA / "graph_2l2p.json"
 
 
@@ -74,14 +76,15 @@ def test_hybrid_transformer_edges_and_priorities() -> None:
     # H1: forward collectives over the model-parallel dimension 0, blocking
     assert _coll(instance, "fwd_coll.0.p0").dimensions == (0,)
     assert _coll(instance, "fwd_coll.0.p0").size_bytes == 100 * 2  # an all-gather's shard times the group
-    assert edges["fwd.1.p0"] == (("fwd.0.p0", 0.0), ("fwd_coll.0.p0", 0.0))
-    assert edges["ig.1.p0"] == (("fwd.1.p0", 0.0), ("fwd_coll.1.p0", 0.0))
+    # a collective is done at its end plus its layer's update delay (5 and 6 here)
+    assert edges["fwd.1.p0"] == (("fwd.0.p0", 0.0), ("fwd_coll.0.p0", 5.0))
+    assert edges["ig.1.p0"] == (("fwd.1.p0", 0.0), ("fwd_coll.1.p0", 6.0))
     # H2: IG, its collective (model parallel), WG, its collective (data parallel, dimension 1); IG(i-1) waits
     assert _coll(instance, "wg_coll.1.p0").dimensions == (1,)
     assert edges["wg.1.p0"] == (("ig.1.p0", 0.0),)
     assert edges["ig.0.p0"] == (("wg.1.p0", 0.0),)  # layer 1 has no input-gradient collective
     assert edges["ig_coll.0.p0"] == (("ig.0.p0", 0.0),)
-    assert edges["ig_wait.p0"] == (("wg.0.p0", 0.0), ("ig_coll.0.p0", 0.0))
+    assert edges["ig_wait.p0"] == (("wg.0.p0", 0.0), ("ig_coll.0.p0", 5.0))
     assert edges["fwd.0.p1"] == (("ig_wait.p0", 0.0), ("wg_coll.0.p0", 5.0))
     # Q1: fwd 0, 1 (LIFO); wg(1) FIFO 2; ig(0) LIFO 1; wg(0) FIFO 2: the wg one above the ig one
     prio = {c.id: c.priority for c in instance.collectives if c.id.endswith("p0")}
@@ -90,7 +93,7 @@ def test_hybrid_transformer_edges_and_priorities() -> None:
         result = solve(instance, method)
         assert result.schedule is not None and validate(instance, result.schedule) == []
     three = Workload("HYBRID_TRANSFORMER", parse_workload(WORKLOADS / "transformer_2l.txt").layers, 3)
-    with pytest.raises(InputError, match="3 is not a product"):
+    with pytest.raises(InputError, match="3 does not split dimension 1 of 2x2 into whole parts"):
         task_graph(three, network)
 
 
@@ -101,10 +104,10 @@ def test_hybrid_dlrm_edges_and_priorities() -> None:
     # H3: the embedding's all-to-all is issued and not waited for until after the last bottom layer (1)
     assert edges["fwd_a2a.0.p0"] == (("fwd.0.p0", 0.0),)
     assert edges["fwd.1.p0"] == (("fwd.0.p0", 0.0),)
-    assert edges["fwd.2.p0"] == (("fwd.1.p0", 0.0), ("fwd_a2a.0.p0", 0.0))
+    assert edges["fwd.2.p0"] == (("fwd.1.p0", 0.0), ("fwd_a2a.0.p0", 1.0))  # plus the embedding's delay
     # H4: WG(2), its all-reduce, IG(2), then (i = last_bottom + 1) layer 0's backward all-to-all
     assert edges["ig_a2a.0.p0"] == (("ig.2.p0", 0.0),)
-    assert edges["ig_wait.p0"] == (("wg.0.p0", 0.0), ("ig_a2a.0.p0", 0.0))
+    assert edges["ig_wait.p0"] == (("wg.0.p0", 0.0), ("ig_a2a.0.p0", 1.0))
     assert "ig.0.p0" not in edges
     assert _coll(instance, "fwd_a2a.0.p0").priority == HIGHEST_PRIORITY
     assert _coll(instance, "ig_a2a.0.p0").kind is Kind.ALL_TO_ALL
@@ -124,8 +127,16 @@ def test_micro_runs_copies_of_one_collective() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("MODEL\n1\n", "line 1, token 'MODEL': parallelism MODEL is not supported"),
         ("PIPELINE\n1\n", "line 1, token 'PIPELINE': unknown parallelism"),
+        (
+            "HYBRID_TRANSFORMER_FWD_IN_BCKWD g: 1 c: 1 2 i: 1 1\n3\n" + "l -1 1 NONE 0 1 NONE 0 1 NONE 0 0\n" * 3,
+            "initiating layer 1 has no checkpoint below it",
+        ),
+        (
+            "HYBRID_CUSTOMIZED\n1\nl -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 0 HYBRID_TRANSFORMER\n",
+            "layer l's parallelism must be one of DATA",
+        ),
+        ("DATA\n1\nl0 -1 10 NONE 0 20 NONE 0 30 ALLREDUCE 8 0 extra\n", "token 'extra': unexpected after the 1 layers"),
         ("DATA\ntwo\n", "line 2, token 'two': the layer count must be an integer"),
         ("DATA\n1\nl0 -1 10 NONE 0 20 NONE 0 slow ALLREDUCE 8 0\n", "line 3, token 'slow': l0's wg compute"),
         ("DATA\n2\nl0 -1 10 NONE 0 20 NONE 0 30 ALLREDUCE 8 0\n", "end of file: expected a layer name"),
@@ -169,3 +180,139 @@ def test_zoo_models_become_valid_task_graphs(model: str, tmp_path: Path) -> None
     assert instance.is_task_graph and instance.computes
     result = solve(instance, "themis")
     assert result.schedule is not None and validate(instance, result.schedule) == []
+
+
+def _graph(tmp_path: Path, text: str, network: Network, **options: object) -> Instance:
+    path = tmp_path / "w.txt"
+    path.write_text(text)
+    return task_graph(parse_workload(path), network, **options)  # type: ignore[arg-type]
+
+
+TWO_BY_TWO = Network(tuple(Dimension(2, "ring", 100.0, 100.0) for _ in range(2)))
+LAYER = "l{i} -1 {f} {ft} 64 {g} {it} 64 {w} {wt} 64 {d}"
+
+
+def _layers(*parts: tuple[str, str, str]) -> str:
+    return "\n".join(
+        LAYER.format(i=i, f=10 + i, g=20 + i, w=30 + i, d=i + 1, ft=ft, it=it, wt=wt)
+        for i, (ft, it, wt) in enumerate(parts)
+    )
+
+
+def test_model_parallelism_blocks_on_forward_and_input_gradient_collectives(tmp_path: Path) -> None:
+    text = "MODEL\n2\n" + _layers(("ALLGATHER", "ALLREDUCE", "ALLREDUCE"), ("ALLGATHER", "ALLREDUCE", "ALLREDUCE"))
+    instance = _graph(tmp_path, text, TWO_BY_TWO, passes=1, chunks=1)
+    edges = _edges(instance)
+    assert edges["fwd.1.p0"] == (("fwd.0.p0", 0.0), ("fwd_coll.0.p0", 1.0))
+    assert edges["ig.1.p0"] == (("fwd.1.p0", 0.0), ("fwd_coll.1.p0", 2.0))
+    assert edges["ig.0.p0"] == (("wg.1.p0", 0.0), ("ig_coll.1.p0", 2.0))
+    # MODEL issues no weight gradients and no input gradient for layer 0; fwd and ig run over every dimension
+    assert {c.id for c in instance.collectives} == {"fwd_coll.0.p0", "fwd_coll.1.p0", "ig_coll.1.p0"}
+    assert all(c.dimensions == (0, 1) for c in instance.collectives)
+    # priorities: the forwards the policy's (LIFO: 0, 1), the input gradient LIFO (2)
+    assert [c.priority for c in instance.collectives] == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    ("parallelism", "model", "data"), [("HYBRID_DATA_MODEL", (0,), (1,)), ("HYBRID_MODEL_DATA", (1,), (0,))]
+)
+def test_hybrid_data_model_loops_put_model_and_data_on_dimensions(
+    parallelism: str, model: tuple[int, ...], data: tuple[int, ...], tmp_path: Path
+) -> None:
+    text = f"{parallelism}\n2\n" + _layers(
+        ("ALLGATHER", "ALLREDUCE", "ALLREDUCE"), ("ALLGATHER", "ALLREDUCE", "ALLREDUCE")
+    )
+    instance = _graph(tmp_path, text, TWO_BY_TWO, passes=2, chunks=1)
+    dims = {c.id: c.dimensions for c in instance.collectives}
+    assert dims["fwd_coll.0.p0"] == model and dims["ig_coll.1.p0"] == model and dims["wg_coll.0.p0"] == data
+    assert "ig_coll.0.p0" not in dims  # as HYBRID_TRANSFORMER, but no input gradient for layer 0
+    # the next pass's forward waits for the layer's weight gradient, plus its delay
+    assert ("wg_coll.0.p0", 1.0) in _edges(instance)["fwd.0.p1"]
+    result = solve(instance, "themis")
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+
+
+def test_customized_layers_name_their_own_parallelism(tmp_path: Path) -> None:
+    text = (
+        "HYBRID_CUSTOMIZED\n3\n"
+        "a -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 64 0 DATA\n"
+        "b -1 1 ALLGATHER 64 1 ALLREDUCE 64 1 NONE 0 0 MODEL\n"
+        "c -1 1 ALLGATHER 64 1 ALLREDUCE 64 1 ALLREDUCE 64 0 HYBRID_MODEL_DATA\n"
+    )
+    instance = _graph(tmp_path, text, TWO_BY_TWO, passes=1, chunks=1)
+    dims = {c.id: c.dimensions for c in instance.collectives}
+    assert dims == {
+        "fwd_coll.1.p0": (0, 1),
+        "fwd_coll.2.p0": (1,),
+        "ig_coll.2.p0": (1,),
+        "wg_coll.2.p0": (0,),
+        "ig_coll.1.p0": (0, 1),
+        "wg_coll.0.p0": (0, 1),
+    }
+
+
+def test_forward_in_backward_recomputes_from_the_checkpoint(tmp_path: Path) -> None:
+    text = "HYBRID_TRANSFORMER_FWD_IN_BCKWD g: 2 c: 1 0 i: 1 2\n3\n" + _layers(
+        ("ALLREDUCE", "NONE", "ALLREDUCE"), ("ALLREDUCE", "NONE", "ALLREDUCE"), ("ALLREDUCE", "NONE", "ALLREDUCE")
+    )
+    instance = _graph(tmp_path, text, TWO_BY_TWO, passes=1, chunks=1)
+    order = [t.id for t in instance.tasks]
+    # IG(2) initiates: the forward of layers 0 and 1 again (collectives waited for), then IG(2)
+    i = order.index("fwd_re2.0.p0")
+    assert order[i : i + 5] == ["fwd_re2.0.p0", "fwd_coll_re2.0.p0", "fwd_re2.1.p0", "fwd_coll_re2.1.p0", "ig.2.p0"]
+    assert _edges(instance)["ig.2.p0"] == (("fwd_re2.1.p0", 0.0), ("fwd_coll_re2.1.p0", 2.0))
+    assert _coll(instance, "fwd_coll_re2.0.p0").dimensions == (0,)
+
+
+def test_dlrm_enhanced_does_not_wait_for_the_backward_all_to_all(tmp_path: Path) -> None:
+    text = (WORKLOADS / "dlrm_3l.txt").read_text().replace("HYBRID_DLRM", "HYBRID_DLRM_ENHANCED")
+    instance = _graph(tmp_path, text, TWO_BY_TWO, passes=2, chunks=2)
+    assert "ig_wait.p0" not in {t.id for t in instance.tasks}
+    assert _edges(instance)["fwd.0.p1"] == (("wg.0.p0", 0.0),)  # layer 0 has no weight gradient
+
+
+def test_inference_runs_forward_passes_only(tmp_path: Path) -> None:
+    text = "DISTRIBUTED_INFERENCE\n2\n" + _layers(("ALLREDUCE", "ALLREDUCE", "ALLREDUCE"), ("NONE", "NONE", "NONE"))
+    instance = _graph(tmp_path, text, TWO_BY_TWO, passes=2, chunks=1)
+    assert [t.id for t in instance.tasks] == [
+        "fwd.0.p0", "fwd_coll.0.p0", "fwd.1.p0", "fwd.0.p1", "fwd_coll.0.p1", "fwd.1.p1", "end",
+    ]  # fmt: skip
+    assert _edges(instance)["fwd.1.p0"] == (("fwd.0.p0", 0.0), ("fwd_coll.0.p0", 1.0))
+
+
+def test_a_group_inside_a_dimension_splits_it_as_astra_does(tmp_path: Path) -> None:
+    network = Network((Dimension(2, "ring", 100.0, 100.0), Dimension(8, "ring", 50.0, 100.0)))
+    text = "HYBRID_TRANSFORMER g: 8\n1\n" + _layers(("ALLREDUCE", "ALLREDUCE", "ALLREDUCE"))
+    instance = _graph(tmp_path, text, network, passes=1, chunks=1)
+    dims = instance.network.dimensions
+    # the 8 of dimension 1 become its first 4 (one apart) and the 2 groups of them (4 apart)
+    assert [(d.size, d.physical_size, d.stride) for d in dims] == [(2, 2, 1), (4, 8, 1), (2, 8, 4)]
+    assert all(d.bandwidth_gbps == 50.0 for d in dims[1:])
+    assert _coll(instance, "fwd_coll.0.p0").dimensions == (0, 1)
+    assert _coll(instance, "wg_coll.0.p0").dimensions == (2,)
+    result = solve(instance, "themis")
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+
+
+def test_themis_plans_from_the_loads_before_once_the_npu_has_waited() -> None:
+    # ASTRA-sim's NPU 0 no longer plans first once the NPU has waited for a collective, so the
+    # collective after the wait sees the loads the one before left. Two all-gathers of 37632 and 65536
+    # bytes per NPU on 4x4x4 rings at 64, 32 and 32 GB/s, 4 chunks, the second after waiting for the
+    # first: ASTRA-sim 1.0 (instrumented) planned exactly these orders
+    network = Network(tuple(Dimension(4, "ring", b, 1.0) for b in (64.0, 32.0, 32.0)))
+    tasks = (
+        Compute(10.0, "f0"),
+        Collective("all_gather", 37632 * 64, 4, id="a", after=(After("f0"),)),
+        Compute(10.0, "f1", after=(After("a"),)),
+        Collective("all_gather", 65536 * 64, 4, id="b", after=(After("f1"),)),
+    )
+    instance = Instance(network, tasks)
+    tracker = ThemisTracker(instance)
+    assert tracker.plan(0, 10.0) == [(0, 1, 2), (0, 1, 2), (2, 0, 1), (1, 0, 2)]
+    assert tracker.plan(1, 99.0, waited=True) == [(2, 1, 0), (2, 0, 1), (1, 0, 2), (2, 1, 0)]
+    result = solve(instance, "themis")
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+    orders = {(c.collective, c.chunk): c.order for c in result.schedule.chunks}
+    assert [orders[(1, k)] for k in range(4)] == [(2, 1, 0), (2, 0, 1), (1, 0, 2), (2, 1, 0)]
+    # without the wait, a fresh plan: the first chunk falls back to ascending
+    assert ThemisTracker(instance).plan(1, 99.0)[0] == (0, 1, 2)

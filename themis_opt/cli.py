@@ -153,8 +153,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--network", required=True, help="an instance file of any version: its network is used")
     p.add_argument("--passes", type=_int_in("--passes", 1, 100), default=2, help="training passes (default 2)")
-    p.add_argument("--chunks", type=_int_in("--chunks", 1, 4096), default=64, help="chunks per collective (64)")
-    p.add_argument("--policy", choices=("LIFO", "FIFO"), default="LIFO", help="collective priorities (LIFO)")
+    p.add_argument(
+        "--chunks",
+        type=_int_in("--chunks", 1, 4096),
+        default=None,
+        help="chunks per collective (default: the network instance's preferred-dataset-splits or chunk count)",
+    )
+    p.add_argument(
+        "--policy",
+        choices=("LIFO", "FIFO"),
+        default=None,
+        help="collective priorities (default: the network instance's scheduling-policy, else LIFO)",
+    )
     p.add_argument("--batch", type=_int_in("--batch", 1, 1_000_000), default=None, help="zoo: samples per NPU")
     p.add_argument("--precision", choices=("fp16", "fp32"), default="fp16", help="zoo: gradient element size")
     p.add_argument("--peak-tflops", type=_number_in("--peak-tflops", 0, 1e9), default=100.0, help="zoo (100)")
@@ -163,12 +173,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="the instance's name (default: the model's)")
     p.add_argument("--out", required=True, help="instance JSON file to write")
 
-    p = sub.add_parser("import-astra", help="make an instance from ASTRA-sim network and system files")
+    p = sub.add_parser("import-astra", help="make an instance from ASTRA-sim network, system and workload files")
     p.add_argument("network", help="ASTRA-sim 1.0 network .json or 2.x network .yml")
     p.add_argument("system", help="ASTRA-sim system file (1.0 key: value text, or 2.x JSON)")
     what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--all-reduce", metavar="SIZE", help="one all-reduce of SIZE bytes per NPU (64MiB, 1GiB, ...)")
-    what.add_argument("--workload", metavar="FILE", help="the collective of an ASTRA-sim 1.0 MICRO workload file")
+    what.add_argument(
+        "--all-reduce",
+        metavar="SIZE",
+        help="one all-reduce of SIZE bytes per NPU: 64MiB and 1GiB are 2^20 and 2^30 bytes, 1GB is 10^9",
+    )
+    what.add_argument("--workload", metavar="FILE", help="an ASTRA-sim 1.0 workload file (any parallelism)")
+    p.add_argument(
+        "--passes", type=_int_in("--passes", 1, 1000), default=1, help="ASTRA-sim's --num-passes (default 1)"
+    )
+    for scale, what_ in (("comm", "collective sizes"), ("compute", "compute times"), ("injection", "endpoint-delay")):
+        p.add_argument(
+            f"--{scale}-scale",
+            type=_number_in(f"--{scale}-scale", 0, 1e9),
+            default=1.0,
+            help=f"ASTRA-sim's --{scale}-scale: {what_} times this, truncated as ASTRA-sim does (default 1)",
+        )
+    p.add_argument(
+        "--ignore-unknown",
+        action="store_true",
+        help="skip keys ASTRA-sim does not read (default: an unknown key is an error)",
+    )
     p.add_argument("--name", help="the instance's name (default: the network file's stem)")
     p.add_argument("--out", required=True, help="instance JSON file to write")
 
@@ -498,11 +527,15 @@ def _run_local(
 
 def _workload(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.io import check_writable, load_instance, save_instance
-    from themis_opt.workloads import parse_workload, task_graph
+    from themis_opt.workloads import Cut, parse_workload, task_graph
     from themis_opt.zoo import MODELS, ZooOptions, model_workload
 
     check_writable(args.out)
-    network = load_instance(args.network).network
+    source = load_instance(args.network)
+    network = source.network
+    meta = dict(source.metadata)
+    chunks = args.chunks if args.chunks is not None else int(meta.get("astra_splits", source.collectives[0].chunks))
+    policy = args.policy or meta.get("astra_scheduling_policy", "LIFO")
     if args.model in MODELS:
         options = ZooOptions(
             **({"batch": args.batch} if args.batch is not None else {}),
@@ -516,7 +549,8 @@ def _workload(args: argparse.Namespace, console: Console) -> int:
         workload = parse_workload(args.model)
     else:
         raise InputError(args.model, f"is neither a zoo model ({', '.join(MODELS)}) nor a workload file")
-    instance = task_graph(workload, network, passes=args.passes, chunks=args.chunks, policy=args.policy, name=args.name)
+    cut = Cut(chunks, astra="astra_splits" in meta and args.model not in MODELS, policy=policy)
+    instance = task_graph(workload, network, passes=args.passes, cut=cut, name=args.name)
     save_instance(instance, args.out)
     console.print(
         f"wrote {args.out}: {workload.parallelism}, {len(workload.layers)} layers x {args.passes} passes: "
@@ -531,13 +565,28 @@ def _import_astra(args: argparse.Namespace, console: Console) -> int:
 
     check_writable(args.out)
     size = parse_size(args.all_reduce) if args.all_reduce is not None else None
-    instance = import_astra(args.network, args.system, all_reduce_bytes=size, workload=args.workload, name=args.name)
+    instance = import_astra(
+        args.network,
+        args.system,
+        all_reduce_bytes=size,
+        workload=args.workload,
+        passes=args.passes,
+        comm_scale=args.comm_scale,
+        compute_scale=args.compute_scale,
+        injection_scale=args.injection_scale,
+        ignore_unknown=args.ignore_unknown,
+        name=args.name,
+    )
     save_instance(instance, args.out)
     meta = dict(instance.metadata)
+    dims = len(instance.network.dimensions)
     console.print(
-        f"wrote {args.out}: {len(instance.network.dimensions)} dimensions, {instance.network.num_npus} NPUs; "
+        f"wrote {args.out}: {dims} dimension{'s' if dims != 1 else ''}, {instance.network.num_npus} NPUs, "
+        f"{len(instance.collectives)} collective{'s' if len(instance.collectives) != 1 else ''}; "
         f"the system file asks for {meta['astra_method']} with {meta['astra_intra']}"
     )
+    for note in filter(None, meta.get("astra_notes", "").split("; ")):
+        console.print(f"note: {note}")
     return 0
 
 

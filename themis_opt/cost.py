@@ -37,7 +37,8 @@ bytes_sent / bandwidth`` (``bytes_sent`` = x (n - 1) / n for a reduce-scatter,
 x (n - 1) for an all-gather).
 
 A reduce-scatter phase turns x bytes into x / n, an all-gather x into x n,
-an all-reduce and an all-to-all keep x.
+an all-reduce and an all-to-all keep x. A network's ``phase_delay_ns`` is
+added once to every phase.
 """
 
 from __future__ import annotations
@@ -182,9 +183,10 @@ def _affine(network: Network, d: int, algorithm: Algorithm, op: Op) -> tuple[flo
     link = link_bytes_per_ns(dim)
     if algorithm is Algorithm.RING:
         steps, per = ring_steps(dim.size, op)
-        return steps * (delay + overhead) + _ring_hops(dim, steps) * latency, steps * per / link
+        fixed = network.phase_delay_ns + steps * (delay + overhead) + _ring_hops(dim, steps) * latency
+        return fixed, steps * per / link
     shared = _shares_port(network, dim)
-    fixed = rate = 0.0
+    fixed, rate = network.phase_delay_ns, 0.0
     for hops, messages, per in _steps_of(network, dim, algorithm, op):
         fixed += delay + hops * latency + overhead
         rate += messages * per / dim.bytes_per_ns if shared else per / link
@@ -244,10 +246,15 @@ def _link_rates(network: Network) -> np.ndarray:
 @functools.lru_cache(maxsize=4096)
 def _flattened_duration(network: Network, algorithm: Algorithm, op: Op, x: float) -> float:
     """A flattened algorithm's phase over every NPU of ``network`` (see the module's docstring)."""
+    return network.phase_delay_ns + _flattened_steps(network, algorithm, op, x)
+
+
+def _flattened_steps(network: Network, algorithm: Algorithm, op: Op, x: float) -> float:
     import numpy as np
 
     n = network.num_npus
     delay = network.endpoint_delay_ns
+
     latency, overhead = _per_dim(network, "latency_ns"), _per_dim(network, "message_overhead_ns")
     link = _link_rates(network)
     match algorithm:

@@ -26,6 +26,10 @@ class InputError(ValueError):
         self.problem = problem
         super().__init__(_one_line(f"{path}: {problem}" if path else problem))
 
+    def __reduce__(self) -> tuple[type[InputError], tuple[str, str]]:
+        # pickled with its two fields (it crosses process pools)
+        return InputError, (self.path, self.problem)
+
     def within(self, prefix: str) -> InputError:
         """Return the same error located inside ``prefix``.
 

@@ -300,12 +300,16 @@ class Network:
         dimension share its bandwidth there.
     all_reduce_phases
         How an all-reduce chunk is cut into phases (:class:`AllReducePhases`).
+    phase_delay_ns
+        Delay added once to every phase, ns (ASTRA-sim: a phase ends with one
+        more endpoint delay than it has steps).
     """
 
     dimensions: tuple[Dimension, ...]
     endpoint_delay_ns: float = DEFAULT_ENDPOINT_DELAY_NS
     congestion_unaware: bool = False
     all_reduce_phases: AllReducePhases = AllReducePhases.SPLIT
+    phase_delay_ns: float = 0.0
 
     def __post_init__(self) -> None:
         dims = self.dimensions
@@ -325,6 +329,9 @@ class Network:
         object.__setattr__(self, "dimensions", tuple(named))
         delay = check_number("endpoint_delay_ns", self.endpoint_delay_ns, maximum=MAX_TIME_NS)
         object.__setattr__(self, "endpoint_delay_ns", delay)
+        object.__setattr__(
+            self, "phase_delay_ns", check_number("phase_delay_ns", self.phase_delay_ns, maximum=MAX_TIME_NS)
+        )
         if not isinstance(self.congestion_unaware, bool):
             raise InputError("congestion_unaware", f"must be true or false, got {self.congestion_unaware!r}")
         object.__setattr__(

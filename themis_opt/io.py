@@ -214,7 +214,12 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
 
 
 def _network(raw: Any) -> Network:
-    net = _object(raw, "network", {"dimensions"}, {"endpoint_delay_ns", "congestion_unaware", "all_reduce_phases"})
+    net = _object(
+        raw,
+        "network",
+        {"dimensions"},
+        {"endpoint_delay_ns", "congestion_unaware", "all_reduce_phases", "phase_delay_ns"},
+    )
     dims = []
     for i, raw_dim in enumerate(_list(net["dimensions"], "network.dimensions")):
         where = f"network.dimensions[{i}]"
@@ -258,6 +263,7 @@ def _network(raw: Any) -> Network:
         net.get("endpoint_delay_ns", 10.0),
         net.get("congestion_unaware", False),
         net.get("all_reduce_phases", "split"),
+        net.get("phase_delay_ns", 0.0),
     )
     return network
 
@@ -365,6 +371,7 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
         "network": {
             "endpoint_delay_ns": _num(network.endpoint_delay_ns),
             **({"congestion_unaware": True} if network.congestion_unaware else {}),
+            **({"phase_delay_ns": _num(network.phase_delay_ns)} if network.phase_delay_ns else {}),
             **(
                 {"all_reduce_phases": network.all_reduce_phases.value}
                 if network.all_reduce_phases is not AllReducePhases.SPLIT

@@ -14,6 +14,7 @@ The simulator times the orders.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import assert_never
 
@@ -40,23 +41,26 @@ def baseline_orders(instance: Instance) -> dict[tuple[int, int], tuple[int, ...]
 
 
 class ThemisTracker:
-    """Themis's greedy load tracker (ASTRA-sim's OfflineGreedy), planning one
+    """Themis's greedy load tracker (ASTRA-sim 1.0's OfflineGreedy), planning one
     collective at a time, when it is released.
 
     The tracker keeps a list of (dimension, load) entries, loads in MiB of
     traffic normalised to dimension 0's bandwidth, latency ignored. For each
     chunk it sorts the list by load (stably; reversed for an all-gather), and
-    if the load gap it could close is below 1/16 of the chunk it takes the
-    baseline order and puts the list back in dimension order; otherwise the
-    chunk takes the list's order. Either way the chunk's traffic is then
-    charged along its order. The loads are reset whenever a collective is
-    planned at a release time other than the last reset's.
+    if the load gap it could close is below 1/16 of the chunk it falls back to
+    the ascending order and puts the list back in dimension order; otherwise
+    the chunk takes the list's order. Either way the chunk's traffic is then
+    charged along its order, from the chunk's input (an all-gather's shard).
+    The loads are reset whenever a collective (all-to-alls included) is
+    planned at a release time other than the last reset's; once the NPU has
+    waited for a collective, ASTRA-sim's NPU 0 no longer plans first, so the
+    reset comes after the collective is planned (from the loads before).
 
     An all-reduce is planned as a reduce-scatter (its all-gather half mirrors
-    it). Where ASTRA-sim's all-gather fallback keeps the ascending order and
-    charges mirrored entries, here it takes the baseline all-gather order
-    (descending) and charges along it. An all-to-all is never reordered: it
-    takes the baseline (ascending) order and leaves the loads alone.
+    it). As in ASTRA-sim, an all-gather's fallback takes the ascending order
+    and charges the list reversed by position (the load of dimension
+    D - 1 - i gets what dimension i carried). An all-to-all is never
+    reordered: it takes the baseline (ascending) order.
     """
 
     def __init__(self, instance: Instance) -> None:
@@ -64,51 +68,66 @@ class ThemisTracker:
         self._entries: list[list[float]] = []  # [dimension, load]; the dimension stays an int
         self._reset_at: float | None = None
 
-    def plan(self, c: int, release_ns: float) -> list[tuple[int, ...]]:
-        """The order of every chunk of collective ``c``, released at ``release_ns``."""
+    def plan(self, c: int, release_ns: float, waited: bool = False) -> list[tuple[int, ...]]:
+        """The order of every chunk of collective ``c``, released at ``release_ns``
+        (``waited``: the NPU has waited for a collective before).
+        """
+        dims = self.instance.network.dimensions
+        fresh = self._reset_at is None or release_ns != self._reset_at
+        if fresh and not waited:
+            self._entries = [[d, 0.0] for d in range(len(dims))]
+        self._reset_at = release_ns
+        orders = self._plan(c)
+        if fresh and waited:  # NPU 0 resets only now, after another NPU planned from the loads before
+            self._entries = [[d, 0.0] for d in range(len(dims))]
+        return orders
+
+    def _plan(self, c: int) -> list[tuple[int, ...]]:
         instance = self.instance
         coll = instance.collectives[c]
+        dims = instance.network.dimensions
         if coll.kind is Kind.ALL_TO_ALL:
             return [baseline_order(instance, c)] * coll.chunks
-        dims = instance.network.dimensions
-        if self._reset_at is None or release_ns != self._reset_at:
-            self._entries = [[d, 0.0] for d in range(len(dims))]
-            self._reset_at = release_ns
-        entries = self._entries
-        b0 = dims[0].bandwidth_gbps
-        active = set(instance.active_dims[c])
         is_ag = coll.kind is Kind.ALL_GATHER
-        nominal = coll.chunk_bytes
+        active = instance.active_dims[c]
+        involved = set(active)
+        # the chunk's input: an all-gather's shard (ASTRA-sim's chunk size), else the chunk
+        nominal = coll.chunk_bytes // math.prod(dims[d].size for d in active) if is_ag else coll.chunk_bytes
+        b0 = dims[0].bandwidth_gbps
         orders = []
         for _ in range(coll.chunks):
+            entries = self._entries
             entries.sort(key=lambda e: e[1])
             if is_ag:
                 entries.reverse()
-            involved = [e for e in entries if e[0] in active]
-            first = dims[int(involved[0][0])]
+            ranked = [e for e in entries if e[0] in involved]
+            first = dims[int(ranked[0][0])]
             if is_ag:
-                last = dims[int(involved[-1][0])]
-                gap = abs(involved[-1][1] - involved[0][1])
-                diff = gap * (last.bandwidth_gbps / b0) / (last.size - 1) * MIB
-                for entry in involved[:-1]:
-                    diff /= dims[int(entry[0])].size
+                last = dims[int(ranked[-1][0])]
+                gap = abs(ranked[-1][1] - ranked[0][1])
+                diff = int(gap * (last.bandwidth_gbps / b0) / (last.size - 1) * MIB)
+                for entry in ranked[:-1]:
+                    diff //= dims[int(entry[0])].size
             else:
-                gap = abs(entries[-1][1] - involved[0][1])
-                diff = gap * (first.bandwidth_gbps / b0) / ((first.size - 1) / first.size) * MIB
-            if diff < nominal // 16:
-                order = baseline_order(instance, c)
+                gap = abs(entries[-1][1] - ranked[0][1])
+                diff = int(gap * (first.bandwidth_gbps / b0) / ((first.size - 1) / first.size) * MIB)
+            if diff < nominal // 16:  # fall back: ascending, the list in dimension order (reversed for AG)
+                order = active
                 entries.sort(key=lambda e: e[0])
+                if is_ag:
+                    entries.reverse()
+                charged = [entries[d] for d in range(len(dims)) if d in involved]  # by position, as ASTRA-sim
             else:
-                order = tuple(int(e[0]) for e in involved)
-            load = {int(e[0]): e for e in entries}
+                order = tuple(int(e[0]) for e in ranked)
+                charged = ranked
             size = nominal
-            for d in order:
+            for d, entry in zip(order, charged):
                 n, share = dims[d].size, dims[d].bandwidth_gbps / b0
                 if is_ag:
-                    load[d][1] += (size / MIB) * (n - 1) / share
+                    entry[1] += (size / MIB) * (n - 1) / share
                     size *= n
                 else:
-                    load[d][1] += (size / MIB) * ((n - 1) / n) / share
+                    entry[1] += (size / MIB) * ((n - 1) / n) / share
                     size //= n
             orders.append(order)
         return orders

@@ -18,13 +18,16 @@ intra-dimension policy (ASTRA-sim's ``Sys::insert_stream``):
   second-to-last phase (exactly one phase after it), which joins the tail.
   ASTRA-sim tests ``phases_to_go.size() == 1`` after it has removed the phase
   being queued, so the last phase is inserted by size. Priorities are ignored,
-  except that an all-to-all phase is queued as under fifo.
+  except that all-to-all and all-reduce phases (a double binary tree's, the
+  baseline's merged last dimension) are queued as under fifo.
 
 Same-instant events follow ASTRA-sim's ``notify_stream_added``: at one
 instant the phases and compute tasks that end are processed first (their
 dimensions become idle, their dependents may be released); then the phases
-that became ready are taken one at a time in (collective, chunk) order, each
-is queued on its dimension and, if that dimension is idle, the dimension
+that became ready are taken one at a time in (collective, chunk) order,
+first those whose chunk goes on on the dimension it just freed (ASTRA-sim
+queues a chunk's next phase before the dimension it leaves picks again),
+each is queued on its dimension and, if that dimension is idle, the dimension
 starts the head of its queue at once, before the next one is queued. Last,
 every dimension still idle starts the head of its queue, and the compute unit
 starts the first ready compute task. Both queues cost O(log Q) an operation,
@@ -50,7 +53,8 @@ from themis_opt.methods import Intra
 from themis_opt.schedule import ChunkSchedule, ComputeSchedule, Phase, Schedule
 
 Orders = Mapping[tuple[int, int], tuple[int, ...]]
-Planner = Callable[[int, float], Sequence[tuple[int, ...]]]
+# (collective, release time, whether the compute unit has waited for a collective so far) -> one order per chunk
+Planner = Callable[[int, float, bool], Sequence[tuple[int, ...]]]
 
 
 class ScfQueue:
@@ -340,17 +344,21 @@ def _simulate(
     ]
     heapq.heapify(events)
     now = 0.0
+    held_by_collective = [False] * len(tasks)  # released by a collective's end (it waited for one)
+    waited = False  # the compute unit has waited for a collective
 
     def end_task(t: int) -> None:
         for dependent, lag in successors[t]:
-            earliest[dependent] = max(earliest[dependent], now + lag)
+            if now + lag > earliest[dependent]:
+                earliest[dependent] = now + lag
+                held_by_collective[dependent] = kind_of[t][0]
             pending[dependent] -= 1
             if not pending[dependent]:
                 heapq.heappush(events, (earliest[dependent], _RELEASE, dependent, 0))
 
     def release(c: int) -> list[int]:
         coll = collectives[c]
-        planned = orders(c, now) if callable(orders) else [orders[(c, k)] for k in range(coll.chunks)]
+        planned = orders(c, now, waited) if callable(orders) else [orders[(c, k)] for k in range(coll.chunks)]
         chunks = []
         for k, order in enumerate(planned):
             order = tuple(order)
@@ -364,6 +372,11 @@ def _simulate(
             chosen[(c, k)] = order
             chunks.append(i)
         return chunks
+
+    def stays(i: int) -> bool:
+        """Whether chunk ``i``'s next phase runs on the dimension of the phase it just ended."""
+        p = next_phase[i]
+        return p > 0 and plan[i][p - 1].dim == plan[i][p].dim
 
     def start_head(d: int) -> None:
         if busy[d]:
@@ -410,14 +423,19 @@ def _simulate(
                     arrivals += release(n)
                 else:
                     heapq.heappush(compute_ready, n)
-        for i in sorted(arrivals):  # chunk index order is (collective, chunk) order
+        # (collective, chunk) order, except that a chunk going on on the dimension it frees goes first:
+        # ASTRA-sim queues its next phase there before that dimension picks the next one
+        for i in sorted(
+            arrivals,
+            key=lambda i: (not (next_phase[i] and plan[i][next_phase[i] - 1].dim == plan[i][next_phase[i]].dim), i),
+        ):
             p = next_phase[i]
             spec = plan[i][p]
             c = ids[i][0]
             if intra is Intra.FIFO:
                 heapq.heappush(fifo[spec.dim], (-priority[c], seq, i))
                 seq += 1
-            elif spec.op is Op.ALL_TO_ALL:
+            elif spec.op in (Op.ALL_TO_ALL, Op.ALL_REDUCE):
                 scf[spec.dim].insert_before_lower_rank(priority[c], max(spec.bytes_in, spec.bytes_out), i)
             elif p == len(plan[i]) - 2:  # second-to-last: exactly one phase after it
                 scf[spec.dim].append(max(spec.bytes_in, spec.bytes_out), i, priority[c])
@@ -429,6 +447,7 @@ def _simulate(
             start_head(d)
         if not compute_busy and compute_ready:
             j = heapq.heappop(compute_ready)
+            waited = waited or held_by_collective[task_of_compute[j]]
             compute_starts[j] = now
             compute_busy = True
             heapq.heappush(events, (now + instance.computes[j].duration_ns, _COMPUTE_DONE, j, 0))

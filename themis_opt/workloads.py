@@ -3,54 +3,82 @@
 A workload is a list of layers, each with forward, input-gradient and
 weight-gradient compute times (cycles = ns) and collectives (type and size in
 bytes per NPU). :func:`task_graph` turns it into an instance whose tasks follow
-ASTRA-sim 1.0's loops (the rules of the project's workloads reference):
+ASTRA-sim 1.0's loops (``Workload.cc``; the docs' training-iteration page
+numbers the rules):
 
 * DATA: per pass, forward i = 0..L-1; backward i = L-1..0: WG(i), then its
   weight-gradient collective (non-blocking), then IG(i) (not for layer 0).
-  Forward(i) of the next pass waits for layer i's collective of this pass,
-  plus the layer's update delay. Compute runs in program order.
-* HYBRID_TRANSFORMER: forward(i) computes, then runs its collective over the
-  model-parallel dimensions and waits for it; backward i = L-1..0: IG(i), its
-  collective (model-parallel, non-blocking), WG(i), its collective (data-
-  parallel, non-blocking); IG(i-1) waits for layer i's input-gradient
-  collective.
-* HYBRID_DLRM: forward(i) computes and issues its all-to-all (if any,
-  non-blocking, highest priority); after layer ``last_bottom`` it waits for
-  layer 0's forward all-to-all; backward i = L-1..0: WG(i) and its collective;
-  IG(i) for i > 0, and after IG(last_bottom + 1) layer 0's backward all-to-all
-  (highest priority); the pass ends when that all-to-all is done.
+  Forward(i) of the next pass waits for layer i's collective of this pass.
 * MICRO: P copies of layer 0's weight-gradient collective, issued at 0.
+* The model-parallel loops (HYBRID_TRANSFORMER and its FWD_IN_BCKWD variant,
+  HYBRID_DATA_MODEL, HYBRID_MODEL_DATA, HYBRID_CUSTOMIZED, MODEL): forward(i)
+  computes, then runs its collective and waits for it; backward i = L-1..0:
+  IG(i), its collective (non-blocking; not for layer 0 but in the
+  HYBRID_TRANSFORMER ones), WG(i), its collective (non-blocking; none in
+  MODEL); IG(i-1) waits for layer i's input-gradient collective. The
+  FWD_IN_BCKWD variant recomputes the forward from the last checkpoint below
+  each initiating layer before its IG.
+* HYBRID_DLRM (and HYBRID_DLRM_ENHANCED): forward(i) computes and issues
+  layer 0's all-to-all (non-blocking, highest priority); after layer
+  ``last_bottom`` it waits for it; backward: WG(i) and its collective, IG(i)
+  for i > 0, and after IG(last_bottom + 1) layer 0's backward all-to-all,
+  which the pass waits for (not in ENHANCED).
+* DISTRIBUTED_INFERENCE: forward only, each collective waited for.
 
-Collectives get chunks as ASTRA-sim's ``preferred-dataset-splits`` and
-priorities as its ``scheduling-policy`` gives them: LIFO, one higher for each
-collective issued (in program order), FIFO one lower; all-to-alls of DLRM the
-highest; in HYBRID_TRANSFORMER input-gradient collectives draw LIFO and
-weight-gradient ones FIFO priorities from one shared counter. An all-gather's
-size in the file is the shard each NPU starts with; the instance's is its
-output. A final zero-length compute task ``end`` waits for the last pass's
-collectives (plus update delays) and compute, so the makespan is the time of
-the run. ASTRA-sim's one cycle per workload state change and its integer
-nanoseconds are not modelled (well below the tolerance held to).
+A collective is done when its last chunk ends plus its layer's update
+delay; whatever waits for it waits that long. Collectives get chunks as
+ASTRA-sim's ``preferred-dataset-splits`` and priorities as its
+``scheduling-policy`` gives them (``Sys::get_priority``: LIFO counts up,
+FIFO down, from one counter read before it moves): forward collectives and
+DATA, MICRO and DLRM weight gradients the policy's, input gradients LIFO,
+the other weight gradients FIFO, DLRM's all-to-alls the highest. An
+all-gather's size in the file is the shard each NPU starts with; the
+instance's is its output. A collective with no dimension to run on draws its
+priority and is dropped, as in ASTRA-sim. A final zero-length compute task
+``end`` waits for the last pass's collectives and compute, so the makespan is
+the time of the run. ASTRA-sim's one cycle per workload state change and its
+integer nanoseconds are not modelled (well below the tolerance held to).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from themis_opt.cost import group_size, growth, performed
 from themis_opt.errors import InputError
-from themis_opt.instance import After, Collective, Compute, Instance, Kind, Network, Task
+from themis_opt.instance import After, Collective, Compute, Instance, Kind, Network, Op, Task
 
-PARALLELISMS = ("DATA", "HYBRID_TRANSFORMER", "HYBRID_DLRM", "MICRO")
-UNSUPPORTED = (
+PARALLELISMS = (
+    "DATA",
+    "MICRO",
     "MODEL",
     "HYBRID_DATA_MODEL",
     "HYBRID_MODEL_DATA",
     "HYBRID_CUSTOMIZED",
+    "HYBRID_TRANSFORMER",
     "HYBRID_TRANSFORMER_FWD_IN_BCKWD",
+    "HYBRID_DLRM",
     "HYBRID_DLRM_ENHANCED",
     "DISTRIBUTED_INFERENCE",
+)
+TRANSFORMERS = ("HYBRID_TRANSFORMER", "HYBRID_TRANSFORMER_FWD_IN_BCKWD")  # model-parallel group from the header
+MODEL_PARALLEL = ("MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA", "HYBRID_CUSTOMIZED", *TRANSFORMERS)
+DLRMS = ("HYBRID_DLRM", "HYBRID_DLRM_ENHANCED")
+# HYBRID_CUSTOMIZED layers name their own parallelism; these are the ones ASTRA-sim 1.0 runs per layer
+LAYER_PARALLELISMS = (
+    "DATA",
+    "MICRO",
+    "HYBRID_DLRM",
+    "HYBRID_DLRM_ENHANCED",
+    "MODEL",
+    "DISTRIBUTED_INFERENCE",
+    "HYBRID_DATA_MODEL",
+    "HYBRID_MODEL_DATA",
 )
 TYPES = {
     "ALLREDUCE": Kind.ALL_REDUCE,
@@ -58,12 +86,18 @@ TYPES = {
     "REDUCESCATTER": Kind.REDUCE_SCATTER,
     "ALLTOALL": Kind.ALL_TO_ALL,
 }
+UNRUNNABLE_TYPE = "ALLREDUCEALLTOALL"  # parsed by ASTRA-sim 1.0, which exits when one is issued
 HIGHEST_PRIORITY = 100_000_000  # ASTRA-sim's SchedulingPolicy::HIGHEST
 
 
 @dataclass(frozen=True)
 class Layer:
-    """One layer of a workload: compute times (ns) and collectives (kind or None, bytes as the file gives them)."""
+    """One layer of a workload: compute times (ns) and collectives (kind or None, bytes as the file gives them).
+
+    ``parallelism`` is a HYBRID_CUSTOMIZED layer's own (its 13th token);
+    ``unrunnable`` names the parts (``fwd``, ``ig``, ``wg``) whose type is one
+    ASTRA-sim parses but cannot run.
+    """
 
     name: str
     fwd_compute: float
@@ -76,17 +110,26 @@ class Layer:
     wg_type: Kind | None
     wg_size: int
     update_delay: float
+    parallelism: str | None = None
+    unrunnable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Workload:
-    """A parsed workload: its parallelism, layers and header values."""
+    """A parsed workload: its parallelism, layers and header values.
+
+    ``checkpoints`` and ``initiators`` are HYBRID_TRANSFORMER_FWD_IN_BCKWD's:
+    the layers the forward is recomputed from, and the layers whose IG starts
+    a recomputation.
+    """
 
     parallelism: str
     layers: tuple[Layer, ...]
     model_parallel_group: int | None = None
     last_bottom: int | None = None
     name: str = "workload"
+    checkpoints: tuple[int, ...] = ()
+    initiators: tuple[int, ...] = ()
 
 
 def parse_workload(path: str | Path) -> Workload:
@@ -139,17 +182,20 @@ def parse_workload(path: str | Path) -> Workload:
 
     head = take("the parallelism")
     parallelism = head[1]
-    if parallelism in UNSUPPORTED:
-        raise InputError(
-            where(head), f"parallelism {parallelism} is not supported (supported: {', '.join(PARALLELISMS)})"
-        )
     if parallelism not in PARALLELISMS:
-        raise InputError(where(head), f"unknown parallelism (supported: {', '.join(PARALLELISMS)})")
+        raise InputError(where(head), f"unknown parallelism (ASTRA-sim 1.0 has {', '.join(PARALLELISMS)})")
     group = bottom = None
-    if parallelism == "HYBRID_TRANSFORMER":
+    checkpoints: list[int] = []
+    initiators: list[int] = []
+    if parallelism in TRANSFORMERS:
         take("the model-parallel group label")
         group = integer("the model-parallel group size", 1)
-    elif parallelism == "HYBRID_DLRM":
+    if parallelism == "HYBRID_TRANSFORMER_FWD_IN_BCKWD":
+        take("the checkpoints label")
+        checkpoints = [integer("a checkpoint layer") for _ in range(integer("the checkpoint count"))]
+        take("the checkpoint initiates label")
+        initiators = [integer("an initiating layer") for _ in range(integer("the initiating layer count"))]
+    elif parallelism in DLRMS:
         bottom = integer("the last bottom-MLP layer")
     count = integer("the layer count", 1)
     layers = []
@@ -157,33 +203,185 @@ def parse_workload(path: str | Path) -> Workload:
         name = take("a layer name")[1]
         take("the reserved token")
         parts: list[tuple[float, Kind | None, int]] = []
+        unrunnable = []
         for part in ("fwd", "ig", "wg"):
             compute = number(f"{name}'s {part} compute")
-            kind = TYPES.get(take(f"{name}'s {part} type")[1])  # NONE or anything else: no collective
-            parts.append((compute, kind, integer(f"{name}'s {part} size")))
+            kind_token = take(f"{name}'s {part} type")[1]
+            if kind_token == UNRUNNABLE_TYPE:
+                unrunnable.append(part)
+            parts.append((compute, TYPES.get(kind_token), integer(f"{name}'s {part} size")))
         (fc, ft, fs), (ic, it, is_), (wc, wt, ws) = parts
-        layers.append(Layer(name, fc, ft, fs, ic, it, is_, wc, wt, ws, number(f"{name}'s update delay")))
-    if parallelism == "HYBRID_DLRM" and bottom is not None and bottom >= count:
-        raise InputError(f"{path}: header", f"last bottom layer {bottom} is not below the layer count {count}")
-    return Workload(parallelism, tuple(layers), group, bottom, path.stem)
+        delay = number(f"{name}'s update delay")
+        own = None
+        if parallelism == "HYBRID_CUSTOMIZED":
+            entry = take(f"{name}'s parallelism (HYBRID_CUSTOMIZED layers name one)")
+            own = entry[1]
+            if own not in LAYER_PARALLELISMS and (ft or it or wt or unrunnable):
+                raise InputError(
+                    where(entry),
+                    f"layer {name}'s parallelism must be one of {', '.join(LAYER_PARALLELISMS)} "
+                    "(ASTRA-sim 1.0 crashes on its collectives otherwise)",
+                )
+        layers.append(Layer(name, fc, ft, fs, ic, it, is_, wc, wt, ws, delay, own, tuple(unrunnable)))
+    if position < len(tokens):
+        extra = tokens[position]
+        raise InputError(where(extra), f"unexpected after the {count} layers the file announces")
+    workload = Workload(parallelism, tuple(layers), group, bottom, path.stem, tuple(checkpoints), tuple(initiators))
+    try:
+        check_workload(workload)
+    except InputError as error:
+        raise InputError(f"{path}: {error.path}", error.problem) from None
+    return workload
 
 
-def _split_dimensions(network: Network, group: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(model-parallel dimensions, data-parallel ones): the first dimensions whose sizes multiply to ``group``."""
-    product, model = 1, []
-    for d, dim in enumerate(network.dimensions):
-        if product >= group:
-            break
-        product *= dim.size
-        model.append(d)
-    if product != group:
-        sizes = "x".join(str(d.size) for d in network.dimensions)
-        raise InputError(
-            "model_parallel_NPU_group",
-            f"{group} is not a product of the first dimensions' sizes ({sizes}); ASTRA-sim would split a dimension",
+def check_workload(workload: Workload) -> None:
+    """Raise :class:`InputError` where ASTRA-sim 1.0 would crash or never end on ``workload``'s header."""
+    count = len(workload.layers)
+    if workload.parallelism in DLRMS and workload.last_bottom is not None and workload.last_bottom >= count:
+        raise InputError("header", f"last bottom layer {workload.last_bottom} is not below the layer count {count}")
+    if workload.parallelism != "HYBRID_TRANSFORMER_FWD_IN_BCKWD":
+        return
+    for layer in (*workload.checkpoints, *workload.initiators):
+        if layer >= count:
+            raise InputError("header", f"checkpoint layer {layer} is not below the layer count {count}")
+    for i in workload.initiators:
+        below = [c for c in workload.checkpoints if c < i]
+        if not below:
+            raise InputError("header", f"initiating layer {i} has no checkpoint below it (ASTRA-sim 1.0 crashes)")
+        if any(max(below) < j <= i for j in workload.initiators if j != i):
+            raise InputError(
+                "header",
+                f"initiating layer {i} has another initiating layer above its checkpoint {max(below)} "
+                "(ASTRA-sim 1.0 recomputes for ever)",
+            )
+
+
+def _float32(value: float) -> float:
+    """``value`` as ASTRA-sim's float command-line options hold it."""
+    single: float = struct.unpack("f", struct.pack("f", value))[0]
+    return single
+
+
+def scaled(workload: Workload, *, comm: float = 1.0, compute: float = 1.0) -> Workload:
+    """``workload`` with sizes times ``comm`` and compute times times ``compute``, truncated to
+    whole bytes and cycles as ASTRA-sim's ``--comm-scale`` and ``--compute-scale`` do (update
+    delays are not scaled).
+    """
+    for option, value in (("--comm-scale", comm), ("--compute-scale", compute)):
+        if not (math.isfinite(value) and value > 0):
+            raise InputError(option, f"must be a number > 0, got {value!r}")
+    if comm == 1 and compute == 1:
+        return workload
+    c, k = _float32(comm), _float32(compute)
+    layers = tuple(
+        dataclasses.replace(
+            layer,
+            fwd_compute=float(math.floor(layer.fwd_compute * k)),
+            ig_compute=float(math.floor(layer.ig_compute * k)),
+            wg_compute=float(math.floor(layer.wg_compute * k)),
+            fwd_size=math.floor(layer.fwd_size * c),
+            ig_size=math.floor(layer.ig_size * c),
+            wg_size=math.floor(layer.wg_size * c),
         )
-    rest = tuple(d for d in range(network.num_dims) if d not in model)
-    return tuple(model), rest
+        for layer in workload.layers
+    )
+    return dataclasses.replace(workload, layers=layers)
+
+
+# ------------------------------------------------------------ model-parallel groups
+
+
+def split_dimensions(network: Network, group: int) -> tuple[Network, tuple[int, ...], tuple[int, ...], int | None]:
+    """ASTRA-sim's ``Sys::break_dimension``: (the network, the model-parallel dimensions, the
+    data-parallel ones, the dimension split in two or ``None``).
+
+    The model-parallel dimensions are the first ones whose sizes multiply to
+    ``group``. Where the product passes ``group`` inside dimension d, d is
+    split in two: the first ``group / (product below d)`` of its NPUs (one
+    position apart) and the rest (that many positions apart), each a
+    dimension of its own with d's bandwidth, topology and algorithms. A
+    group of 1 or larger than the network has no model-parallel dimensions.
+
+    Raises
+    ------
+    InputError
+        If ``group`` splits a dimension unevenly (ASTRA-sim 1.0 never ends).
+    """
+    dims = network.dimensions
+    everything = tuple(range(network.num_dims))
+    if group == 1 or group > network.num_npus:
+        return network, (), everything, None
+    below = 1
+    for d, dim in enumerate(dims):
+        if below * dim.size < group:
+            below *= dim.size
+            continue
+        if below * dim.size == group:
+            return network, everything[: d + 1], everything[d + 1 :], None
+        inner = group // below
+        if group % below or dim.size % inner or dim.carved:
+            sizes = "x".join(str(x.size) for x in dims)
+            raise InputError(
+                "model_parallel_NPU_group",
+                f"{group} does not split dimension {d} of {sizes} into whole parts (ASTRA-sim 1.0 never ends)",
+            )
+        first = dataclasses.replace(dim, size=inner, physical_size=dim.size, stride=1, name=f"{dim.name}a")
+        second = dataclasses.replace(
+            dim, size=dim.size // inner, physical_size=dim.size, stride=inner, name=f"{dim.name}b"
+        )
+        split = dataclasses.replace(network, dimensions=(*dims[:d], first, second, *dims[d + 1 :]))
+        return split, tuple(range(d + 1)), tuple(range(d + 1, network.num_dims + 1)), d
+    raise AssertionError("unreachable: the product reaches every group up to the NPU count")  # pragma: no cover
+
+
+def all_gather_factor(network: Network, dims: tuple[int, ...]) -> float:
+    """What an all-gather over ``dims`` multiplies its shard by."""
+    factor = 1.0
+    for d in dims:
+        algorithm = network.dimensions[d].algorithm_for(Kind.ALL_GATHER)
+        factor *= growth(performed(Op.ALL_GATHER, algorithm), group_size(network, Kind.ALL_GATHER, d))
+    return factor
+
+
+def runs_somewhere(network: Network, kind: Kind, dims: tuple[int, ...]) -> bool:
+    """Whether a ``kind`` collective over ``dims`` has a dimension to run on (see ``Instance.active_dims``)."""
+    if network.flattened(kind):
+        return 0 in dims and network.num_npus >= 2
+    return any(network.dimensions[d].size >= 2 for d in dims)
+
+
+# ---------------------------------------------------------------------- graphs
+
+
+@dataclass(frozen=True)
+class Cut:
+    """How a workload's collectives are made from its sizes.
+
+    Parameters
+    ----------
+    chunks
+        ASTRA-sim's ``preferred-dataset-splits``.
+    astra
+        Cut ``size // chunks`` bytes at a time as ASTRA-sim does (the last
+        chunk takes what is left, so there may be more chunks); otherwise
+        ``chunks`` chunks, the last one taking the remainder.
+    policy
+        ``LIFO`` or ``FIFO``: ASTRA-sim's ``scheduling-policy``.
+    spans
+        Per kind, how many dimensions its collectives may use (ASTRA-sim's
+        implementation lists: a shorter list leaves the outer dimensions out).
+    """
+
+    chunks: int = 64
+    astra: bool = False
+    policy: str = "LIFO"
+    spans: Mapping[Kind, int] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.chunks, bool) or not isinstance(self.chunks, int) or self.chunks < 1:
+            raise InputError("--chunks", f"must be an integer >= 1, got {self.chunks!r}")
+        if self.policy not in ("LIFO", "FIFO"):
+            raise InputError("--policy", f"must be LIFO or FIFO, got {self.policy!r}")
 
 
 def task_graph(
@@ -194,38 +392,29 @@ def task_graph(
     chunks: int = 64,
     policy: str = "LIFO",
     name: str | None = None,
+    cut: Cut | None = None,
 ) -> Instance:
-    """The task-graph instance of ``workload`` on ``network`` (see the module's docstring)."""
-    if passes < 1:
-        raise InputError("--passes", f"must be >= 1, got {passes}")
-    if chunks < 1:
-        raise InputError("--chunks", f"must be >= 1, got {chunks}")
-    if policy not in ("LIFO", "FIFO"):
-        raise InputError("--policy", f"must be LIFO or FIFO, got {policy!r}")
-    builder = _Builder(workload, network, chunks, policy)
-    layers = workload.layers
+    """The task-graph instance of ``workload`` on ``network`` (see the module's docstring).
+
+    ``cut`` (default: ``chunks`` even chunks, priorities by ``policy``) says
+    how collectives are cut and where they may run. A HYBRID_TRANSFORMER
+    group that splits a dimension gives the instance a network of one more
+    dimension (:func:`split_dimensions`).
+    """
+    if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
+        raise InputError("--passes", f"must be an integer >= 1, got {passes!r}")
+    cut = cut or Cut(chunks, policy=policy)
+    check_workload(workload)
     everything = tuple(range(network.num_dims))
     model, data = everything, everything
-    if workload.parallelism == "HYBRID_TRANSFORMER":
-        model, data = _split_dimensions(network, workload.model_parallel_group or 1)
-    done: dict[int, tuple[str, float]] = {}  # layer -> (collective the next forward waits for, lag)
+    if workload.parallelism in TRANSFORMERS:
+        network, model, data, split = split_dimensions(network, workload.model_parallel_group or 1)
+        if split is not None and cut.spans is not None:
+            cut = _spans_split(cut, split)
+    builder = _Builder(workload, network, cut, model, data)
     for p in range(passes):
-        match workload.parallelism:
-            case "MICRO":
-                layer = layers[0]
-                if layer.wg_type is not None:
-                    builder.collective(f"{layer.name}.wg.p{p}", layer.wg_type, layer.wg_size, everything, [], lag=0)
-                continue
-            case "DATA":
-                builder.data_pass(p, done, everything)
-            case "HYBRID_TRANSFORMER":
-                builder.transformer_pass(p, done, model, data)
-            case "HYBRID_DLRM":
-                builder.dlrm_pass(p, done, everything)
-            case other:  # pragma: no cover - parse_workload admits no other
-                raise InputError("parallelism", f"unsupported {other}")
-    if workload.parallelism != "MICRO":
-        builder.finish(passes)
+        builder.run_pass(p)
+    builder.finish()
     metadata = (
         ("parallelism", workload.parallelism),
         ("passes", str(passes)),
@@ -235,22 +424,47 @@ def task_graph(
     return Instance(network, tuple(builder.tasks), name or workload.name, metadata)
 
 
+def _spans_split(cut: Cut, split: int) -> Cut:
+    """``cut`` after dimension ``split`` became two: a list that covered it now covers both halves."""
+    spans = dict(cut.spans or {})
+    for kind, span in spans.items():
+        if span <= split:
+            raise InputError(
+                f"{kind.value}-implementation",
+                f"names {span} dimension{'s' if span != 1 else ''}, but the model-parallel group splits "
+                f"dimension {split} "
+                "(ASTRA-sim 1.0 crashes)",
+            )
+        spans[kind] = span + 1
+    return dataclasses.replace(cut, spans=spans)
+
+
 class _Builder:
     """Appends a workload's tasks in program order."""
 
-    def __init__(self, workload: Workload, network: Network, chunks: int, policy: str) -> None:
+    def __init__(
+        self, workload: Workload, network: Network, cut: Cut, model: tuple[int, ...], data: tuple[int, ...]
+    ) -> None:
         self.workload = workload
         self.network = network
-        self.chunks = chunks
-        self.policy = policy
+        self.cut = cut
+        self.everything = tuple(range(network.num_dims))
+        self.model, self.data = model, data
         self.tasks: list[Task] = []
         self.last_compute: str | None = None
         self.counter = 0
         self.first_of_pass: dict[int, str] = {}
-        self.last_pass_collectives: list[tuple[str, float]] = []
+        self.last_pass: list[tuple[str, float]] = []
+        self.wg_done: dict[int, tuple[str, float]] = {}  # layer -> (its latest weight-gradient collective, delay)
+        self.carry: list[After] = []  # what the next pass's first compute waits for (inference's last collective)
+
+    # ------------------------------------------------------------ pieces
 
     def priority(self, scheme: str) -> int:
-        """ASTRA-sim's Sys::get_priority: LIFO counts up, FIFO down, from one counter (post-increment)."""
+        """ASTRA-sim's ``Sys::get_priority``: read the counter, then move it (``None``: the policy's way)."""
+        if scheme == "HIGHEST":
+            return HIGHEST_PRIORITY
+        scheme = self.cut.policy if scheme == "None" else scheme
         value = self.counter
         self.counter += 1 if scheme == "LIFO" else -1
         return value
@@ -261,146 +475,184 @@ class _Builder:
         self.last_compute = task_id
         return task_id
 
-    def collective(
-        self,
-        task_id: str,
-        kind: Kind,
-        size: int,
-        dims: tuple[int, ...],
-        after: list[str],
-        *,
-        lag: float,
-        priority: int | None = None,
-    ) -> str | None:
-        npus = math.prod(self.network.dimensions[d].size for d in dims)
-        if not dims or npus < 2 or size < 1:
+    def scope(self, i: int, part: str) -> tuple[int, ...]:
+        """The dimensions layer ``i``'s ``part`` collective runs over (ASTRA-sim's involved dimensions)."""
+        parallelism = self.workload.parallelism
+        if parallelism == "HYBRID_CUSTOMIZED":
+            parallelism = self.workload.layers[i].parallelism or ""
+        everything, rest = self.everything, self.everything[1:]
+        match parallelism:
+            case "DATA" | "MICRO":
+                return everything if part == "wg" else ()
+            case "HYBRID_DLRM" | "HYBRID_DLRM_ENHANCED":
+                top = self.workload.parallelism in DLRMS and i == 0  # layer 0 of a DLRM file: everything
+                return everything if part == "wg" or top else ()
+            case "MODEL" | "DISTRIBUTED_INFERENCE":
+                return () if part == "wg" else everything
+            case "HYBRID_DATA_MODEL":
+                return rest if part == "wg" else (0,)
+            case "HYBRID_MODEL_DATA":
+                return (0,) if part == "wg" else rest
+            case "HYBRID_TRANSFORMER" | "HYBRID_TRANSFORMER_FWD_IN_BCKWD":
+                return self.data if part == "wg" else self.model
+            case _:
+                return ()
+
+    def collective(self, i: int, part: str, scheme: str, p: int, *, tag: str = "coll") -> After | None:
+        """Issue layer ``i``'s ``part`` collective (drawing its priority); what waits for it waits this.
+
+        ``None`` when the layer has none there, or it has no dimension to run on.
+        """
+        layer = self.workload.layers[i]
+        kind: Kind | None = getattr(layer, f"{part}_type")
+        if part in layer.unrunnable:
+            raise InputError(
+                f"layer {layer.name} ({part})", f"{UNRUNNABLE_TYPE} is not a collective ASTRA-sim 1.0 can run"
+            )
+        if kind is None:
             return None
-        total = size * npus if kind is Kind.ALL_GATHER else size  # the file gives the all-gather's shard
-        prio = self.priority(self.policy) if priority is None else priority
+        prio = self.priority(scheme)
+        dims = self.scope(i, part)
+        span = self.cut.spans.get(kind) if self.cut.spans is not None else None
+        if span is not None:
+            dims = tuple(d for d in dims if d < span)
+        size: int = getattr(layer, f"{part}_size")
+        if not runs_somewhere(self.network, kind, dims):
+            return None
+        if self.cut.astra and size < self.cut.chunks:
+            raise InputError(
+                f"layer {layer.name} ({part})",
+                f"a {kind.value} of {size} bytes cannot be cut into {self.cut.chunks} chunks "
+                "(ASTRA-sim 1.0 never finishes it)",
+            )
+        if size < 1:  # nothing to move
+            return None
+        factor = all_gather_factor(self.network, dims) if kind is Kind.ALL_GATHER else 1.0
+        task_id = f"{part}_{tag}.{i}.p{p}"
+        if self.cut.astra:  # size // splits bytes at a time, as long as some are left
+            piece = size // self.cut.chunks
+            count = -(-size // piece)
+            chunk_bytes: int | None = round(piece * factor)
+        else:
+            count, chunk_bytes = min(self.cut.chunks, round(size * factor)), None
         self.tasks.append(
             Collective(
                 kind,
-                total,
-                min(self.chunks, total),
+                round(size * factor),
+                count,
                 dimensions=dims,
                 id=task_id,
                 priority=prio,
-                after=tuple(After(a) for a in after),
+                after=(After(self.last_compute),) if self.last_compute else (),
+                **({} if chunk_bytes in (None, round(size * factor) // count) else {"chunk_bytes": chunk_bytes}),
             )
         )
-        self.last_pass_collectives.append((task_id, lag))
-        return task_id
+        done = After(task_id, layer.update_delay)
+        self.last_pass.append((task_id, layer.update_delay))
+        return done
 
-    def weight_gradient(
-        self, p: int, i: int, dims: tuple[int, ...], wg: str, done: dict[int, tuple[str, float]], scheme: str = ""
-    ) -> None:
-        """Issue layer i's weight-gradient collective after ``wg`` (non-blocking); the next pass's
-        forward(i) waits for it plus the layer's update delay.
-        """
-        layer = self.workload.layers[i]
-        if layer.wg_type is None:
-            return
-        coll = self.collective(
-            f"wg_coll.{i}.p{p}",
-            layer.wg_type,
-            layer.wg_size,
-            dims,
-            [wg],
-            lag=layer.update_delay,
-            priority=self.priority(scheme) if scheme else None,
-        )
-        if coll:
-            done[i] = (coll, layer.update_delay)
-
-    def _waits(self, p: int, i: int, done: dict[int, tuple[str, float]]) -> list[After]:
-        if p == 0 or i not in done:
+    def wait_wg(self, p: int, i: int) -> list[After]:
+        """Forward(i) waits for layer i's latest weight-gradient collective, plus its delay."""
+        if p == 0 or i not in self.wg_done:
             return []
-        coll, lag = done[i]
+        coll, lag = self.wg_done[i]
         return [After(coll, lag)]
 
-    def _start_pass(self, p: int) -> None:
-        self.last_pass_collectives = []
+    def weight_gradient(self, p: int, i: int, scheme: str) -> None:
+        done = self.collective(i, "wg", scheme, p)
+        if done is not None:
+            self.wg_done[i] = (done.task, done.lag_ns)
+
+    # ------------------------------------------------------------ loops
+
+    def run_pass(self, p: int) -> None:
+        self.last_pass = []
         self.first_of_pass[p] = f"fwd.0.p{p}"
+        parallelism = self.workload.parallelism
+        if parallelism == "MICRO":
+            self.first_of_pass[p] = ""
+            self.collective(0, "wg", "None", p)
+            return
+        if parallelism == "DATA":
+            self.data_pass(p)
+        elif parallelism in MODEL_PARALLEL:
+            self.model_parallel_pass(p)
+        elif parallelism in DLRMS:
+            self.dlrm_pass(p)
+        elif parallelism == "DISTRIBUTED_INFERENCE":
+            self.carry = self.forward(p, range(len(self.workload.layers)), self.carry)
+        else:  # pragma: no cover - parse_workload admits no other
+            raise InputError("parallelism", f"unsupported {parallelism}")
 
-    def data_pass(self, p: int, done: dict[int, tuple[str, float]], dims: tuple[int, ...]) -> None:
-        self._start_pass(p)
+    def data_pass(self, p: int) -> None:
         layers = self.workload.layers
         for i, layer in enumerate(layers):
-            self.compute(f"fwd.{i}.p{p}", layer.fwd_compute, self._waits(p, i, done))
+            self.compute(f"fwd.{i}.p{p}", layer.fwd_compute, self.wait_wg(p, i))
         for i in reversed(range(len(layers))):
-            layer = layers[i]
-            wg = self.compute(f"wg.{i}.p{p}", layer.wg_compute, [])
-            self.weight_gradient(p, i, dims, wg, done)
+            self.compute(f"wg.{i}.p{p}", layers[i].wg_compute, [])
+            self.weight_gradient(p, i, "None")
             if i > 0:
-                self.compute(f"ig.{i}.p{p}", layer.ig_compute, [])
+                self.compute(f"ig.{i}.p{p}", layers[i].ig_compute, [])
 
-    def transformer_pass(
-        self, p: int, done: dict[int, tuple[str, float]], model: tuple[int, ...], data: tuple[int, ...]
-    ) -> None:
-        self._start_pass(p)
-        layers = self.workload.layers
-        blocking: list[After] = []
-        for i, layer in enumerate(layers):
-            fwd = self.compute(f"fwd.{i}.p{p}", layer.fwd_compute, self._waits(p, i, done) + blocking)
-            blocking = []
-            if layer.fwd_type is not None:
-                coll = self.collective(f"fwd_coll.{i}.p{p}", layer.fwd_type, layer.fwd_size, model, [fwd], lag=0)
-                blocking = [After(coll)] if coll else []
-        pending: list[After] = blocking
+    def forward(self, p: int, layers: range, waits: list[After], *, tag: str = "") -> list[After]:
+        """Forward(i) for i in ``layers``: compute, then its collective, waited for; what the next waits for."""
+        for i in layers:
+            name = f"fwd{tag}.{i}.p{p}"
+            self.compute(name, self.workload.layers[i].fwd_compute, self.wait_wg(p, i) + waits)
+            done = self.collective(i, "fwd", "None", p, tag=f"coll{tag}")
+            waits = [done] if done is not None else []
+        return waits
+
+    def model_parallel_pass(self, p: int) -> None:
+        workload = self.workload
+        layers = workload.layers
+        pending = self.forward(p, range(len(layers)), [])
+        transformer = workload.parallelism in TRANSFORMERS
         for i in reversed(range(len(layers))):
-            layer = layers[i]
-            ig = self.compute(f"ig.{i}.p{p}", layer.ig_compute, pending)
+            if i in workload.initiators:  # recompute from the checkpoint below, then this IG
+                start = max(c for c in workload.checkpoints if c < i)
+                pending = self.forward(p, range(start, i), pending, tag=f"_re{i}")
+            self.compute(f"ig.{i}.p{p}", layers[i].ig_compute, pending)
             pending = []
-            if layer.ig_type is not None:
-                coll = self.collective(
-                    f"ig_coll.{i}.p{p}",
-                    layer.ig_type,
-                    layer.ig_size,
-                    model,
-                    [ig],
-                    lag=0,
-                    priority=self.priority("LIFO"),
-                )
-                pending = [After(coll)] if coll else []
-            wg = self.compute(f"wg.{i}.p{p}", layer.wg_compute, [])
-            self.weight_gradient(p, i, data, wg, done, scheme="FIFO")
+            if i > 0 or transformer:
+                done = self.collective(i, "ig", "LIFO", p)
+                pending = [done] if done is not None else []
+            self.compute(f"wg.{i}.p{p}", layers[i].wg_compute, [])
+            if workload.parallelism != "MODEL":
+                self.weight_gradient(p, i, "FIFO")
         if pending:  # layer 0's input-gradient collective ends the pass
             self.compute(f"ig_wait.p{p}", 0.0, pending)
 
-    def dlrm_pass(self, p: int, done: dict[int, tuple[str, float]], dims: tuple[int, ...]) -> None:
-        self._start_pass(p)
-        layers = self.workload.layers
-        bottom = self.workload.last_bottom or 0
-        embedding_fwd: str | None = None
+    def dlrm_pass(self, p: int) -> None:
+        workload = self.workload
+        layers = workload.layers
+        bottom = workload.last_bottom or 0
+        embedding: After | None = None
         waits: list[After] = []
         for i, layer in enumerate(layers):
-            fwd = self.compute(f"fwd.{i}.p{p}", layer.fwd_compute, self._waits(p, i, done) + waits)
+            self.compute(f"fwd.{i}.p{p}", layer.fwd_compute, self.wait_wg(p, i) + waits)
             waits = []
             if layer.fwd_type is Kind.ALL_TO_ALL:
-                coll = self.collective(
-                    f"fwd_a2a.{i}.p{p}", Kind.ALL_TO_ALL, layer.fwd_size, dims, [fwd], lag=0, priority=HIGHEST_PRIORITY
-                )
+                done = self.collective(i, "fwd", "HIGHEST", p, tag="a2a")
                 if i == 0:
-                    embedding_fwd = coll
-            if i == bottom and embedding_fwd:
-                waits = [After(embedding_fwd)]
-        embedding_ig: str | None = None
+                    embedding = done
+            elif i == bottom and embedding is not None:  # ASTRA-sim waits only where it issues nothing
+                waits = [embedding]
+        backward: After | None = None
         for i in reversed(range(len(layers))):
-            layer = layers[i]
-            wg = self.compute(f"wg.{i}.p{p}", layer.wg_compute, waits)
+            self.compute(f"wg.{i}.p{p}", layers[i].wg_compute, waits)
             waits = []
-            self.weight_gradient(p, i, dims, wg, done)
+            self.weight_gradient(p, i, "None")
             if i == 0:
-                if embedding_ig:
-                    self.compute(f"ig_wait.p{p}", 0.0, [After(embedding_ig)])
+                if backward is not None and workload.parallelism == "HYBRID_DLRM":
+                    self.compute(f"ig_wait.p{p}", 0.0, [backward])
                 break
-            ig = self.compute(f"ig.{i}.p{p}", layer.ig_compute, [])
-            first = layers[0]
-            if i == bottom + 1 and first.ig_type is Kind.ALL_TO_ALL:
-                embedding_ig = self.collective(
-                    f"ig_a2a.0.p{p}", Kind.ALL_TO_ALL, first.ig_size, dims, [ig], lag=0, priority=HIGHEST_PRIORITY
-                )
+            self.compute(f"ig.{i}.p{p}", layers[i].ig_compute, [])
+            if i == bottom + 1 and layers[0].ig_type is Kind.ALL_TO_ALL:
+                backward = self.collective(0, "ig", "HIGHEST", p, tag="a2a")
 
-    def finish(self, passes: int) -> None:
-        waits = [After(coll, lag) for coll, lag in self.last_pass_collectives]
+    def finish(self) -> None:
+        if self.workload.parallelism == "MICRO":
+            return
+        waits = [After(coll, lag) for coll, lag in self.last_pass]
         self.compute("end", 0.0, waits)
