@@ -9,7 +9,7 @@ import pytest
 
 from themis_opt.bounds import compute_bounds
 from themis_opt.errors import InputError
-from themis_opt.instance import Collective, Instance
+from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.methods import METHODS
 from themis_opt.result import Status
 from themis_opt.solve import solve
@@ -337,3 +337,60 @@ def test_the_assignment_search_starts_from_level_counts_with_several_collectives
         assert level is not None and level != counts.counts
         expected.append(spread_orders(instance, level))
     assert started == [expected]
+
+
+def _shapes() -> dict[str, Instance]:
+    """Small instances of the shapes ASTRA-sim's files bring: every cost model rule in play."""
+    unaware = {"congestion_unaware": True, "phase_delay_ns": 10.0, "integer_messages": True}
+    trees = Network(
+        (
+            Dimension(4, "ring", 100.0, 500.0, "double_binary_tree"),
+            Dimension(2, "switch", 50.0, 500.0, "double_binary_tree"),
+        ),
+        all_reduce_phases="local_bw_aware",
+        **unaware,  # type: ignore[arg-type]
+    )
+    flat = Network(
+        (
+            Dimension(2, "ring", 100.0, 500.0, "one_ring", all_to_all_algorithm="one_direct"),
+            Dimension(4, "switch", 50.0, 1000.0),
+        ),
+        **unaware,  # type: ignore[arg-type]
+    )
+    carved = Network(
+        (
+            Dimension(2, "ring", 100.0, 500.0),
+            Dimension(2, "ring", 50.0, 500.0, physical_size=4),
+            Dimension(2, "ring", 50.0, 500.0, physical_size=4, stride=2),
+        ),
+        **unaware,  # type: ignore[arg-type]
+    )
+    mixed = Network(
+        (
+            Dimension(4, "ring", 100.0, 500.0, "direct", reduce_scatter_algorithm="halving_doubling"),
+            Dimension(4, "fully_connected", 60.0, 300.0, "ring", message_overhead_ns=20.0),
+        ),
+        all_reduce_phases="per_dimension",
+        **unaware,  # type: ignore[arg-type]
+    )
+    mib = 2**20
+    return {
+        "trees": Instance(
+            trees, (Collective("all_reduce", 8 * mib, 4), Collective("all_reduce", 2 * mib, 2, issue_ns=3e4))
+        ),
+        "flat": Instance(flat, (Collective("all_reduce", 4 * mib, 2), Collective("all_to_all", 2 * mib, 2))),
+        "carved": Instance(carved, (Collective("all_reduce", 4 * mib, 3), Collective("all_gather", 2 * mib, 2))),
+        "mixed": Instance(mixed, (Collective("all_reduce", 4 * mib, 3), Collective("reduce_scatter", 4 * mib, 2))),
+    }
+
+
+@pytest.mark.parametrize("shape", ["trees", "flat", "carved", "mixed"])
+def test_every_method_runs_on_every_shape_and_every_bound_holds(shape: str) -> None:
+    instance = _shapes()[shape]
+    results = [solve(instance, m, intra=i) for m in ("baseline", "themis") for i in ("fifo", "scf")]
+    results += [solve(instance, "balanced"), solve(instance, "cpsat", time_limit=2, workers=1)]
+    bound = max(r.lower_bound for r in results)
+    for result in results:
+        assert result.schedule is not None and validate(instance, result.schedule) == [], result.method
+        assert result.makespan is not None and bound <= result.makespan * (1 + 1e-12), result.method
+    assert results[-1].makespan <= min(r.makespan for r in results[:-1])  # type: ignore[operator]

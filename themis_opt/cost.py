@@ -101,18 +101,23 @@ def hops_apart(dim: Dimension, distance: int) -> int:
             assert_never(unreachable)
 
 
-def _ring_hops(dim: Dimension, steps: int) -> int:
-    """Hops of the dearest ``steps`` consecutive links of the ring ``dim`` (relayed, cyclic).
+def _ring_latency(dim: Dimension, steps: int, whole: bool) -> float:
+    """Hop latency of the dearest ``steps`` consecutive links of the ring ``dim`` (relayed, cyclic).
 
     Every link joins neighbours one position apart, except the last, which
     closes the ring from the far end: on a dimension carved from a larger
-    ring it spans ``size - 1`` positions.
+    ring it spans ``size - 1`` positions. ``whole``: each link's latency in
+    whole ns.
     """
     n = dim.size
-    near, far = hops_apart(dim, 1), hops_apart(dim, n - 1)
+    near, far = (_hop_latency(dim, hops_apart(dim, k), whole) for k in (1, n - 1))
     full, rest = divmod(steps, n)
     cycle = (n - 1) * near + far
-    return full * cycle + (rest and max(rest * near, (rest - 1) * near + far))
+    return full * cycle + (max(rest * near, (rest - 1) * near + far) if rest else 0.0)
+
+
+def _hop_latency(dim: Dimension, hops: int, whole: bool) -> float:
+    return float(math.floor(hops * dim.latency_ns)) if whole else hops * dim.latency_ns
 
 
 def _shares_port(network: Network, dim: Dimension) -> bool:
@@ -123,7 +128,7 @@ def _shares_port(network: Network, dim: Dimension) -> bool:
 def _steps_of(network: Network, dim: Dimension, algorithm: Algorithm, op: Op) -> tuple[tuple[int, int, float], ...]:
     """The steps of one phase as (hops, messages sent at once, bytes per message per input byte).
 
-    A ring is not listed step by step (its steps are relayed): see :func:`_affine`.
+    A ring is not listed step by step (its steps are relayed): see :func:`_duration`.
     """
     n = dim.size
     log = int(math.log2(n)) if n & (n - 1) == 0 else 0
@@ -175,22 +180,30 @@ def ring_steps(n: int, op: Op) -> tuple[int, float]:
             assert_never(unreachable)
 
 
-@functools.lru_cache(maxsize=4096)
-def _affine(network: Network, d: int, algorithm: Algorithm, op: Op) -> tuple[float, float]:
-    """(latency part, ns per input byte) of a phase on dimension ``d``: duration = a + b x."""
+@functools.lru_cache(maxsize=8192)
+def _duration(network: Network, d: int, algorithm: Algorithm, op: Op, x: float, quiet: bool) -> float:
+    """A phase of ``op`` on ``x`` bytes on dimension ``d``; ``quiet``: its wire time alone
+    (no delay, latency or overhead). A network of ``integer_messages`` keeps every message's
+    latency and bytes-over-bandwidth time in whole ns, as ASTRA-sim's analytical backend does.
+    """
     dim = network.dimensions[d]
-    delay, latency, overhead = network.endpoint_delay_ns, dim.latency_ns, dim.message_overhead_ns
+    whole = network.integer_messages
+    delay, overhead = (0.0, 0.0) if quiet else (network.endpoint_delay_ns, dim.message_overhead_ns)
+    total = 0.0 if quiet else network.phase_delay_ns
     link = link_bytes_per_ns(dim)
+
+    def wire(seconds: float) -> float:
+        return float(math.floor(seconds)) if whole else seconds
+
     if algorithm is Algorithm.RING:
         steps, per = ring_steps(dim.size, op)
-        fixed = network.phase_delay_ns + steps * (delay + overhead) + _ring_hops(dim, steps) * latency
-        return fixed, steps * per / link
+        hops = 0.0 if quiet else _ring_latency(dim, steps, whole)
+        return total + steps * (delay + overhead + wire(per * x / link)) + hops
     shared = _shares_port(network, dim)
-    fixed, rate = network.phase_delay_ns, 0.0
     for hops, messages, per in _steps_of(network, dim, algorithm, op):
-        fixed += delay + hops * latency + overhead
-        rate += messages * per / dim.bytes_per_ns if shared else per / link
-    return fixed, rate
+        latency = 0.0 if quiet else _hop_latency(dim, hops, whole)
+        total += delay + latency + overhead + wire(messages * per * x / dim.bytes_per_ns if shared else per * x / link)
+    return total
 
 
 # ----------------------------------------------------------------- flattened
@@ -244,24 +257,36 @@ def _link_rates(network: Network) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=4096)
-def _flattened_duration(network: Network, algorithm: Algorithm, op: Op, x: float) -> float:
-    """A flattened algorithm's phase over every NPU of ``network`` (see the module's docstring)."""
-    return network.phase_delay_ns + _flattened_steps(network, algorithm, op, x)
+def _flattened_duration(network: Network, algorithm: Algorithm, op: Op, x: float, quiet: bool) -> float:
+    """A flattened algorithm's phase over every NPU of ``network`` (see the module's docstring);
+    ``quiet``: its wire time alone.
+    """
+    return (0.0 if quiet else network.phase_delay_ns) + _flattened_steps(network, algorithm, op, x, quiet)
 
 
-def _flattened_steps(network: Network, algorithm: Algorithm, op: Op, x: float) -> float:
+def _flattened_steps(network: Network, algorithm: Algorithm, op: Op, x: float, quiet: bool) -> float:
     import numpy as np
 
     n = network.num_npus
-    delay = network.endpoint_delay_ns
-
-    latency, overhead = _per_dim(network, "latency_ns"), _per_dim(network, "message_overhead_ns")
+    delay = 0.0 if quiet else network.endpoint_delay_ns
+    zero = np.zeros(network.num_dims)
+    latency = zero if quiet else _per_dim(network, "latency_ns")
+    overhead = zero if quiet else _per_dim(network, "message_overhead_ns")
     link = _link_rates(network)
+
+    def message(hops: np.ndarray, d: np.ndarray, wire: np.ndarray) -> np.ndarray:
+        """Each message's time: its hops' latency and overhead, then its wire time."""
+        latencies, wires = hops * latency[d], wire
+        if network.integer_messages:
+            latencies, wires = np.floor(latencies), np.floor(wires)
+        out: np.ndarray = latencies + overhead[d] + wires
+        return out
+
     match algorithm:
         case Algorithm.ONE_RING:
             steps, per = ring_steps(n, op)
             dim_of, hops = _flat_links(network)
-            cost = delay + hops * latency[dim_of] + overhead[dim_of] + per * x / link[dim_of]
+            cost = delay + message(hops, dim_of, per * x / link[dim_of])
             full, rest = divmod(steps, n)
             window = 0.0
             if rest:  # the dearest run of ``rest`` consecutive links, cyclic
@@ -279,7 +304,8 @@ def _flattened_steps(network: Network, algorithm: Algorithm, op: Op, x: float) -
                     continue
                 shared = _shares_port(network, dim)
                 wire = int(here.sum()) * per * x / dim.bytes_per_ns if shared else per * x / link[d]
-                slowest = max(slowest, float(hops[here].max()) * latency[d] + overhead[d] + wire)
+                longest = message(hops[here].max(keepdims=True), np.array([d]), np.array([wire]))
+                slowest = max(slowest, float(longest[0]))
             return (2 if op is Op.ALL_REDUCE else 1) * (delay + slowest)
         case Algorithm.ONE_HALVING_DOUBLING:
             log = int(math.log2(n))
@@ -301,8 +327,7 @@ def _flattened_steps(network: Network, algorithm: Algorithm, op: Op, x: float) -
             for k, per in plan:
                 partner = npus ^ (1 << k)
                 dim_of, hops = _outermost(network, npus, partner)
-                cost = hops * latency[dim_of] + overhead[dim_of] + per * x / link[dim_of]
-                total += delay + float(cost.max())
+                total += delay + float(message(hops, dim_of, per * x / link[dim_of]).max())
             return total
         case Algorithm.RING | Algorithm.DIRECT | Algorithm.HALVING_DOUBLING | Algorithm.DOUBLE_BINARY_TREE:
             raise ValueError(f"{algorithm.value} is not flattened")
@@ -335,35 +360,16 @@ def phase_duration(network: Network, d: int, op: Op, bytes_in: float, algorithm:
         algorithm = dim.all_to_all_algorithm if op is Op.ALL_TO_ALL else dim.algorithm
     op = performed(op, algorithm)
     if algorithm.flattened:
-        return _flattened_duration(network, algorithm, op, float(bytes_in))
-    fixed, rate = _affine(network, d, algorithm, op)
-    return fixed + rate * bytes_in
+        return _flattened_duration(network, algorithm, op, float(bytes_in), False)
+    return _duration(network, d, algorithm, op, float(bytes_in), False)
 
 
 def wire_time(network: Network, d: int, op: Op, bytes_in: float, algorithm: Algorithm) -> float:
-    """The part of a phase's duration that grows with its bytes (no delay, latency or overhead)."""
+    """The part of a phase's duration that its bytes take (no delay, latency or overhead)."""
     op = performed(op, algorithm)
     if algorithm.flattened:
-        quiet = Network(
-            tuple(
-                Dimension(
-                    dim.size,
-                    dim.topology,
-                    dim.bandwidth_gbps,
-                    0.0,
-                    dim.algorithm,
-                    dim.name,
-                    dim.all_to_all_algorithm,
-                    dim.reduce_scatter_algorithm,
-                    dim.all_gather_algorithm,
-                )
-                for dim in network.dimensions
-            ),
-            0.0,
-            network.congestion_unaware,
-        )
-        return _flattened_duration(quiet, algorithm, op, float(bytes_in))
-    return _affine(network, d, algorithm, op)[1] * bytes_in
+        return _flattened_duration(network, algorithm, op, float(bytes_in), True)
+    return _duration(network, d, algorithm, op, float(bytes_in), True)
 
 
 def phase_plan_of(network: Network, kind: Kind, order: tuple[int, ...], merged: bool = False) -> list[tuple[int, Op]]:

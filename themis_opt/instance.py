@@ -303,6 +303,10 @@ class Network:
     phase_delay_ns
         Delay added once to every phase, ns (ASTRA-sim: a phase ends with one
         more endpoint delay than it has steps).
+    integer_messages
+        Whether every message's hop latency and bytes-over-bandwidth time are
+        each truncated to whole ns (ASTRA-sim's analytical backend keeps them
+        in an integer).
     """
 
     dimensions: tuple[Dimension, ...]
@@ -310,6 +314,7 @@ class Network:
     congestion_unaware: bool = False
     all_reduce_phases: AllReducePhases = AllReducePhases.SPLIT
     phase_delay_ns: float = 0.0
+    integer_messages: bool = False
 
     def __post_init__(self) -> None:
         dims = self.dimensions
@@ -332,8 +337,9 @@ class Network:
         object.__setattr__(
             self, "phase_delay_ns", check_number("phase_delay_ns", self.phase_delay_ns, maximum=MAX_TIME_NS)
         )
-        if not isinstance(self.congestion_unaware, bool):
-            raise InputError("congestion_unaware", f"must be true or false, got {self.congestion_unaware!r}")
+        for flag in ("congestion_unaware", "integer_messages"):
+            if not isinstance(getattr(self, flag), bool):
+                raise InputError(flag, f"must be true or false, got {getattr(self, flag)!r}")
         object.__setattr__(
             self, "all_reduce_phases", check_enum("all_reduce_phases", self.all_reduce_phases, AllReducePhases)
         )

@@ -218,7 +218,7 @@ def _network(raw: Any) -> Network:
         raw,
         "network",
         {"dimensions"},
-        {"endpoint_delay_ns", "congestion_unaware", "all_reduce_phases", "phase_delay_ns"},
+        {"endpoint_delay_ns", "congestion_unaware", "all_reduce_phases", "phase_delay_ns", "integer_messages"},
     )
     dims = []
     for i, raw_dim in enumerate(_list(net["dimensions"], "network.dimensions")):
@@ -264,6 +264,7 @@ def _network(raw: Any) -> Network:
         net.get("congestion_unaware", False),
         net.get("all_reduce_phases", "split"),
         net.get("phase_delay_ns", 0.0),
+        net.get("integer_messages", False),
     )
     return network
 
@@ -372,6 +373,7 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
             "endpoint_delay_ns": _num(network.endpoint_delay_ns),
             **({"congestion_unaware": True} if network.congestion_unaware else {}),
             **({"phase_delay_ns": _num(network.phase_delay_ns)} if network.phase_delay_ns else {}),
+            **({"integer_messages": True} if network.integer_messages else {}),
             **(
                 {"all_reduce_phases": network.all_reduce_phases.value}
                 if network.all_reduce_phases is not AllReducePhases.SPLIT

@@ -218,7 +218,8 @@ def read_network(path: Path, *, ignore_unknown: bool = False) -> NetworkFile:
             )
         if bandwidth[d] <= 0:
             raise InputError(f"{where}: link-bandwidth", f"must be > 0, got {bandwidth[d]}")
-        overhead = 2 * nic[d] + (router[d] if topology is Topology.SWITCH else 0)
+        # whole ns, as the backend adds them to a message's integer time
+        overhead = math.floor(2 * nic[d]) + (math.floor(router[d]) if topology is Topology.SWITCH else 0)
         if hbm_scale[d] > 0:
             _check_memory(
                 where,
@@ -428,6 +429,7 @@ def network_of(net: NetworkFile, system: SystemFile, injection_scale: float = 1.
         congestion_unaware=True,
         all_reduce_phases=system.all_reduce_phases,
         phase_delay_ns=delay,  # a phase ends with one more endpoint delay than it has steps
+        integer_messages=True,
     )
 
 
