@@ -320,3 +320,37 @@ def test_cli_import_a_workload_then_solve(tmp_path: Path, capsys: pytest.Capture
     with pytest.raises(SystemExit) as exit_:  # neither --all-reduce nor --workload: a usage error
         main(["import-astra", str(NET), str(SYS), "--out", "x.json"])
     assert exit_.value.code == 2
+
+
+def test_a_one_ring_astra_never_finishes_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 8 NPUs as a ring of 4 (fast) inside a switch of 2 (slow): two ring links and an endpoint delay take
+    # less than the switch link, so an NPU sends a step before the next has asked for the last one
+    slow = _net(
+        tmp_path,
+        **{
+            "topologies-per-dim": ["Ring", "Switch"],
+            "dimension-type": ["N", "N"],
+            "dimensions-count": 2,
+            "units-count": [4, 2],
+            "links-count": [2, 1],
+            "link-latency": [500, 500],
+            "link-bandwidth": [250, 12.5],
+            **{key: [0, 0] for key in ("nic-latency", "router-latency", "hbm-scale")},
+            "hbm-latency": [500, 500],
+            "hbm-bandwidth": [370, 370],
+        },
+    )
+    system = _sys(
+        tmp_path,
+        **{f"{k}_implementation": "oneRing" for k in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")},
+        inter_dimension_scheduling="baseline",
+    )
+    code = main(["import-astra", str(slow), str(system), "--all-reduce", "1MiB", "--out", str(tmp_path / "i.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and "ASTRA-sim 1.0 never finishes" in err and err.count("\n") == 1
+    # at equal bandwidths it runs (ASTRA-sim finishes these): one phase over all 8 NPUs
+    even = json.loads(slow.read_text())
+    even["link-bandwidth"] = [25, 50]
+    slow.write_text(json.dumps(even))
+    instance = import_astra(slow, system, all_reduce_bytes=MIB)
+    assert instance.active_dims == ((0,),)

@@ -335,6 +335,36 @@ def _flattened_steps(network: Network, algorithm: Algorithm, op: Op, x: float, q
             assert_never(unreachable)
 
 
+def flattened_ring_stalls(network: Network, op: Op, x: float) -> bool:
+    """Whether a ``one_ring`` phase of ``op`` on ``x`` bytes overtakes itself in ASTRA-sim 1.0.
+
+    Its NPUs relay every step to the next; an NPU sends step s + 1 before
+    its successor has asked for step s when two consecutive links upstream,
+    plus an endpoint delay, take less than its own link. ASTRA-sim's
+    backend then keeps one of the two messages (they have the same key) and
+    the collective never finishes.
+    """
+    import numpy as np
+
+    n = network.num_npus
+    steps, per = ring_steps(n, op)
+    dim_of, hops = _flat_links(network)
+    latency, overhead = _per_dim(network, "latency_ns"), _per_dim(network, "message_overhead_ns")
+    wire = per * x / _link_rates(network)[dim_of]
+    link = hops * latency[dim_of] + overhead[dim_of] + wire
+    if network.integer_messages:
+        link = np.floor(hops * latency[dim_of]) + overhead[dim_of] + np.floor(wire)
+    pairs = link + np.roll(link, -1)  # links k and k + 1
+    reach = min(steps - 2, n)  # s = 1 .. steps - 2: pairs k = i - 1 - s
+    if reach < 1:
+        return False
+    for i in range(n):
+        ks = (i - 1 - np.arange(1, reach + 1)) % n
+        if float(pairs[ks].min()) + network.endpoint_delay_ns < float(link[i]):
+            return True
+    return False
+
+
 # -------------------------------------------------------------------- phases
 
 

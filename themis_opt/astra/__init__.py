@@ -16,8 +16,9 @@ from pathlib import Path
 from themis_opt.astra.export import export_astra
 from themis_opt.astra.files import IMPLEMENTATION_KEYS, parse_size
 from themis_opt.astra.v1 import SystemFile
+from themis_opt.cost import chunk_phases, flattened_ring_stalls
 from themis_opt.errors import InputError
-from themis_opt.instance import Instance, Kind
+from themis_opt.instance import Algorithm, Instance, Kind
 
 __all__ = ["export_astra", "import_astra", "parse_size"]
 
@@ -121,10 +122,18 @@ def _check_runs(instance: Instance, system: SystemFile, system_path: Path, physi
     in a double binary tree short of the network; under Themis, which plans over every dimension of
     the network, a kind whose list leaves some out (``dim: 1 requested! but max dim is: 0``).
     """
-    for coll in instance.collectives:
+    for c, coll in enumerate(instance.collectives):
         implementation = system.implementations[coll.kind]
         if implementation.broken:
             raise InputError(f"{system_path}: {IMPLEMENTATION_KEYS[coll.kind]}", implementation.broken)
+        if implementation.algorithms[0] is Algorithm.ONE_RING:
+            (phase, *_) = chunk_phases(instance, c, coll.chunk_bytes, instance.active_dims[c])
+            if flattened_ring_stalls(instance.network, phase.op, phase.bytes_in):
+                raise InputError(
+                    f"{system_path}: {IMPLEMENTATION_KEYS[coll.kind]}",
+                    f"'oneRing' on links this unequal: an NPU sends a step before the next has asked for the "
+                    f"last one, and ASTRA-sim 1.0 never finishes {coll.id}",
+                )
         if coll.kind is Kind.ALL_TO_ALL or system.method != "themis":
             continue  # Themis does not plan all-to-alls
         if implementation.span < physical:
