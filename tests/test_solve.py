@@ -394,3 +394,17 @@ def test_every_method_runs_on_every_shape_and_every_bound_holds(shape: str) -> N
         assert result.schedule is not None and validate(instance, result.schedule) == [], result.method
         assert result.makespan is not None and bound <= result.makespan * (1 + 1e-12), result.method
     assert results[-1].makespan <= min(r.makespan for r in results[:-1])  # type: ignore[operator]
+
+
+def test_the_window_search_runs_on_every_shape() -> None:
+    import time
+
+    from themis_opt.budget import Deadline
+    from themis_opt.cpsat import improve_by_windows
+
+    for name, instance in _shapes().items():
+        start = solve(instance, "themis").schedule
+        assert start is not None
+        t0 = time.perf_counter()
+        best, _ = improve_by_windows(instance, start, deadline=Deadline(t0 + 0.7), workers=1, seed=0, t0=t0)
+        assert validate(instance, best) == [] and best.makespan <= start.makespan, name

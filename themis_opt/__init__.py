@@ -12,72 +12,65 @@ command line) stays fast::
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # pragma: no cover
+__version__ = "0.2.0"
+
+if TYPE_CHECKING:  # pragma: no cover - the public API, listed once: __getattr__ reads this block
+    from themis_opt.astra import export_astra, import_astra
     from themis_opt.bounds import Bounds, compute_bounds
     from themis_opt.errors import InputError
-    from themis_opt.instance import After, Collective, Compute, Dimension, Instance, Kind, Network, Topology
+    from themis_opt.generator import generate
+    from themis_opt.instance import (
+        After,
+        AllReducePhases,
+        Algorithm,
+        Collective,
+        Compute,
+        Dimension,
+        Instance,
+        Kind,
+        Network,
+        Topology,
+    )
     from themis_opt.io import load_instance, load_result, save_instance, save_result
     from themis_opt.methods import METHODS
-    from themis_opt.result import Result, Status
+    from themis_opt.params import SolveParams
+    from themis_opt.result import Result, Status, iteration_metrics
     from themis_opt.schedule import Schedule
     from themis_opt.solve import solve
     from themis_opt.validator import validate
+    from themis_opt.workloads import parse_workload, task_graph
+    from themis_opt.zoo import model_workload
 
-_EXPORTS = {
-    "After": "instance",
-    "Bounds": "bounds",
-    "Collective": "instance",
-    "Compute": "instance",
-    "Dimension": "instance",
-    "InputError": "errors",
-    "Instance": "instance",
-    "Kind": "instance",
-    "METHODS": "methods",
-    "Network": "instance",
-    "Result": "result",
-    "Schedule": "schedule",
-    "Status": "result",
-    "Topology": "instance",
-    "compute_bounds": "bounds",
-    "load_instance": "io",
-    "load_result": "io",
-    "save_instance": "io",
-    "save_result": "io",
-    "solve": "solve",
-    "validate": "validator",
-}
 
-__all__ = [
-    "METHODS",
-    "After",
-    "Bounds",
-    "Collective",
-    "Compute",
-    "Dimension",
-    "InputError",
-    "Instance",
-    "Kind",
-    "Network",
-    "Result",
-    "Schedule",
-    "Status",
-    "Topology",
-    "compute_bounds",
-    "load_instance",
-    "load_result",
-    "save_instance",
-    "save_result",
-    "solve",
-    "validate",
-]
+@functools.cache
+def _exports() -> dict[str, str]:
+    """Each public name and its module, read from the ``TYPE_CHECKING`` block above."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    return {
+        alias.name: node.module
+        for node in block.body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
+    if name == "__all__":
+        return sorted(_exports())
+    if name not in _exports():
         raise AttributeError(f"module 'themis_opt' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"themis_opt.{_EXPORTS[name]}"), name)
+    value = getattr(importlib.import_module(_exports()[name]), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_exports()})

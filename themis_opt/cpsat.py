@@ -708,11 +708,11 @@ def _solve_window(
         for o, lit in model.lits[i].items():
             model.model.add_hint(lit, o == chunk.order)
         rounded = model.rounded[(c, sub.collectives[c].bytes_of(k), chunk.order)]
-        for phase, size in zip(chunk.phases, rounded):
+        for place, phase, size in zip(model.places(c, chunk.order), chunk.phases, rounded):
             at = math.floor(phase.start_ns / quantum)
-            model.model.add_hint(model.start[i][phase.dim, phase.op], at)
-            model.model.add_hint(model.size[i][phase.dim, phase.op], size)
-            model.model.add_hint(model.end[i][phase.dim, phase.op], at + size)
+            model.model.add_hint(model.start[i][place], at)
+            model.model.add_hint(model.size[i][place], size)
+            model.model.add_hint(model.end[i][place], at + size)
             first[c], last[c] = min(first[c], at), max(last[c], at + size)
     for c in range(len(chosen)):
         model.model.add_hint(model.release[c], first[c])
