@@ -191,13 +191,13 @@ def test_level_counts_is_the_brute_force_optimum_of_its_program() -> None:
     # per order in use, among those within the slack of the start's load value
     import itertools
 
-    from themis_opt.bounds import LEVEL_CREDIT, LEVEL_SLACK, level_counts, load_value
+    from themis_opt.bounds import BOUNDS, level_counts, load_value
 
     inst = two_issues()
     profiles = order_profiles(inst)
     start = integer_load_bound(inst, fill_drain=False)
     assert start is not None
-    cap = load_value(inst, start.counts) * (1 + LEVEL_SLACK)
+    cap = load_value(inst, start.counts) * (1 + BOUNDS.level_slack)
 
     def objective(counts: dict) -> float:  # type: ignore[type-arg]
         peaks = sum(
@@ -212,7 +212,7 @@ def test_level_counts_is_the_brute_force_optimum_of_its_program() -> None:
             )
             for c in range(2)
         )
-        return peaks - LEVEL_CREDIT * cap * sum(1 for cls in counts for n in counts[cls].values() if n)
+        return peaks - BOUNDS.level_credit * cap * sum(1 for cls in counts for n in counts[cls].values() if n)
 
     per_class = []
     for cls in inst.chunk_classes:

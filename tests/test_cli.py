@@ -44,7 +44,7 @@ def test_solve_all_methods_table(tmp_path: Path, capsys: pytest.CaptureFixture[s
         assert label in out
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "all.balanced.json",
-        "all.baseline-fifo.json",
+        "all.baseline.json",
         "all.cpsat.json",
         "all.themis-fifo.json",
         "all.themis-scf.json",
@@ -261,3 +261,119 @@ def test_ctrl_c_stops_a_search_at_once_with_one_message() -> None:
     _, err = process.communicate(timeout=30)
     assert time.perf_counter() - sent < 3.0
     assert process.returncode == 130 and err == "themis-opt: interrupted\n"
+
+
+def _parsers() -> dict[str, object]:
+    import argparse
+
+    from themis_opt.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def test_top_level_help_lists_every_command_in_plain_text(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["--help"], capsys)
+    assert code == 0 and "``" not in out
+    for command in _parsers():
+        assert f"\n    {command}" in out
+
+
+def test_every_option_states_its_default() -> None:
+    # flags are off unless given; every other optional argument says what happens without it
+    for name, parser in _parsers().items():
+        for action in parser._actions:  # type: ignore[attr-defined]
+            if not action.option_strings or action.required or action.nargs == 0 or action.dest == "help":
+                continue
+            if action.container.title == "mutually exclusive" or action.dest in ("all_reduce", "workload"):
+                continue
+            assert "default" in (action.help or ""), f"{name} {action.option_strings[0]}"
+
+
+def test_solve_help_shows_out_and_the_default_method(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(["solve", "--help"], capsys)
+    assert "--out PATH, --output PATH" in out and "(default themis)" in out
+
+
+def test_method_names_are_the_same_in_solve_and_bench(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_file = tmp_path / "r.json"
+    assert run(["solve", WORKED, "--method", "themis-fifo", "--out", str(out_file)], capsys)[0] == 0
+    result = load_result(out_file)
+    assert (result.method, result.intra) == ("themis", "fifo")
+    code, out, _ = run(["bench", WORKED, "--method", "themis-fifo,baseline-scf", "--time-limit", "2"], capsys)
+    assert code == 0 and "themis-fifo" in out and "baseline-scf" in out
+    code, _, err = run(["solve", WORKED, "--method", "themis-fifo", "--intra", "scf"], capsys)
+    assert code == 2 and "intra: is 'scf' but the method 'themis-fifo' says 'fifo'" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["solve", WORKED, "--out", "/proc/x/r.json"],
+        ["solve", WORKED, "--out", "/proc/x"],
+        ["bench", WORKED, "--out", "/proc/x"],
+        ["bench", WORKED, "--csv", "/proc/x"],
+        ["generate", "--family", "homogeneous", "--count", "1", "--seed", "0", "--out", "/proc/x"],
+        ["export-astra", WORKED, "--out", "/proc/x"],
+    ],
+)
+def test_an_output_that_cannot_be_written_fails_before_any_work(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    import time
+
+    t0 = time.perf_counter()
+    code, out, err = run([*argv, "--time-limit", "30"] if argv[0] in ("solve", "bench") else argv, capsys)
+    assert code == 2 and err.startswith("themis-opt: error: /proc/x") and err.count("\n") == 1, err
+    assert "cannot be written" in err and out == "" and time.perf_counter() - t0 < 5
+
+
+def test_a_missing_output_folder_is_created(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_file = tmp_path / "new" / "deeper" / "r.json"
+    assert run(["solve", WORKED, "--out", str(out_file)], capsys)[0] == 0
+    assert load_result(out_file).method == "themis"
+
+
+def test_a_failed_check_leaves_no_folder_behind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _, err = run(["solve", WORKED, "--out", str(blocker / "r.json")], capsys)
+    assert code == 2 and "is not a folder" in err
+    (tmp_path / "ro").mkdir()
+    code, _, _ = run(["solve", WORKED, "--method", "magic", "--out", str(tmp_path / "ro" / "a" / "r.json")], capsys)
+    assert code == 2 and not (tmp_path / "ro" / "a").exists()
+
+
+@pytest.mark.parametrize("width", [40, 70, 120])
+def test_show_width_is_honoured(width: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_file = tmp_path / "r.json"
+    run(["solve", WORKED, "--out", str(out_file)], capsys)
+    code, out, _ = run(["show", str(out_file), "--width", str(width)], capsys)
+    lines = out.splitlines()
+    assert code == 0 and max(len(line) for line in lines) <= width
+    assert max(len(line) for line in lines if "busy" in line) == width  # the chart takes the whole width
+
+
+def test_params_file_reaches_solve_and_an_unknown_key_is_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[search]\nevaluatons = 10\n")
+    code, _, err = run(["solve", WORKED, "--method", "cpsat", "--params", str(bad)], capsys)
+    assert code == 2 and f"{bad}: search: evaluatons: unknown parameter" in err and err.count("\n") == 1
+    code, _, err = run(["bench", WORKED, "--params", str(bad)], capsys)
+    assert code == 2 and "evaluatons" in err
+    good = tmp_path / "good.toml"
+    good.write_text("[search]\nevaluations = 50\n")
+    rows = tmp_path / "rows.jsonl"
+    argv = ["bench", WORKED, "--method", "cpsat", "--params", str(good), "--time-limit", "5", "--out", str(rows)]
+    assert run(argv, capsys)[0] == 0
+    assert json.loads(rows.read_text())["params"] == {"search.evaluations": 50}
+    code, _, err = run(argv[:4] + argv[6:], capsys)  # the same rows file without the parameters: other settings
+    assert code == 2 and "parameters" in err and "other settings" in err
+
+
+def test_counts_are_singular_or_plural(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["bench", WORKED, "--method", "baseline", "--jobs", "1", "--workers", "1"], capsys)
+    assert code == 0 and "1 instance, 1 job x 1 CP-SAT worker" in out

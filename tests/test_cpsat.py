@@ -9,6 +9,7 @@ from ortools.sat.python import cp_model
 
 from themis_opt.cpsat import CpsatModel, default_quantum, relabel
 from themis_opt.instance import Instance
+from themis_opt.params import CpsatParams
 from themis_opt.policies import counts_match, themis_orders
 from themis_opt.simulator import simulate
 from themis_opt.validator import validate
@@ -57,7 +58,13 @@ def test_windows_improve_a_poor_incumbent_and_stay_valid() -> None:
     instance = _four_collectives()
     incumbent = simulate(instance, themis_orders(instance), "scf")
     best, trajectory = improve_by_windows(
-        instance, incumbent, deadline=Deadline.after(4.0), workers=1, seed=0, t0=time.perf_counter(), max_phases=100
+        instance,
+        incumbent,
+        deadline=Deadline.after(4.0),
+        workers=1,
+        seed=0,
+        t0=time.perf_counter(),
+        params=CpsatParams(window_phases=100),
     )
     assert validate(instance, best) == []
     spans = [m for _, m in trajectory]
@@ -65,13 +72,13 @@ def test_windows_improve_a_poor_incumbent_and_stay_valid() -> None:
     assert best.makespan == spans[-1] < incumbent.makespan  # Themis leaves room here (re-solved windows find it)
 
 
-def test_cpsat_searches_windows_when_the_model_is_too_big(monkeypatch: pytest.MonkeyPatch) -> None:
-    import themis_opt.solve as solve_module
+def test_cpsat_searches_windows_when_the_model_is_too_big() -> None:
+    from themis_opt.params import CpsatParams, SolveParams
     from themis_opt.solve import solve
 
-    monkeypatch.setattr(solve_module, "MAX_CPSAT_PHASES", 10)
     instance = _four_collectives()
-    result = solve(instance, "cpsat", time_limit=4, workers=1)
+    small = SolveParams(cpsat=CpsatParams(max_phases=10))
+    result = solve(instance, "cpsat", time_limit=4, workers=1, params=small)
     assert "large-neighbourhood search" in result.note
     assert result.schedule is not None and validate(instance, result.schedule) == []
     heuristics = [solve(instance, m).makespan for m in ("baseline", "themis", "balanced")]
@@ -195,34 +202,6 @@ def test_fixed_counts_restrict_the_orders_and_claim_nothing(tiny: Instance) -> N
     assert outcome.schedule.makespan <= warm.makespan
     if outcome.schedule.makespan < warm.makespan:  # found by the restriction
         assert set(outcome.schedule.orders.values()) == {order}
-
-
-def test_the_counts_fixed_stage_keeps_the_load_programs_counts() -> None:
-    # solve's counts-fixed stage: what it returns is valid and has fill-and-drain's counts exactly
-    import functools
-
-    from themis_opt.bounds import compute_bounds, integer_load_bound
-    from themis_opt.budget import Deadline
-    from themis_opt.cpsat import solve_cpsat
-    from themis_opt.instance import Collective, Dimension, Network
-    from themis_opt.solve import _counts_fixed
-
-    dims = zip([4, 8, 4], [200.0, 100.0, 50.0])
-    network = Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in dims))
-    instance = Instance(network, (Collective("all_reduce", 2**28, 8),))
-    memo: dict = {}
-    bounds = compute_bounds(instance, memo=memo)
-    fd = integer_load_bound(instance, fill_drain=True, memo=memo)
-    assert fd is not None
-    warm = simulate(instance, themis_orders(instance), "scf")
-    run = functools.partial(
-        solve_cpsat, instance, workers=1, seed=0, quantum_ns=None, log=False, t0=0.0, lower_bound=bounds.best
-    )
-    outcome = _counts_fixed(instance, [warm], Deadline.after(20), memo, run)
-    assert outcome is not None and outcome.bound is None
-    assert validate(instance, outcome.schedule) == []
-    assert bounds.best <= outcome.schedule.makespan < warm.makespan  # one worker: the same search every run
-    assert counts_match(instance, outcome.schedule.orders, fd.counts)
 
 
 @pytest.mark.parametrize("name", ["tiny_rs", "tiny_ar", "tiny_3d"])

@@ -11,9 +11,6 @@ import pytest
 from themis_opt.budget import Deadline
 from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.localsearch import (
-    ANNEALING,
-    DESCENT,
-    MIN_EVALUATIONS,
     Strategy,
     _Sequences,
     default_evaluations,
@@ -23,12 +20,17 @@ from themis_opt.localsearch import (
     sequences_searchable,
     strategy_for,
 )
+from themis_opt.params import SearchParams
 from themis_opt.policies import baseline_orders, themis_orders
 from themis_opt.schedule import Schedule
 from themis_opt.simulator import retime, sequences_of, simulate
 from themis_opt.validator import validate
 
 from .conftest import load
+
+SEARCH = SearchParams()
+DESCENT = Strategy(SEARCH.descent_restart_share, 0.0)
+ANNEALING = Strategy(SEARCH.annealing_restart_share, SEARCH.annealing_temperature, shared=True)
 
 MIB = 2**20
 NO_LIMITS: dict[str, Any] = {"deadline": Deadline(), "keep_counts": False, "target": None}
@@ -97,7 +99,7 @@ def test_stops_once_it_meets_the_target() -> None:
 
 
 def test_default_evaluations_grow_with_the_square_of_a_class() -> None:
-    assert default_evaluations(_three_dims(8)) == MIN_EVALUATIONS  # 56 ordered pairs, 560: the floor
+    assert default_evaluations(_three_dims(8)) == SEARCH.min_evaluations  # 56 ordered pairs, 560: the floor
     assert default_evaluations(_three_dims(32)) == 10 * 32 * 31
     network = _three_dims().network
     two = Instance(network, tuple(Collective("all_reduce", 256 * MIB, 32, issue_ns=1e3 * i) for i in range(2)))
@@ -117,10 +119,10 @@ def test_a_hot_search_still_returns_the_best_it_timed() -> None:
 
 def test_one_collective_descends_and_several_anneal() -> None:
     instance = _three_dims()
-    assert strategy_for(instance) is DESCENT
+    assert strategy_for(instance) == DESCENT
     coll = instance.collectives[0]
     two = Instance(instance.network, (coll, Collective(coll.kind, coll.size_bytes, coll.chunks, issue_ns=1e5)))
-    assert strategy_for(two) is ANNEALING
+    assert strategy_for(two) == ANNEALING
     start = [baseline_orders(two)]
     assert improve_assignment(two, start, seed=1, evaluations=60) == improve_assignment(
         two, start, seed=1, evaluations=60, strategy=ANNEALING
@@ -305,13 +307,12 @@ def test_sequence_search_improves_a_poor_start_and_repeats_itself() -> None:
     assert one.makespan < start.makespan
 
 
-def test_sequence_search_restarts_when_stuck(monkeypatch: pytest.MonkeyPatch) -> None:
-    import themis_opt.localsearch as localsearch
-
-    monkeypatch.setattr(localsearch, "SEQUENCE_PATIENCE_PER_PHASE", 0)  # back to the start after every candidate
+def test_sequence_search_restarts_when_stuck() -> None:
+    restless = SearchParams(sequence_patience_per_phase=0)  # back to the start after every candidate
     instance = _three_dims()
     start = simulate(instance, themis_orders(instance), "fifo")
-    found = improve_sequences(instance, [start], seed=5, evaluations=400)
+    found = improve_sequences(instance, [start], seed=5, evaluations=400, params=restless)
+    assert found != improve_sequences(instance, [start], seed=5, evaluations=400)
     assert found is not None and validate(instance, found) == [] and found.makespan <= start.makespan
 
 
@@ -321,7 +322,7 @@ def test_sequence_search_stops_at_the_target(caplog: pytest.LogCaptureFixture) -
     with caplog.at_level("INFO", logger="themis_opt.localsearch"):
         found = improve_sequences(instance, [start], seed=0, evaluations=10**6, target=start.makespan)
     assert found is not None and found.makespan <= start.makespan
-    assert "sequence search: 1 candidates timed" in caplog.text
+    assert "sequence search: 1 candidate timed" in caplog.text
 
 
 def test_two_sequence_workers_give_what_one_gives() -> None:

@@ -15,7 +15,7 @@ from themis_opt.result import Status
 from themis_opt.solve import solve
 from themis_opt.validator import validate
 
-from .conftest import brute_force, load, make, two_issues
+from .conftest import brute_force, load, make
 
 
 @pytest.mark.parametrize("name", ["tiny_rs", "tiny_ar", "tiny_3d", "tiny_ag"])
@@ -137,6 +137,7 @@ def test_method_registry_drives_solve(worked: Instance) -> None:
         assert (result.bounds.ip is not None) == method.load_bounds
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["small-exact-s1-008", "4d-6-chunks"])
 def test_a_short_run_never_claims_what_a_long_run_disproves(case: str) -> None:
     # every bound of either run is at most every makespan of both; an optimal claim matches the other run
@@ -162,181 +163,20 @@ def test_a_short_run_never_claims_what_a_long_run_disproves(case: str) -> None:
 
 
 def test_a_searching_method_caps_the_seconds_of_its_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
-    # cpsat gives the load programs a quarter of its time and at most BOUNDS_SECONDS; a heuristic half
+    # cpsat gives the load programs a share of its time and at most bounds.seconds; a heuristic half
     from collections import OrderedDict
 
     import themis_opt.bounds as bounds_module
-    import themis_opt.solve as solve_module
+    from themis_opt.params import BoundsParams, SolveParams
 
     monkeypatch.setattr(bounds_module, "_CACHE", OrderedDict())  # a cached answer would take no time at all
-    monkeypatch.setattr(solve_module, "BOUNDS_SECONDS", 0.0)
     instance = load("tiny_ar")
-    capped = solve(instance, "cpsat", time_limit=20, workers=1, seed=0)
+    none = SolveParams(bounds=BoundsParams(seconds=0.0))
+    capped = solve(instance, "cpsat", time_limit=20, workers=1, seed=0, params=none)
     assert capped.bounds.lp is None and capped.bounds.fill_drain is None and capped.bounds.ideal is not None
     assert capped.schedule is not None and validate(instance, capped.schedule) == []
     heuristic = solve(instance, "balanced", time_limit=20)
     assert heuristic.bounds.lp is not None and heuristic.bounds.fill_drain is not None
-
-
-def test_no_search_stage_starts_with_less_time_than_the_warm_start_took(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the warm start timed several schedules: a search with less time left could not time and build one
-    import themis_opt.solve as solve_module
-
-    warm_start = solve_module._warm_start
-    ran = []
-
-    def slow(*args: object) -> object:
-        time.sleep(0.8)
-        return warm_start(*args)  # type: ignore[arg-type]
-
-    def stage(name: str, result: object) -> object:
-        def record(instance: Instance, warm: object, *args: object) -> object:
-            ran.append(name)
-            return result(warm)  # type: ignore[operator]
-
-        return record
-
-    monkeypatch.setattr(solve_module, "_warm_start", slow)
-    monkeypatch.setattr(solve_module, "_arranged", stage("arranged", lambda warm: warm))
-    monkeypatch.setattr(solve_module, "_sequenced", stage("sequenced", lambda warm: (warm, None)))
-    instance = make([(4, "switch", 200.0), (4, "switch", 100.0), (4, "switch", 50.0)], size=64 * 2**20, chunks=4)
-    bounds = compute_bounds(instance)  # given: no time goes to them
-    short = solve(instance, "cpsat", time_limit=1.5, workers=1, seed=0, bounds=bounds)
-    assert ran == [] and short.schedule is not None and validate(instance, short.schedule) == []
-    solve(instance, "cpsat", time_limit=20, workers=1, seed=0, bounds=bounds)
-    assert ran == ["arranged", "sequenced"]
-
-
-def test_the_counts_fixed_stage_starts_from_a_schedule_with_its_counts() -> None:
-    # the first hint with the fill-and-drain counts is CP-SAT's start; without one, the spread counts
-    from themis_opt.bounds import integer_load_bound
-    from themis_opt.budget import Deadline
-    from themis_opt.policies import baseline_orders, counts_match, spread_orders
-    from themis_opt.simulator import simulate
-    from themis_opt.solve import _counts_fixed
-
-    instance = make([(4, "switch", 200.0), (4, "switch", 100.0), (4, "switch", 50.0)], size=64 * 2**20, chunks=8)
-    memo: dict = {}
-    fd = integer_load_bound(instance, fill_drain=True, memo=memo)
-    assert fd is not None
-    other = simulate(instance, baseline_orders(instance), "fifo")
-    assert not counts_match(instance, other.orders, fd.counts)
-    with_counts = simulate(instance, spread_orders(instance, fd.counts), "fifo")
-    started: list = []
-
-    def run(hint: object, **options: object) -> None:
-        started.append(hint)
-
-    _counts_fixed(instance, [other, with_counts], Deadline.after(10), memo, run)
-    _counts_fixed(instance, [other], Deadline.after(10), memo, run)
-    assert started[0] is with_counts
-    assert counts_match(instance, started[1].orders, fd.counts) and validate(instance, started[1]) == []
-
-
-def _three_dims(chunks: int) -> Instance:
-    from themis_opt.instance import Dimension, Network
-
-    dims = zip([4, 8, 4], [200.0, 100.0, 50.0])
-    network = Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in dims))
-    return Instance(network, (Collective("all_reduce", 2**28, chunks),))
-
-
-def _cpsat_run(instance: Instance, bound: float) -> object:
-    from themis_opt.cpsat import solve_cpsat
-
-    def run(start: object, **options: object) -> object:
-        return solve_cpsat(
-            instance, start, workers=1, seed=0, quantum_ns=None, log=False, t0=0.0, lower_bound=bound, **options
-        )
-
-    return run
-
-
-def test_the_at_bound_stage_returns_a_valid_schedule_that_meets_the_bound() -> None:
-    from themis_opt.budget import Deadline
-    from themis_opt.policies import themis_orders
-    from themis_opt.result import is_proven
-    from themis_opt.simulator import simulate
-    from themis_opt.solve import _at_bound
-
-    instance = _three_dims(8)
-    memo: dict = {}
-    bound = compute_bounds(instance, memo=memo).best
-    warm = simulate(instance, themis_orders(instance), "scf")
-    assert not is_proven(warm.makespan, bound, instance.origin_ns)
-    found = _at_bound(instance, warm, bound, Deadline.after(20), memo, _cpsat_run(instance, bound))  # type: ignore[arg-type]
-    assert validate(instance, found) == [] and is_proven(found.makespan, bound, instance.origin_ns)
-    # below every schedule's makespan nothing meets the cap: the warm start comes back
-    low = bound * 0.9
-    assert _at_bound(instance, warm, low, Deadline.after(20), memo, _cpsat_run(instance, low)) is warm  # type: ignore[arg-type]
-
-
-def test_the_at_bound_stage_asks_the_programs_counts_first_then_each_other_within_the_cap() -> None:
-    import types
-
-    from themis_opt.bounds import fill_drain_value, integer_load_bound
-    from themis_opt.budget import Deadline
-    from themis_opt.policies import themis_orders
-    from themis_opt.result import optimality_tolerance
-    from themis_opt.simulator import simulate
-    from themis_opt.solve import _at_bound
-
-    from .conftest import four_dims
-
-    instance = four_dims()  # 16 chunks on 4x4x4x16: 16 assignments meet the program's bound
-    memo: dict = {}
-    bound = compute_bounds(instance, memo=memo).best
-    fd = integer_load_bound(instance, fill_drain=True, memo=memo)
-    assert fd is not None
-    warm = simulate(instance, themis_orders(instance), "scf")
-    asked: list = []
-
-    def run(start: object, **options: object) -> object:  # meets nothing: every assignment is asked
-        asked.append(options["counts"])
-        assert options["cap"] == bound + optimality_tolerance(bound, instance.origin_ns)
-        return types.SimpleNamespace(schedule=warm)
-
-    assert _at_bound(instance, warm, bound, Deadline.after(20), memo, run) is warm
-    assert len(asked) >= 10 and asked[0] == fd.counts
-    assert all(asked.count(counts) == 1 for counts in asked)
-    cap = bound + optimality_tolerance(bound, instance.origin_ns)
-    assert all(fill_drain_value(instance, counts) <= cap + 1.0 for counts in asked[1:])
-
-
-@pytest.mark.parametrize("several", [True, False])
-def test_the_assignment_search_starts_from_level_counts_with_several_collectives(
-    several: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # starts: the warm start's orders, the program's counts spread and, with several collectives,
-    # the level counts spread (the search's schedule is valid either way)
-    from themis_opt import localsearch
-    from themis_opt.bounds import integer_load_bound, level_counts
-    from themis_opt.budget import Deadline
-    from themis_opt.policies import baseline_orders, spread_orders
-    from themis_opt.simulator import simulate
-    from themis_opt.solve import _arranged
-
-    instance = two_issues(several)
-    memo: dict = {}
-    counts = integer_load_bound(instance, fill_drain=True, memo=memo)
-    assert counts is not None
-    started: list = []
-    real = localsearch.improve_assignment
-
-    def spy(instance: Instance, starts: list, **options: object) -> object:
-        started.append(list(starts))
-        return real(instance, starts, **options)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(localsearch, "improve_assignment", spy)
-    warm = simulate(instance, baseline_orders(instance), "fifo")
-    found = _arranged(instance, warm, 0, 1, Deadline.after(10), memo, target=0.0)
-    assert validate(instance, found) == [] and found.makespan <= warm.makespan
-    expected = [warm.orders, spread_orders(instance, counts.counts)]
-    if several:
-        level = level_counts(instance, counts)
-        assert level is not None and level != counts.counts
-        expected.append(spread_orders(instance, level))
-    assert started == [expected]
 
 
 def _shapes() -> dict[str, Instance]:
@@ -397,7 +237,6 @@ def test_every_method_runs_on_every_shape_and_every_bound_holds(shape: str) -> N
 
 
 def test_the_window_search_runs_on_every_shape() -> None:
-    import time
 
     from themis_opt.budget import Deadline
     from themis_opt.cpsat import improve_by_windows

@@ -62,7 +62,7 @@ def test_swapped_phases_on_a_dimension_are_caught(instance: Instance, valid: Sch
 def test_dropped_phase_is_caught(instance: Instance, valid: Schedule) -> None:
     chunk = valid.chunks[0]
     broken = _replace_chunk(valid, 0, dataclasses.replace(chunk, phases=chunk.phases[:-1]))
-    assert any("phases, its order needs" in v for v in validate(instance, broken))
+    assert any("its order needs" in v for v in validate(instance, broken))
 
 
 def test_changed_order_is_caught(instance: Instance, valid: Schedule) -> None:

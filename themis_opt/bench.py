@@ -16,7 +16,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +25,21 @@ from themis_opt.budget import Deadline
 from themis_opt.errors import InputError
 from themis_opt.instance import Instance
 from themis_opt.io import check_writable, in_file, instance_from_dict, instance_to_dict, parse_json, read_json
-from themis_opt.methods import VARIANTS, Method
-from themis_opt.result import Result, Status, gap, is_proven, iteration_metrics
-from themis_opt.solve import solve
+from themis_opt.methods import VARIANTS, method_names
+from themis_opt.params import SolveParams, changes
+from themis_opt.result import Status, gap, iteration_metrics
+from themis_opt.solve import solve_all
 from themis_opt.validator import validate
 
 METHODS = VARIANTS  # the bench's runs: methods of the registry, with their intra-dimension variants
+
+
+Settings = tuple[tuple[str, ...], float, int, str]  # methods, time limit, seed, parameters changed (JSON)
+
+
+def settings_of(methods: Sequence[str], time_limit: float, seed: int, params: SolveParams | None) -> Settings:
+    """What a row made with these options records of them."""
+    return tuple(methods), time_limit, seed, json.dumps(changes(params or SolveParams()), sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,7 @@ class Record:
     time_limit_s: float = 0.0
     seed: int = 0
     error: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
 
     def outcome(self, method: str) -> Outcome | None:
         """The outcome of ``method``, if it ran."""
@@ -87,9 +97,9 @@ class Record:
             return None
         return base.makespan_ns / o.makespan_ns
 
-    def settings(self) -> tuple[tuple[str, ...], float, int]:
-        """(methods, time limit, seed): what must match for rows to be compared."""
-        return self.methods, self.time_limit_s, self.seed
+    def settings(self) -> Settings:
+        """(methods, time limit, seed, parameters changed): what must match for rows to be compared."""
+        return self.methods, self.time_limit_s, self.seed, json.dumps(self.params, sort_keys=True)
 
     def to_json(self) -> str:
         """One JSON line."""
@@ -122,60 +132,60 @@ def instance_digest(instance: Instance) -> str:
 
 
 def parse_methods(text: str) -> tuple[str, ...]:
-    """A comma-separated list of bench methods, checked."""
+    """A comma-separated list of methods or variants (as :func:`~themis_opt.solve.solve` takes
+    them), or ``all``: every variant; checked.
+    """
+    if text.strip() == "all":
+        return METHODS
     methods = tuple(m.strip() for m in text.split(",") if m.strip())
     if not methods:
-        raise InputError("--methods", "names no method")
+        raise InputError("--method", "names no method")
     for m in methods:
-        if m not in METHODS:
-            raise InputError("--methods", f"unknown method {m!r} (choose from {', '.join(METHODS)})")
+        if m not in method_names():
+            raise InputError("--method", f"unknown method {m!r} (choose from {', '.join(method_names())}, or all)")
     if len(set(methods)) != len(methods):
-        raise InputError("--methods", f"names a method twice: {text!r}")
+        raise InputError("--method", f"names a method twice: {text!r}")
     return methods
 
 
-def _run_method(
-    instance: Any, method: str, bounds: Any, time_limit: float, workers: int, seed: int, warm: Any = None
-) -> Result:
-    name, intra = Method.split(method)
-    return solve(
-        instance, name, intra=intra, time_limit=time_limit, workers=workers, seed=seed, bounds=bounds, warm=warm
-    )
-
-
-def run_instance(path: str, methods: Sequence[str], time_limit: float, workers: int, seed: int) -> Record:
+def run_instance(
+    path: str,
+    methods: Sequence[str],
+    time_limit: float,
+    workers: int,
+    seed: int,
+    params: SolveParams | None = None,
+) -> Record:
     """Run ``methods`` on the instance file at ``path`` and validate every schedule."""
-    return run_document(read_json(path), path, methods, time_limit, workers, seed)
+    return run_document(read_json(path), path, methods, time_limit, workers, seed, params)
 
 
 def run_document(
-    document: Any, path: str, methods: Sequence[str], time_limit: float, workers: int, seed: int
+    document: Any,
+    path: str,
+    methods: Sequence[str],
+    time_limit: float,
+    workers: int,
+    seed: int,
+    params: SolveParams | None = None,
 ) -> Record:
     """Run ``methods`` on an instance given as its JSON document (what a remote worker receives).
 
     The bounds get their own ``time_limit``, then every method gets
-    ``time_limit`` for its whole run.
+    ``time_limit`` for its whole run (:func:`~themis_opt.solve.solve_all`
+    with ``each``).
     """
     try:
         instance = instance_from_dict(document, Path(path).stem)
     except InputError as error:
         raise in_file(error, path) from None
-    bounds = compute_bounds(instance, Deadline.after(time_limit))
-    results: list[Result] = []
-    for m in methods:
-        # cpsat starts from the best schedule found so far: never worse than a method in its row
-        done = [r.schedule for r in results if r.schedule is not None]
-        warm = min(done, key=lambda s: s.makespan) if done else None
-        results.append(_run_method(instance, m, bounds, time_limit, workers, seed, warm))
-    best = max([bounds.best, *(r.lower_bound for r in results)])
-    origin = instance.origin_ns
+    params = params if params is not None else SolveParams()
+    results = solve_all(instance, methods, time_limit=time_limit, each=True, workers=workers, seed=seed, params=params)
+    best = results[0].bounds if results else compute_bounds(instance, Deadline.after(time_limit))
     outcomes = []
     for m, r in zip(methods, results):
         valid = r.schedule is not None and not validate(instance, r.schedule)
         status = r.status.value
-        # a heuristic meeting the best bound any method found is proven optimal too
-        if valid and r.makespan is not None and is_proven(r.makespan, best, origin):
-            status = Status.OPTIMAL.value
         metrics = iteration_metrics(instance, r.schedule) if r.schedule is not None else None
         outcomes.append(
             Outcome(
@@ -196,13 +206,14 @@ def run_document(
         dims="x".join(str(d.size) for d in instance.network.dimensions),
         npus=instance.network.num_npus,
         chunks=instance.num_chunks,
-        lower_bound_ns=best,
-        ideal_ns=bounds.ideal,
+        lower_bound_ns=best.best,
+        ideal_ns=best.ideal,
         outcomes=tuple(outcomes),
         digest=instance_digest(instance),
         methods=tuple(methods),
         time_limit_s=time_limit,
         seed=seed,
+        params=changes(params),
     )
 
 
@@ -217,9 +228,12 @@ def stop_pool(pool: Any) -> None:
         process.join(timeout=5)
 
 
-def failed_record(path: str, digest: str, methods: Sequence[str], time_limit: float, seed: int, error: str) -> Record:
+def failed_record(path: str, digest: str, settings: Settings, error: str) -> Record:
     """The row of an instance that could not be run: the error, no outcomes."""
-    return Record(path, Path(path).stem, "", 0, 0, 0.0, 0.0, (), digest, tuple(methods), time_limit, seed, error)
+    methods, time_limit, seed, params = settings
+    return Record(
+        path, Path(path).stem, "", 0, 0, 0.0, 0.0, (), digest, methods, time_limit, seed, error, json.loads(params)
+    )
 
 
 def read_records(path: str | Path) -> list[Record]:
@@ -257,9 +271,7 @@ def read_records(path: str | Path) -> list[Record]:
     return records
 
 
-def prepare_rows_file(
-    path: str | Path, settings: tuple[tuple[str, ...], float, int], *, allow_mixed: bool = False
-) -> list[Record]:
+def prepare_rows_file(path: str | Path, settings: Settings, *, allow_mixed: bool = False) -> list[Record]:
     """Check a rows file before any work starts and return the rows it holds.
 
     A missing file is fine (its missing folders are created); an existing one
@@ -283,11 +295,12 @@ def prepare_rows_file(
     records = read_records(path)
     other = next((r for r in records if r.settings() != settings), None)
     if other is not None and not allow_mixed:
-        methods, limit, seed = other.settings()
+        methods, limit, seed, params = other.settings()
+        changed = "" if params == "{}" else f", parameters {params}"
         raise InputError(
             str(path),
             f"holds rows made with other settings (methods {','.join(methods) or '?'}, time limit {limit:g} s, "
-            f"seed {seed}); use another --out file, or --allow-mixed to add to it anyway",
+            f"seed {seed}{changed}); use another --out file, or --allow-mixed to add to it anyway",
         )
     return records
 

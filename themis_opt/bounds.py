@@ -23,7 +23,7 @@ it). The programs run under a node or work limit (the same answer on every
 machine) and within their share of the caller's time budget; a dual bound is
 valid wherever the solver stops, and a program that cannot run in time, or
 would have more than
-``MAX_LOAD_VARIABLES`` order counts (every chunk class times every order of
+``max_load_variables`` order counts (every chunk class times every order of
 its dimensions: 8! orders per class on 8 dimensions), is reported as not
 computed (``None``).
 """
@@ -51,20 +51,13 @@ from themis_opt.cost import (
     wire_time,
 )
 from themis_opt.instance import Algorithm, AllReducePhases, ChunkClass, Collective, Compute, Instance, Kind, Op
+from themis_opt.params import BoundsParams
 from themis_opt.policies import baseline_order
 
 logger = logging.getLogger(__name__)
 
-SAFETY = 1e-8  # relative: covers the LP and MIP solvers' float tolerances
-NODE_LIMIT = 20000  # integer load bound: small, SCIP proves it within this
-FILL_DRAIN_WORK = 1.0  # CP-SAT deterministic time for fill-and-drain (about seconds; its bound stays valid)
-FILL_DRAIN_CONFLICTS = 20_000  # and at most this many conflicts
-FILL_DRAIN_UNIT_NS = 1e-3  # fill-and-drain rounds every time down to this
-MAX_LOAD_VARIABLES = 20000  # order counts over all chunk classes; beyond, the load programs are skipped
-# level_counts: how far above its start's integer load program value it may go, relatively, and what an
-# order in use is worth, relative to that value (cd bench && python start_counts.py measured the choice)
-LEVEL_SLACK = 2e-4
-LEVEL_CREDIT = 1e-3
+SAFETY = 1e-8  # relative: covers the LP and MIP solvers' float tolerances (a margin, not a tuning number)
+BOUNDS = BoundsParams()  # the defaults
 
 if TYPE_CHECKING:  # pragma: no cover
     from ortools.linear_solver import pywraplp
@@ -389,9 +382,9 @@ def load_variables(instance: Instance) -> int:
     return sum(instance.order_count(cls.collective) for cls in instance.chunk_classes)
 
 
-def load_programs_fit(instance: Instance) -> bool:
-    """Whether the load programs are small enough to run (see ``MAX_LOAD_VARIABLES``)."""
-    return load_variables(instance) <= MAX_LOAD_VARIABLES
+def load_programs_fit(instance: Instance, params: BoundsParams = BOUNDS) -> bool:
+    """Whether the load programs are small enough to run (see ``params.max_load_variables``)."""
+    return load_variables(instance) <= params.max_load_variables
 
 
 def _origin(instance: Instance) -> float:
@@ -446,13 +439,13 @@ def _time_limit_ms(deadline: Deadline) -> int:
     return ms
 
 
-def lp_bound(instance: Instance, deadline: Deadline | None = None) -> float | None:
+def lp_bound(instance: Instance, deadline: Deadline | None = None, params: BoundsParams = BOUNDS) -> float | None:
     """The hierarchical load bound with continuous order counts (GLOP).
 
     ``None`` when the program is too large or not solved before ``deadline``.
     """
     deadline = deadline or Deadline()
-    if not load_programs_fit(instance):
+    if not load_programs_fit(instance, params):
         return None
     try:
         solver, _ = _load_model(instance, "GLOP", integer=False, deadline=deadline)
@@ -489,14 +482,19 @@ class LoadSolution:
     optimal: bool
 
 
-_CACHE: OrderedDict[tuple[Instance, bool], LoadSolution] = OrderedDict()
+_CACHE: OrderedDict[tuple[Instance, bool, BoundsParams], LoadSolution] = OrderedDict()
 
 
 Memo = dict[tuple[Instance, bool], "LoadSolution | None"]
 
 
 def integer_load_bound(
-    instance: Instance, *, fill_drain: bool, deadline: Deadline | None = None, memo: Memo | None = None
+    instance: Instance,
+    *,
+    fill_drain: bool,
+    deadline: Deadline | None = None,
+    memo: Memo | None = None,
+    params: BoundsParams = BOUNDS,
 ) -> LoadSolution | None:
     """The integer hierarchical load bound (SCIP), optionally with fill and drain (CP-SAT).
 
@@ -513,6 +511,8 @@ def integer_load_bound(
         not (one ``solve`` call shares them among its stages); this call's
         answer is added. They come before the process's cache: a memo may
         hold better counts (see :func:`compute_bounds`).
+    params
+        The programs' limits.
 
     Returns
     -------
@@ -522,30 +522,30 @@ def integer_load_bound(
 
     Notes
     -----
-    SCIP explores at most 20000 branch-and-bound nodes; CP-SAT runs one
-    worker for at most ``FILL_DRAIN_WORK`` units of deterministic time. Such
-    limits, unlike a time limit, keep the answer the same on every machine.
-    Answers that they decided (not the deadline) are cached per instance: do
-    not mutate the returned counts.
+    SCIP explores at most ``params.node_limit`` branch-and-bound nodes;
+    CP-SAT runs one worker for at most ``params.fill_drain_work`` units of
+    deterministic time. Such limits, unlike a time limit, keep the answer the
+    same on every machine. Answers that they decided (not the deadline) are
+    cached per instance and parameters: do not mutate the returned counts.
     """
     deadline = deadline or Deadline()
-    key = (instance, fill_drain)
-    if memo is not None and key in memo:  # this caller's own answer first: it may hold better counts
-        return memo[key]
+    if memo is not None and (instance, fill_drain) in memo:  # this caller's own answer first: it may be better
+        return memo[(instance, fill_drain)]
+    key = (instance, fill_drain, params)
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
-    if not load_programs_fit(instance):
+    if not load_programs_fit(instance, params):
         return None
     if fill_drain:
         # fill-and-drain only adds constraints to the integer program: an integer
         # optimum at hand is its floor, its first assignment, and often its answer
-        plain = _CACHE.get((instance, False)) or (memo or {}).get((instance, False))
-        solution = _fill_drain_program(instance, plain, deadline)
+        plain = _CACHE.get((instance, False, params)) or (memo or {}).get((instance, False))
+        solution = _fill_drain_program(instance, plain, deadline, params)
     else:
-        solution = _plain_program(instance, deadline)
+        solution = _plain_program(instance, deadline, params)
     if memo is not None:
-        memo[key] = solution
+        memo[(instance, fill_drain)] = solution
     if solution is not None and not deadline.expired():  # decided by a node or work limit: the same everywhere
         _CACHE[key] = solution
         if len(_CACHE) > 64:
@@ -553,16 +553,17 @@ def integer_load_bound(
     return solution
 
 
-def _plain_program(instance: Instance, deadline: Deadline) -> LoadSolution | None:
+def _plain_program(instance: Instance, deadline: Deadline, params: BoundsParams) -> LoadSolution | None:
     """The integer load program, by SCIP under a node limit."""
     try:
         solver, x = _load_model(instance, "SCIP", integer=True, deadline=deadline)
         # misc/catchctrlc: let Ctrl-C reach Python instead of only stopping SCIP
-        solver.SetSolverSpecificParametersAsString(f"limits/nodes = {NODE_LIMIT}\nmisc/catchctrlc = FALSE\n")
+        limits = f"limits/nodes = {params.node_limit}\nmisc/catchctrlc = FALSE\n"
+        solver.SetSolverSpecificParametersAsString(limits)
         if not math.isinf(deadline.at):
             solver.SetTimeLimit(_time_limit_ms(deadline))
-        params = _mip_parameters()
-        status = run_interruptibly(lambda: solver.Solve(params), solver.InterruptSolve)
+        mip = _mip_parameters()
+        status = run_interruptibly(lambda: solver.Solve(mip), solver.InterruptSolve)
     except OutOfTime:
         return None
     if status not in (solver.OPTIMAL, solver.FEASIBLE):
@@ -601,7 +602,12 @@ class _FillDrainModel:
 
 
 def _fill_drain_model(
-    instance: Instance, plain: LoadSolution | None, deadline: Deadline, *, heads_tails: bool = True
+    instance: Instance,
+    plain: LoadSolution | None,
+    deadline: Deadline,
+    *,
+    heads_tails: bool = True,
+    params: BoundsParams = BOUNDS,
 ) -> _FillDrainModel | None:
     """The fill-and-drain program (see :func:`_fill_drain_program`); ``None`` if ``deadline`` passes first.
 
@@ -616,7 +622,7 @@ def _fill_drain_model(
     span = max(t - origin for t, _ in cuts) + sum(
         len(cls.chunks) * max(sum(p.busy) for p in profiles[cls].values()) for cls in instance.chunk_classes
     )
-    unit = max(FILL_DRAIN_UNIT_NS, span / 2**40)
+    unit = max(params.fill_drain_unit_ns, span / 2**40)
 
     def q(ns: float) -> int:
         return math.floor(ns / unit)
@@ -675,23 +681,25 @@ def _fill_drain_model(
     return _FillDrainModel(m, x, used, makespan, origin, unit)
 
 
-def _fill_drain_solver(deadline: Deadline) -> Any:
+def _fill_drain_solver(deadline: Deadline, params: BoundsParams) -> Any:
     """CP-SAT as the fill-and-drain programs run it: one worker, a work limit (the same answer everywhere)."""
     from ortools.sat.python import cp_model
 
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
-    solver.parameters.max_deterministic_time = FILL_DRAIN_WORK
+    solver.parameters.max_deterministic_time = params.fill_drain_work
     # deterministic time barely moves while the bound is raised a unit per conflict: conflicts are counted too
-    solver.parameters.max_number_of_conflicts = FILL_DRAIN_CONFLICTS
+    solver.parameters.max_number_of_conflicts = params.fill_drain_conflicts
     solver.parameters.catch_sigint_signal = False
     if not math.isinf(deadline.at):
         solver.parameters.max_time_in_seconds = max(0.0, deadline.remaining())
     return solver
 
 
-def _fill_drain_program(instance: Instance, plain: LoadSolution | None, deadline: Deadline) -> LoadSolution | None:
+def _fill_drain_program(
+    instance: Instance, plain: LoadSolution | None, deadline: Deadline, params: BoundsParams
+) -> LoadSolution | None:
     """The fill-and-drain program, by CP-SAT (one worker, a work limit: the same answer everywhere).
 
     Every time is rounded down to a unit (so the program is a relaxation and
@@ -705,11 +713,11 @@ def _fill_drain_program(instance: Instance, plain: LoadSolution | None, deadline
 
     if plain is not None and plain.optimal and fill_drain_value(instance, plain.counts) <= plain.bound / (1 - SAFETY):
         return plain  # the integer optimum pays no head or tail beyond its load: no program to solve
-    program = _fill_drain_model(instance, plain, deadline)
+    program = _fill_drain_model(instance, plain, deadline, params=params)
     if program is None:
         return None
     program.model.minimize(program.makespan)
-    solver = _fill_drain_solver(deadline)
+    solver = _fill_drain_solver(deadline, params)
     code = run_interruptibly(lambda: solver.solve(program.model), solver.stop_search, deadline.at)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         status = solver.status_name(code)
@@ -722,7 +730,9 @@ def _fill_drain_program(instance: Instance, plain: LoadSolution | None, deadline
     return LoadSolution(bound, program.read(solver.value), code == cp_model.OPTIMAL)
 
 
-def counts_within(instance: Instance, value: float, deadline: Deadline | None = None) -> Iterator[Counts]:
+def counts_within(
+    instance: Instance, value: float, deadline: Deadline | None = None, params: BoundsParams = BOUNDS
+) -> Iterator[Counts]:
     """Order counts whose fill-and-drain value is at most ``value`` ns, one after another, each new.
 
     Every assignment that meets ``value`` exactly satisfies the program with
@@ -738,16 +748,16 @@ def counts_within(instance: Instance, value: float, deadline: Deadline | None = 
     from ortools.sat.python import cp_model
 
     deadline = deadline or Deadline()
-    if not load_programs_fit(instance):
+    if not load_programs_fit(instance, params):
         return
-    program = _fill_drain_model(instance, None, deadline)
+    program = _fill_drain_model(instance, None, deadline, params=params)
     if program is None:
         return
     m = program.model
     m.clear_hints()
     m.add(program.makespan <= program.q(value - program.origin))
     while not deadline.expired():
-        solver = _fill_drain_solver(deadline)
+        solver = _fill_drain_solver(deadline, params)
         code = run_interruptibly(functools.partial(solver.solve, m), solver.stop_search, deadline.at)
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return
@@ -761,37 +771,35 @@ def counts_within(instance: Instance, value: float, deadline: Deadline | None = 
         m.add_bool_or(differs)
 
 
-def level_counts(instance: Instance, start: LoadSolution, deadline: Deadline | None = None) -> Counts | None:
+def level_counts(
+    instance: Instance, start: LoadSolution, deadline: Deadline | None = None, params: BoundsParams = BOUNDS
+) -> Counts | None:
     """Order counts about as good as ``start``'s in the load program, with each collective's
     work spread evenly over the dimensions, for the searches to start from.
 
     Among the assignments whose integer load program value
-    (:func:`load_value`) is at most ``start``'s times ``1 + LEVEL_SLACK``,
+    (:func:`load_value`) is at most ``start``'s times ``1 + params.level_slack``,
     CP-SAT (under the fill-and-drain program's limits, with no hint: hinted
     with ``start`` it stayed there) minimises the sum over collectives of the
-    collective's largest load on one dimension, less ``LEVEL_CREDIT`` times
+    collective's largest load on one dimension, less ``params.level_credit`` times
     that value per order in use. The programs balance the loads from each
     issue time to the end; these counts also balance what each collective
     brings at its issue time, over many orders, which leaves the dimensions
-    fewer idle stretches: on 8 all-reduces issued 150 us apart
-    (``bench/start_counts.py``) walks of the assignment search from them end
-    0.62% above the bound on average, from SCIP's counts (about the same
-    value in the program) 1.30%. ``None`` if no assignment is found within
-    the limits or before ``deadline``.
+    fewer idle stretches (the docs' benchmark page has the measurements).
+    ``None`` if no assignment is found within the limits or before ``deadline``.
     """
     from ortools.sat.python import cp_model
 
     deadline = deadline or Deadline()
-    if not load_programs_fit(instance):
+    if not load_programs_fit(instance, params):
         return None
-    # the cuts alone: with the heads' and tails' Booleans CP-SAT found no assignment within the work
-    # limit on the 8 all-reduces on 4x4x4x16 (bench/exact_scale.py --variants)
-    program = _fill_drain_model(instance, start, deadline, heads_tails=False)
+    # the cuts alone: with the heads' and tails' Booleans CP-SAT found no assignment within the work limit
+    program = _fill_drain_model(instance, start, deadline, heads_tails=False, params=params)
     if program is None:
         return None
     m = program.model
     m.clear_hints()
-    cap = load_value(instance, start.counts) * (1 + LEVEL_SLACK)
+    cap = load_value(instance, start.counts) * (1 + params.level_slack)
     m.add(program.makespan <= program.q(cap - program.origin))
     profiles = order_profiles(instance)
     peaks = []
@@ -803,9 +811,9 @@ def level_counts(instance: Instance, start: LoadSolution, deadline: Deadline | N
         for d in range(instance.network.num_dims):
             m.add(peak >= sum(program.counts[cls, o] * program.q(profiles[cls][o].busy[d]) for cls, o in keys))
         peaks.append(peak)
-    credit = program.q(LEVEL_CREDIT * (cap - program.origin))
+    credit = program.q(params.level_credit * (cap - program.origin))
     m.minimize(sum(peaks) - credit * sum(program.used.values()))
-    solver = _fill_drain_solver(deadline)
+    solver = _fill_drain_solver(deadline, params)
     code = run_interruptibly(functools.partial(solver.solve, m), solver.stop_search, deadline.at)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
@@ -816,9 +824,8 @@ def _adopt_counts(instance: Instance, fd: LoadSolution, plain: LoadSolution, mem
     """``fd`` with ``plain``'s counts where they cost less in the fill-and-drain
     program (the searches start from these counts), for this caller's ``memo``.
 
-    On 8 all-reduces of 16 chunks (``bench/exact_scale.py``) fill-and-drain,
-    run first and cut by its work limit, ends with counts 3.1% above its
-    bound, and SCIP's integer program then finds counts 0.006% above it.
+    Fill-and-drain, run first and cut by its work limit, may end with counts
+    well above its bound that SCIP's integer program then improves on.
     """
     if fill_drain_value(instance, plain.counts) >= fill_drain_value(instance, fd.counts):
         return fd
@@ -864,7 +871,12 @@ def _mip_parameters() -> Any:
 
 
 def compute_bounds(
-    instance: Instance, deadline: Deadline | None = None, *, full: bool = True, memo: Memo | None = None
+    instance: Instance,
+    deadline: Deadline | None = None,
+    *,
+    full: bool = True,
+    memo: Memo | None = None,
+    params: BoundsParams = BOUNDS,
 ) -> Bounds:
     """The bounds of ``instance`` that fit in the time until ``deadline``.
 
@@ -879,6 +891,8 @@ def compute_bounds(
         ``False`` computes only the ideal bound (no solver, microseconds).
     memo
         Passed on to :func:`integer_load_bound`.
+    params
+        The programs' shares of the time and their limits.
     """
     deadline = deadline or Deadline()
     cheap = Bounds(
@@ -886,23 +900,25 @@ def compute_bounds(
         critical_path=critical_path_bound(instance) if instance.is_task_graph else None,
         compute=compute_bound(instance),
     )
-    if not full or not load_programs_fit(instance):
+    if not full or not load_programs_fit(instance, params):
         return cheap
-    lp = lp_bound(instance, deadline.share(0.1))
+    lp = lp_bound(instance, deadline.share(params.lp_share), params)
     # fill-and-drain first: CP-SAT proves it in a fraction of the time SCIP needs for the weaker integer bound
-    fd = integer_load_bound(instance, fill_drain=True, deadline=deadline.share(0.6), memo=memo)
+    fd = integer_load_bound(
+        instance, fill_drain=True, deadline=deadline.share(params.fill_drain_share), memo=memo, params=params
+    )
     if lp is not None and fd is not None and fill_drain_value(instance, fd.counts) * (1 - SAFETY) <= lp:
         # integer counts at the LP's value even with fill and drain: the integer program's optimum is
-        # the LP's (to within SAFETY), so SCIP has nothing to add (it used to take its whole share)
+        # the LP's (to within SAFETY), so SCIP has nothing to add
         ip: float | None = lp
     else:
-        plain = integer_load_bound(instance, fill_drain=False, deadline=deadline, memo=memo)
+        plain = integer_load_bound(instance, fill_drain=False, deadline=deadline, memo=memo, params=params)
         ip = plain.bound if plain is not None else None
         if fd is not None and plain is not None:
             fd = _adopt_counts(instance, fd, plain, memo)
         elif plain is not None and memo is not None:
-            # fill-and-drain found no assignment in time (16 all-reduces of 16 chunks): the searches start
-            # from SCIP's counts, its bound stays not computed
+            # fill-and-drain found no assignment in time: the searches start from SCIP's counts,
+            # its bound stays not computed
             memo[(instance, True)] = LoadSolution(plain.bound, plain.counts, optimal=False)
     fill_drain = max(ip or 0.0, fd.bound) if fd is not None else None
     return dataclasses.replace(cheap, lp=lp, ip=ip, fill_drain=fill_drain)

@@ -1,4 +1,4 @@
-"""The ``themis-opt`` command line: solve, validate, generate, bench, show.
+"""The themis-opt command line: one subcommand per job (``themis-opt --help`` lists them).
 
 Bad input (files, JSON, arguments) prints one line ``themis-opt: error: ...``
 to standard error and exits with status 2. Modules are imported where a
@@ -21,15 +21,17 @@ from typing import TYPE_CHECKING, NoReturn
 from rich.console import Console
 
 from themis_opt.budget import Deadline, die_with_parent
-from themis_opt.errors import InputError
+from themis_opt.errors import InputError, counted
 from themis_opt.generator import FAMILIES
-from themis_opt.methods import METHODS, VARIANTS, Method
+from themis_opt.methods import VARIANTS, method_names
 from themis_opt.suites import SUITES
+
+CONNECT_TIMEOUT_S = 10.0  # seconds bench waits for a --scheduler to answer
 
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt import bench as benchmod
     from themis_opt.instance import Instance
-    from themis_opt.result import Result
+    from themis_opt.params import SolveParams
 
 
 class _Parser(argparse.ArgumentParser):
@@ -77,28 +79,67 @@ def _solver_options(parser: argparse.ArgumentParser, time_limit: float, what: st
         "--workers",
         type=_int_in("--workers", 1, 1024),
         default=None,
-        help="CP-SAT worker threads (default: the cores available)",
+        help="CP-SAT worker threads, and local searches at once (default: the cores available)",
     )
     parser.add_argument(
-        "--seed", type=_int_in("--seed", 0, 2**31 - 1), default=0, help="CP-SAT random seed (default 0)"
+        "--seed", type=_int_in("--seed", 0, 2**31 - 1), default=0, help="random seed of the searches (default 0)"
+    )
+    parser.add_argument(
+        "--params",
+        metavar="FILE",
+        default=None,
+        help="tuning parameters from a TOML file; an unknown key is an error (default: the built-in ones)",
+    )
+
+
+def _out(parser: argparse.ArgumentParser, what: str, *aliases: str, required: bool = True) -> None:
+    """``--out``: every command writes there; missing folders are created."""
+    parser.add_argument(
+        "--out",
+        *aliases,
+        dest="out",
+        metavar="PATH",
+        required=required,
+        default=None,
+        help=f"{what}; missing folders are created, and the path is checked before any work starts"
+        + ("" if required else " (default: nothing written)"),
     )
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``themis-opt``."""
-    parser = _Parser(prog="themis-opt", description=__doc__.splitlines()[0] if __doc__ else None)
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = _Parser(
+        prog="themis-opt",
+        description="Schedule collectives on multi-dimensional networks: ASTRA-sim's baseline and Themis, "
+        "balanced orders and CP-SAT, with lower bounds.",
+        epilog="Run 'themis-opt COMMAND --help' for a command's options.",
+    )
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser, metavar="COMMAND", title="commands"
+    )
+    names = ", ".join(method_names())
 
     p = sub.add_parser("solve", help="schedule one instance with one method, or all of them")
     p.add_argument("instance", help="instance JSON file")
-    p.add_argument("--method", choices=(*METHODS, "all"), default="themis")
+    p.add_argument(
+        "--method",
+        choices=(*method_names(), "all"),
+        default="themis",
+        metavar="METHOD",
+        help=f"{names}; or all: {', '.join(VARIANTS)} in turn, cpsat from the best of the others (default themis)",
+    )
     p.add_argument(
         "--intra",
         choices=("fifo", "scf"),
         default=None,
-        help="intra-dimension policy (default: scf for themis, fifo for baseline, best for balanced)",
+        help="intra-dimension policy (default: scf for themis, fifo for baseline, the better for balanced)",
     )
-    p.add_argument("--output", help="write the result JSON here (with --method all: one file per method)")
+    _out(
+        p,
+        "write the result JSON here (with --method all: one file per method: OUT.METHOD.json)",
+        "--output",
+        required=False,
+    )
     p.add_argument(
         "--bounds",
         action="store_true",
@@ -111,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="CP-SAT time quantum in ns (default: exact where times allow, else warm-start makespan / 100000)",
     )
-    p.add_argument("--log", action="store_true", help="stream the CP-SAT search log to standard error")
+    p.add_argument("--log", action="store_true", help="stream the searches' log to standard error (default off)")
 
     p = sub.add_parser("validate", help="check a result's schedule against its instance")
     p.add_argument("instance", help="instance JSON file")
@@ -121,30 +162,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--family", required=True, choices=sorted(FAMILIES))
     p.add_argument("--count", type=_int_in("--count", 1, 100_000), required=True)
     p.add_argument("--seed", type=_int_in("--seed", 0, 2**31 - 1), required=True)
-    p.add_argument("--out", required=True, help="folder to write the files to")
+    _out(p, "folder to write the files to")
 
     p = sub.add_parser("bench", help="compare methods over instances in a rich table")
     p.add_argument("paths", nargs="*", help="instance files or folders of them")
-    p.add_argument("--suite", choices=SUITES, help="a suite bundled with themis_opt")
+    p.add_argument("--suite", choices=SUITES, default=None, help="a suite bundled with themis_opt (default: none)")
     p.add_argument(
+        "--method",
         "--methods",
-        default=None,
-        help=f"comma-separated, from {', '.join(VARIANTS)} (default: all)",
+        dest="method",
+        default="all",
+        metavar="METHODS",
+        help=f"comma-separated, from {names}; all: {', '.join(VARIANTS)} (default all)",
     )
     _solver_options(p, 5.0, "each method (and the bounds) on each instance")
-    p.add_argument("--jobs", type=_int_in("--jobs", 1, 256), default=1, help="instances run in parallel")
-    p.add_argument("--out", help="append each finished instance to this JSON-lines file (never erased)")
+    p.add_argument("--jobs", type=_int_in("--jobs", 1, 256), default=1, help="instances run in parallel (default 1)")
+    _out(p, "append each finished instance to this JSON-lines file (never erased)", required=False)
     p.add_argument("--resume", action="store_true", help="skip instances already in --out (matched by content)")
     p.add_argument(
         "--allow-mixed",
         action="store_true",
-        help="add to an --out file that holds rows of other methods, time limit or seed",
+        help="add to an --out file that holds rows of other methods, time limit, seed or parameters",
     )
-    p.add_argument("--csv", help="also write this run's rows to this CSV file")
+    p.add_argument(
+        "--csv", metavar="PATH", default=None, help="also write this run's rows to this CSV file (default: none)"
+    )
     p.add_argument(
         "--scheduler",
+        default=None,
         help="run on a Dask cluster: tcp://HOST:PORT, or local:N for N single-threaded local workers "
-        '(needs pip install -e ".[dask]")',
+        '(needs pip install -e ".[dask]"; default: local processes, see --jobs)',
+    )
+    p.add_argument(
+        "--connect-timeout",
+        type=_number_in("--connect-timeout", 0, 3600),
+        default=CONNECT_TIMEOUT_S,
+        help=f"seconds to wait for the --scheduler to answer (default {CONNECT_TIMEOUT_S:g})",
     )
 
     p = sub.add_parser("workload", help="make a training-iteration task graph from a zoo model or a workload file")
@@ -165,13 +218,25 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="collective priorities (default: the network instance's scheduling-policy, else LIFO)",
     )
-    p.add_argument("--batch", type=_int_in("--batch", 1, 1_000_000), default=None, help="zoo: samples per NPU")
-    p.add_argument("--precision", choices=("fp16", "fp32"), default="fp16", help="zoo: gradient element size")
-    p.add_argument("--peak-tflops", type=_number_in("--peak-tflops", 0, 1e9), default=100.0, help="zoo (100)")
-    p.add_argument("--efficiency", type=_number_in("--efficiency", 0, 1), default=0.5, help="zoo (0.5)")
-    p.add_argument("--model-parallel", type=_int_in("--model-parallel", 1, 2**20), default=8, help="zoo: Transformer")
-    p.add_argument("--name", help="the instance's name (default: the model's)")
-    p.add_argument("--out", required=True, help="instance JSON file to write")
+    p.add_argument(
+        "--batch",
+        type=_int_in("--batch", 1, 1_000_000),
+        default=None,
+        help="zoo: samples per NPU (default: the model's)",
+    )
+    p.add_argument(
+        "--precision", choices=("fp16", "fp32"), default="fp16", help="zoo: gradient element size (default fp16)"
+    )
+    p.add_argument("--peak-tflops", type=_number_in("--peak-tflops", 0, 1e9), default=100.0, help="zoo (default 100)")
+    p.add_argument("--efficiency", type=_number_in("--efficiency", 0, 1), default=0.5, help="zoo (default 0.5)")
+    p.add_argument(
+        "--model-parallel",
+        type=_int_in("--model-parallel", 1, 2**20),
+        default=8,
+        help="zoo: Transformer's model-parallel group (default 8)",
+    )
+    p.add_argument("--name", default=None, help="the instance's name (default: the model's)")
+    _out(p, "instance JSON file to write")
 
     p = sub.add_parser("import-astra", help="make an instance from ASTRA-sim network, system and workload files")
     p.add_argument("network", help="ASTRA-sim 1.0 network .json or 2.x network .yml")
@@ -198,29 +263,34 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip keys ASTRA-sim does not read (default: an unknown key is an error)",
     )
-    p.add_argument("--name", help="the instance's name (default: the network file's stem)")
-    p.add_argument("--out", required=True, help="instance JSON file to write")
+    p.add_argument("--name", default=None, help="the instance's name (default: the network file's stem)")
+    _out(p, "instance JSON file to write")
 
     p = sub.add_parser("export-astra", help="write ASTRA-sim files that run the same case")
     p.add_argument("instance", help="instance JSON file")
     p.add_argument("--version", type=int, choices=(1, 2), default=1, help="ASTRA-sim 1.0 or 2.x files (default 1)")
-    p.add_argument("--method", choices=("baseline", "themis"), default="themis", help="scheduling to ask for")
-    p.add_argument("--out", required=True, help="folder to write the files to")
+    p.add_argument(
+        "--method", choices=("baseline", "themis"), default="themis", help="scheduling to ask for (default themis)"
+    )
+    _out(p, "folder to write the files to")
 
     p = sub.add_parser("plot", help='draw a result\'s schedule as a figure (needs pip install -e ".[plot]")')
     p.add_argument("result", help="result JSON file")
-    p.add_argument("--out", required=True, help="figure file: .svg, .png or .pdf")
-    p.add_argument("--instance", help="the instance JSON, to name the dimensions")
+    _out(p, "figure file: .svg, .png or .pdf")
+    p.add_argument("--instance", default=None, help="the instance JSON, to name the dimensions (default: d0, d1...)")
 
     p = sub.add_parser("plot-bench", help='draw the figures of bench rows (needs pip install -e ".[plot]")')
     p.add_argument("rows", help="JSON-lines file written by bench --out")
-    p.add_argument("--out", required=True, help="folder for speedup, gaps and utilization figures")
-    p.add_argument("--format", choices=("svg", "png", "pdf"), default="svg")
+    _out(p, "folder for the speedup, gap and utilisation figures")
+    p.add_argument("--format", choices=("svg", "png", "pdf"), default="svg", help="figure format (default svg)")
 
     p = sub.add_parser("show", help="draw a result's schedule as a per-dimension Gantt chart")
     p.add_argument("result", help="result JSON file")
     p.add_argument(
-        "--width", type=_int_in("--width", 10, 10_000), default=None, help="chart width (default: the terminal's)"
+        "--width",
+        type=_int_in("--width", 40, 10_000),
+        default=None,
+        help="columns the chart takes, labels included (default: the terminal's)",
     )
     return parser
 
@@ -257,11 +327,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _solve(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.io import check_writable, load_instance
 
+    params = _params(args)
+    searches = args.method in ("all", "cpsat")
+    if args.intra is not None and searches:
+        raise InputError("--intra", f"applies to one method, not to --method {args.method} (cpsat sequences itself)")
+    if args.quantum_ns is not None and not searches:
+        raise InputError("--quantum-ns", f"applies to cpsat only, not to --method {args.method}")
     instance = load_instance(args.instance)
-    if args.output:
-        check_writable(args.output)
+    for path in _solve_outputs(args).values():
+        check_writable(path)
     if not args.log:
-        return _run_solve(args, console, instance)
+        return _run_solve(args, console, instance, params)
     package = logging.getLogger("themis_opt")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
@@ -269,41 +345,58 @@ def _solve(args: argparse.Namespace, console: Console) -> int:
     package.addHandler(handler)
     package.setLevel(logging.INFO)
     try:
-        return _run_solve(args, console, instance)
+        return _run_solve(args, console, instance, params)
     finally:  # main() may be called again in the same process
         package.removeHandler(handler)
         package.setLevel(level)
 
 
-def _run_solve(args: argparse.Namespace, console: Console, instance: Instance) -> int:
+def _params(args: argparse.Namespace) -> SolveParams | None:
+    """The ``--params`` file's parameters, or ``None`` for the defaults."""
+    if args.params is None:
+        return None
+    from themis_opt.params import SolveParams
+
+    return SolveParams.from_file(args.params)
+
+
+def _solve_outputs(args: argparse.Namespace) -> dict[str, Path]:
+    """Where ``solve`` writes each method's result: ``--out``, or one file per method with all."""
+    if args.out is None:
+        return {}
+    out = Path(args.out)
+    if args.method != "all":
+        return {args.method: out}
+    return {v: out.with_name(f"{out.stem}.{v}{out.suffix or '.json'}") for v in VARIANTS}
+
+
+def _run_solve(args: argparse.Namespace, console: Console, instance: Instance, params: SolveParams | None) -> int:
     from themis_opt.bounds import compute_bounds
     from themis_opt.io import save_result
-    from themis_opt.report import comparison_table, label, result_summary
-    from themis_opt.solve import solve
+    from themis_opt.params import SolveParams
+    from themis_opt.report import comparison_table, result_summary
+    from themis_opt.solve import solve, solve_all
 
     deadline = Deadline(args.started + args.time_limit)
     options = {"workers": args.workers, "seed": args.seed, "quantum_ns": args.quantum_ns, "log": args.log}
+    outputs = _solve_outputs(args)
     if args.method != "all":
-        bounds = compute_bounds(instance, deadline.share(0.5)) if args.bounds else None
-        result = solve(instance, args.method, intra=args.intra, time_limit=_left(deadline), bounds=bounds, **options)
-        console.print(result_summary(instance, result))
-        if args.output:
-            save_result(result, args.output)
-        return 0
-    # one budget for all five runs: the bounds first, the cheap methods, CP-SAT with the rest
-    bounds = compute_bounds(instance, deadline.share(0.3))
-    results: list[Result] = []
-    for method, intra in (Method.split(v) for v in VARIANTS):
-        done = [r.schedule for r in results if r.schedule is not None]
-        warm = min(done, key=lambda s: s.makespan) if done else None
-        results.append(
-            solve(instance, method, intra=intra, time_limit=_left(deadline), bounds=bounds, warm=warm, **options)
+        settings = (params or SolveParams()).bounds
+        bounds = (
+            compute_bounds(instance, deadline.share(settings.cheap_share), params=settings) if args.bounds else None
         )
+        result = solve(
+            instance, args.method, intra=args.intra, time_limit=_left(deadline), bounds=bounds, params=params, **options
+        )
+        console.print(result_summary(instance, result))
+        if outputs:
+            save_result(result, outputs[args.method])
+        return 0
+    results = solve_all(instance, VARIANTS, time_limit=_left(deadline), params=params, **options)
     console.print(comparison_table(instance, results))
-    if args.output:
-        out = Path(args.output)
-        for result in results:
-            save_result(result, out.with_name(f"{out.stem}.{label(result)}{out.suffix or '.json'}"))
+    for variant, result in zip(VARIANTS, results):
+        if variant in outputs:
+            save_result(result, outputs[variant])
     return 0
 
 
@@ -337,14 +430,13 @@ def _validate(args: argparse.Namespace, console: Console) -> int:
 
 def _generate(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.generator import generate
-    from themis_opt.io import save_instance
+    from themis_opt.io import check_folder, save_instance
 
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise InputError(str(out), "exists and is not a folder")
+    check_folder(out)
     for instance in generate(args.family, args.count, args.seed):
         save_instance(instance, out / f"{instance.name}.json")
-    console.print(f"wrote {args.count} {args.family} instances to {out}")
+    console.print(f"wrote {counted(args.count, args.family + ' instance')} to {out}")
     return 0
 
 
@@ -376,7 +468,8 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.io import check_writable, read_json
     from themis_opt.report import bench_table, summary_table
 
-    methods = benchmod.parse_methods(args.methods) if args.methods is not None else benchmod.METHODS
+    methods = benchmod.parse_methods(args.method)
+    params = _params(args)
     paths = _instance_paths(args)
     documents = {path: read_json(path) for path in paths}
     # bad input fails before any work starts
@@ -387,7 +480,7 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
         raise InputError("--jobs", "runs local processes: give --jobs or --scheduler, not both")
     if args.scheduler is not None:
         check_scheduler(args.scheduler)
-    settings = (methods, args.time_limit, args.seed)
+    settings = benchmod.settings_of(methods, args.time_limit, args.seed, params)
     done: list[benchmod.Record] = []
     if args.out:
         done = benchmod.prepare_rows_file(args.out, settings, allow_mixed=args.allow_mixed)
@@ -397,7 +490,7 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
     todo = [p for p in paths if digests[p] not in kept]
     records: dict[str, benchmod.Record] = {p: kept[digests[p]] for p in paths if digests[p] in kept}
     written = 0
-    with _bench_backend(args, todo, methods, documents, digests) as (runs, jobs, workers):
+    with _bench_backend(args, todo, methods, params, documents, digests) as (runs, jobs, workers):
         try:
             for path, record in runs:
                 records[path] = record
@@ -417,11 +510,13 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
         benchmod.write_csv(args.csv, ordered, methods)
     console.print(bench_table(ordered, methods))
     console.print(summary_table(benchmod.summarize(ordered, methods)))
-    console.print(f"{len(ordered)} instances, {jobs} jobs x {workers} CP-SAT workers")
+    console.print(f"{counted(len(ordered), 'instance')}, {counted(jobs, 'job')} x {counted(workers, 'CP-SAT worker')}")
     invalid = sum(1 for r in ordered for o in r.outcomes if not o.valid)
     failed = sum(1 for r in ordered if r.error)
     if invalid or failed:
-        sys.stderr.write(f"themis-opt: {invalid} schedules failed the validator, {failed} instances failed\n")
+        sys.stderr.write(
+            f"themis-opt: {counted(invalid, 'schedule')} failed the validator, {counted(failed, 'instance')} failed\n"
+        )
         return 1
     return 0
 
@@ -440,6 +535,7 @@ def _bench_backend(
     args: argparse.Namespace,
     todo: list[str],
     methods: tuple[str, ...],
+    params: SolveParams | None,
     documents: dict[str, object],
     digests: dict[str, str],
 ) -> Iterator[tuple[Iterator[tuple[str, benchmod.Record]], int, int]]:
@@ -450,18 +546,19 @@ def _bench_backend(
         workers = args.workers if args.workers is not None else max(1, available_workers() // args.jobs)
         if args.jobs * workers > available_workers():
             sys.stderr.write(
-                f"themis-opt: warning: {args.jobs} jobs x {workers} workers exceed the "
+                f"themis-opt: warning: {counted(args.jobs, 'job')} x {counted(workers, 'worker')} exceed the "
                 f"{available_workers()} cores available: timings will suffer\n"
             )
-        yield _with_progress(_run_local(todo, methods, args, workers, digests), len(todo)), args.jobs, workers
+        runs = _run_local(todo, methods, params, args, workers, digests)
+        yield _with_progress(runs, len(todo)), args.jobs, workers
         return
     from themis_opt.cluster import connect, run_on_cluster, worker_threads
 
-    with connect(args.scheduler) as client:
+    with connect(args.scheduler, args.connect_timeout) as client:
         jobs, threads = worker_threads(client)
         workers = args.workers if args.workers is not None else threads
         items = [(path, documents[path], digests[path]) for path in todo]
-        runs = run_on_cluster(client, items, methods, args.time_limit, workers, args.seed)
+        runs = run_on_cluster(client, items, methods, args.time_limit, workers, args.seed, params)
         yield _with_progress(runs, len(todo)), jobs, workers
 
 
@@ -484,18 +581,26 @@ def _with_progress(runs: Iterator[tuple[str, benchmod.Record]], total: int) -> I
 
 
 def _run_local(
-    todo: list[str], methods: tuple[str, ...], args: argparse.Namespace, workers: int, digests: dict[str, str]
+    todo: list[str],
+    methods: tuple[str, ...],
+    params: SolveParams | None,
+    args: argparse.Namespace,
+    workers: int,
+    digests: dict[str, str],
 ) -> Iterator[tuple[str, benchmod.Record]]:
     """Yield (path, record) as instances finish, in this process or in ``--jobs`` processes."""
     from themis_opt import bench as benchmod
 
+    settings = benchmod.settings_of(methods, args.time_limit, args.seed, params)
+    run = (methods, args.time_limit, workers, args.seed, params)
+
     def failed(path: str, error: BaseException) -> benchmod.Record:
-        return benchmod.failed_record(path, digests[path], methods, args.time_limit, args.seed, str(error))
+        return benchmod.failed_record(path, digests[path], settings, str(error))
 
     if args.jobs == 1:
         for path in todo:
             try:
-                record = benchmod.run_instance(path, methods, args.time_limit, workers, args.seed)
+                record = benchmod.run_instance(path, *run)
             except InputError as error:
                 record = failed(path, error)
             yield path, record
@@ -509,7 +614,7 @@ def _run_local(
         while queue or pending:
             while queue and len(pending) < args.jobs:
                 path = queue.pop(0)
-                future = pool.submit(benchmod.run_instance, path, methods, args.time_limit, workers, args.seed)
+                future = pool.submit(benchmod.run_instance, path, *run)
                 pending[future] = path
             finished_now, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished_now:
@@ -553,8 +658,9 @@ def _workload(args: argparse.Namespace, console: Console) -> int:
     instance = task_graph(workload, network, passes=args.passes, cut=cut, name=args.name)
     save_instance(instance, args.out)
     console.print(
-        f"wrote {args.out}: {workload.parallelism}, {len(workload.layers)} layers x {args.passes} passes: "
-        f"{len(instance.computes)} compute tasks, {len(instance.collectives)} collectives, {instance.num_phases} phases"
+        f"wrote {args.out}: {workload.parallelism}, {counted(len(workload.layers), 'layer')} x "
+        f"{counted(args.passes, 'pass', 'passes')}: {counted(len(instance.computes), 'compute task')}, "
+        f"{counted(len(instance.collectives), 'collective')}, {counted(instance.num_phases, 'phase')}"
     )
     return 0
 
@@ -579,10 +685,9 @@ def _import_astra(args: argparse.Namespace, console: Console) -> int:
     )
     save_instance(instance, args.out)
     meta = dict(instance.metadata)
-    dims = len(instance.network.dimensions)
     console.print(
-        f"wrote {args.out}: {dims} dimension{'s' if dims != 1 else ''}, {instance.network.num_npus} NPUs, "
-        f"{len(instance.collectives)} collective{'s' if len(instance.collectives) != 1 else ''}; "
+        f"wrote {args.out}: {counted(len(instance.network.dimensions), 'dimension')}, "
+        f"{counted(instance.network.num_npus, 'NPU')}, {counted(len(instance.collectives), 'collective')}; "
         f"the system file asks for {meta['astra_method']} with {meta['astra_intra']}"
     )
     for note in filter(None, meta.get("astra_notes", "").split("; ")):
@@ -592,8 +697,9 @@ def _import_astra(args: argparse.Namespace, console: Console) -> int:
 
 def _export_astra(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.astra import export_astra
-    from themis_opt.io import load_instance
+    from themis_opt.io import check_folder, load_instance
 
+    check_folder(args.out)
     files = export_astra(load_instance(args.instance), args.version, args.out, args.method)
     console.print(f"wrote {', '.join(str(f) for f in files)}")
     return 0
@@ -616,17 +722,17 @@ def _plot(args: argparse.Namespace, console: Console) -> int:
 
 def _plot_bench(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.bench import read_records
+    from themis_opt.io import check_folder
     from themis_opt.plot import bench_figures, save
 
+    out = Path(args.out)
+    check_folder(out)
     records = read_records(args.rows)
     if not records:
         raise InputError(args.rows, "holds no rows (or does not exist)")
     methods: list[str] = []
     for r in records:
         methods += [m for m in r.methods or tuple(o.method for o in r.outcomes) if m not in methods]
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise InputError(str(out), "exists and is not a folder")
     for name, figure in bench_figures(records, methods).items():
         console.print(f"wrote {save(figure, out / f'{name}.{args.format}')}")
     return 0
@@ -634,18 +740,19 @@ def _plot_bench(args: argparse.Namespace, console: Console) -> int:
 
 def _show(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.io import load_result
-    from themis_opt.report import fmt_time, gantt
+    from themis_opt.report import GANTT_MARGIN, fmt_time, gantt
 
     result = load_result(args.result)
     if result.schedule is None:
         raise InputError(f"{args.result}: schedule", "is null: there is nothing to draw")
     num_dims = 1 + max((p.dim for c in result.schedule.chunks for p in c.phases), default=0)
+    if args.width is not None:  # rich wraps every line at the console's width
+        console = Console(width=args.width)
     console.print(
         f"{result.instance}: {result.method}"
         f"{'-' + result.intra if result.intra else ''}, makespan {fmt_time(result.makespan)}"
     )
-    width = args.width if args.width is not None else max(10, console.width - 20)  # label and busy share
-    console.print(gantt(result.schedule, num_dims, width))
+    console.print(gantt(result.schedule, num_dims, max(10, console.width - GANTT_MARGIN)))
     return 0
 
 

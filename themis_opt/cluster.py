@@ -21,12 +21,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from themis_opt.bench import Record, failed_record, run_document
+from themis_opt.bench import Record, failed_record, run_document, settings_of
 from themis_opt.errors import InputError
+from themis_opt.params import SolveParams
 
 logger = logging.getLogger(__name__)
 
-CONNECT_TIMEOUT_S = 10.0
+CONNECT_TIMEOUT_S = 10.0  # seconds to wait for a scheduler's answer (bench --connect-timeout)
 INSTALL_HINT = 'the dask extra is not installed: pip install -e ".[dask]" (or pip install "themis_opt[dask]")'
 _LOCAL = re.compile(r"local:(\d+)")
 _TCP = re.compile(r"tcp://[^\s:/]+:\d{1,5}")
@@ -116,6 +117,7 @@ def run_on_cluster(
     time_limit: float,
     workers: int,
     seed: int,
+    params: SolveParams | None = None,
 ) -> Iterator[tuple[str, Record]]:
     """Yield (path, record) as the cluster finishes each instance.
 
@@ -129,7 +131,7 @@ def run_on_cluster(
     futures = {}
     for n, (path, document, digest) in enumerate(documents):
         key = f"themis-opt-bench-{n}-{digest}"
-        future = client.submit(run_document, document, path, tuple(methods), time_limit, workers, seed, key=key)
+        future = client.submit(run_document, document, path, tuple(methods), time_limit, workers, seed, params, key=key)
         futures[future] = path
     digests = {path: digest for path, _, digest in documents}
     try:
@@ -141,7 +143,7 @@ def run_on_cluster(
                 if client.status != "running":
                     raise ClusterLost(str(error) or type(error).__name__) from None
                 message = f"{type(error).__name__}: {error}"
-                record = failed_record(path, digests[path], methods, time_limit, seed, message)
+                record = failed_record(path, digests[path], settings_of(methods, time_limit, seed, params), message)
             yield path, record
     finally:
         for future in futures:

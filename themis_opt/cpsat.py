@@ -28,8 +28,9 @@ one that every duration, issue time and lag is a whole multiple of (the cost
 model's times are small rationals: 5/2048 ns on the 4D networks of the
 benchmarks). Then nothing is rounded and CP-SAT's proof of optimality is a
 proof for the exact problem. Otherwise (or when the exact quantum would need
-more than ``MAX_EXACT_QUANTA`` of them) it is the warm start's makespan over
-``HORIZON_QUANTA``, and the bound is that of the rounded-down relaxation.
+more than ``max_exact_quanta`` of them) it is the warm start's makespan over
+``horizon_quanta`` (:class:`~themis_opt.params.CpsatParams`), and the bound is
+that of the rounded-down relaxation.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ from ortools.sat.python import cp_model
 from themis_opt.bounds import collective_releases
 from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
 from themis_opt.cost import PhaseSpec, chunk_phases, phase_plan_of
-from themis_opt.errors import InputError
+from themis_opt.errors import InputError, counted
 from themis_opt.instance import ChunkClass, Collective, Instance, Op
+from themis_opt.params import CpsatParams
 from themis_opt.policies import counts_match
 from themis_opt.result import SolverStats, Status, optimality_tolerance
 from themis_opt.schedule import ChunkSchedule, Schedule
@@ -56,11 +58,9 @@ from themis_opt.simulator import compute_sequence_of, left_shift, retime, sequen
 logger = logging.getLogger(__name__)
 
 Order = tuple[int, ...]
-HORIZON_QUANTA = 100_000  # coarse quantum: the warm start's makespan over this
-MAX_EXACT_QUANTA = 2**32  # an exact quantum is used while the makespan spans at most this many
-WHOLE = 1e-9  # relative float error within which a time counts as a whole number of quanta
-BOUND_MARGIN = 1e-8  # CP-SAT's bound is shrunk by this (relative): covers WHOLE along any path
-PROBING_PHASES = 1_000  # above this many phases, CP-SAT's presolve skips probing
+WHOLE = 1e-9  # relative float error within which a time counts as a whole number of quanta (a margin)
+BOUND_MARGIN = 1e-8  # CP-SAT's bound is shrunk by this (relative): covers WHOLE along any path (a margin)
+CPSAT = CpsatParams()  # the defaults
 
 _STATUS = {
     cp_model.OPTIMAL: Status.OPTIMAL,
@@ -71,9 +71,9 @@ _STATUS = {
 }
 
 
-def default_quantum(upper_bound: float) -> float:
+def default_quantum(upper_bound: float, params: CpsatParams = CPSAT) -> float:
     """The coarse time quantum for a makespan of ``upper_bound`` ns."""
-    return max(upper_bound / HORIZON_QUANTA, 1e-3)
+    return max(upper_bound / params.horizon_quanta, 1e-3)
 
 
 def quanta(ns: float, quantum: float) -> int:
@@ -85,14 +85,16 @@ def quanta(ns: float, quantum: float) -> int:
     return max(0, math.floor(x))
 
 
-def exact_quantum(instance: Instance, upper_bound: float, deadline: Deadline | None = None) -> float | None:
+def exact_quantum(
+    instance: Instance, upper_bound: float, deadline: Deadline | None = None, params: CpsatParams = CPSAT
+) -> float | None:
     """The largest quantum that every duration, issue time and lag is a whole multiple of.
 
     With it nothing is rounded: CP-SAT's model is the exact problem and its
     proof of optimality is one of the exact makespan. ``None`` when some time
     is not a small rational (denominator above 2^20, e.g. a user's 1/3 ns),
     or when the makespan ``upper_bound`` would span more than
-    ``MAX_EXACT_QUANTA`` quanta.
+    ``params.max_exact_quanta`` quanta.
     """
     deadline = deadline or Deadline()
     values: set[float] = set()
@@ -118,7 +120,7 @@ def exact_quantum(instance: Instance, upper_bound: float, deadline: Deadline | N
     if denominator > 2**40:
         return None
     quantum = Fraction(math.gcd(*(int(f * denominator) for f in exact)), denominator)
-    if upper_bound / quantum > MAX_EXACT_QUANTA:
+    if upper_bound / quantum > params.max_exact_quanta:
         return None
     return float(quantum)
 
@@ -489,6 +491,7 @@ def solve_cpsat(
     lower_bound: float = 0.0,
     counts: Mapping[ChunkClass, Mapping[Order, int]] | None = None,
     cap: float | None = None,
+    params: CpsatParams = CPSAT,
 ) -> CpsatOutcome:
     """Minimise the makespan with CP-SAT from a complete warm start.
 
@@ -530,6 +533,8 @@ def solve_cpsat(
         question: do these counts admit a schedule at the lower bound? The
         status is never ``optimal`` and there is no bound (a capped model
         proves nothing about longer schedules).
+    params
+        The quantum's and the search's tuning numbers.
 
     Raises
     ------
@@ -538,7 +543,7 @@ def solve_cpsat(
     """
     quantum = quantum_ns
     if quantum is None:
-        quantum = exact_quantum(instance, warm.makespan, deadline) or default_quantum(warm.makespan)
+        quantum = exact_quantum(instance, warm.makespan, deadline, params) or default_quantum(warm.makespan, params)
     horizon = math.ceil(warm.makespan / quantum) + 1  # rounded-down durations: the warm start fits
     if cap is not None:
         horizon = min(horizon, math.floor(cap / quantum))
@@ -548,20 +553,17 @@ def solve_cpsat(
         model.fix_counts(counts)
     if cap is None and (counts is None or counts_match(instance, warm.orders, counts)):
         model.hint(warm)
-    # keep a little of the budget for the last solution's re-timing and the result
-    # (big models keep more: on 1,024 phases CP-SAT overran its limit by 2-6 s and stopped 1.6-4 s after asked)
-    search_time = deadline.remaining() * (0.9 if instance.num_phases <= PROBING_PHASES else 0.4) - 0.1
+    # keep a little of the budget for the last solution's re-timing and the result (big models more)
+    large = instance.num_phases > params.probing_phases
+    search_time = deadline.remaining() * (params.search_share_large if large else params.search_share) - 0.1
     if search_time <= 0:
         raise OutOfTime("cpsat: no time left to search")
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = search_time
-    if instance.num_phases > PROBING_PHASES:
-        # presolve's probing takes 12 s of wall time (1 unit of deterministic time) on 2,048 phases and
-        # leaves the search nothing, not even the hinted solution: big models go without it
+    if large:  # presolve's probing would leave the search nothing, not even the hinted solution
         solver.parameters.cp_model_probing_level = 0
     solver.parameters.num_workers = workers
-    # the model is mostly no-overlaps: their stronger propagation proved the counts-fixed 4x16x4x4
-    # all-reduce of bench/exact_scale.py in 1.5-5 s on 8 of 8 seeds, against 3 of 4 in 7-14 s without
+    # the model is mostly no-overlaps: their stronger propagation proves more (the benchmark page)
     solver.parameters.use_strong_propagation_in_disjunctive = True
     solver.parameters.random_seed = seed
     solver.parameters.stop_after_first_solution = cap is not None
@@ -601,25 +603,25 @@ def improve_by_windows(
     workers: int,
     seed: int,
     t0: float,
-    max_phases: int = 1500,
-    max_literals: int = 20_000,
+    params: CpsatParams = CPSAT,
 ) -> tuple[Schedule, tuple[tuple[float, float], ...]]:
     """Large-neighbourhood search: free a window of collectives, keep the rest, re-solve the window.
 
     The collectives are taken in the order the incumbent starts them; each
-    window is a run of consecutive ones with at most ``max_phases`` phases.
+    window is a run of consecutive ones with at most ``params.window_phases`` phases.
     Everything outside it stays where the incumbent put it (its phases hold
     their dimensions, its ends release the window's tasks); CP-SAT chooses the
     window's orders and sequences to finish it as early as it can; the merged
     sequences are re-timed exactly by a left shift and kept if the makespan
     improves. Windows rotate until the deadline; a collective with more than
-    ``max_literals`` order literals (chunks times orders) is never freed.
+    ``params.window_literals`` order literals (chunks times orders) is never freed.
     Returns the best schedule and
     the trajectory of improvements (seconds since ``t0``, makespan).
     """
     import random
 
     rng = random.Random(seed)
+    max_phases, max_literals = params.window_phases, params.window_literals
     best = incumbent
     trajectory = [(time.perf_counter() - t0, best.makespan)]
     phases_of = [0] * len(instance.collectives)
@@ -646,11 +648,11 @@ def improve_by_windows(
             total += phases_of[c]
             size += literals[c]
         position += max(1, len(window) // 2)  # overlapping windows
-        candidate = _solve_window(instance, best, set(window), deadline, workers, rng.randrange(2**31))
+        candidate = _solve_window(instance, best, set(window), deadline, workers, rng.randrange(2**31), params)
         if candidate is not None and candidate.makespan < best.makespan * (1 - 1e-12):
             best = candidate
             trajectory.append((time.perf_counter() - t0, best.makespan))
-            logger.info("lns: window of %d collectives: makespan %.3f ns", len(window), best.makespan)
+            logger.info("lns: window of %s: makespan %.3f ns", counted(len(window), "collective"), best.makespan)
     return best, tuple(trajectory)
 
 
@@ -661,6 +663,7 @@ def _solve_window(
     deadline: Deadline,
     workers: int,
     seed: int,
+    params: CpsatParams,
 ) -> Schedule | None:
     """Re-solve the collectives in ``window`` with everything else fixed; the merged schedule, re-timed."""
     import dataclasses
@@ -680,7 +683,7 @@ def _solve_window(
         inside = tuple(d for d in coll.after if d.task in in_window)
         sub_tasks.append(dataclasses.replace(coll, issue_ns=max([coll.issue_ns, *outside]), after=inside))
     sub = Instance(instance.network, tuple(sub_tasks), f"{instance.name}-window")
-    quantum = default_quantum(incumbent.makespan)
+    quantum = default_quantum(incumbent.makespan, params)
     horizon = math.ceil(incumbent.makespan / quantum) + 2
     busy: dict[int, list[tuple[int, int]]] = {}
     for chunk in incumbent.chunks:
@@ -693,7 +696,7 @@ def _solve_window(
             size = math.floor(phase.end_ns / quantum) - start
             if size > 0:
                 busy.setdefault(phase.dim, []).append((start, size))
-    share = deadline.share(0.25)
+    share = deadline.share(params.window_share)
     horizon += max((start + size for held in busy.values() for start, size in held), default=0)
     try:
         model = CpsatModel(sub, quantum, horizon, share, busy, symmetry=False)

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun``, in the plural unless ``n`` is 1: ``1 job``, ``2 jobs``."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 class InputError(ValueError):
     """Bad input: names where the problem is and what it is.
 

@@ -19,9 +19,10 @@ The search:
    the simulations left (as many as the time left allows at the restarts'
    pace).
 
-Two strategies share these steps: ``DESCENT`` (a plain descent after
-restarts for half the simulations) for one collective and ``ANNEALING``
-(annealing after restarts for a tenth) for several (:func:`strategy_for`).
+Two strategies share these steps: a plain descent after restarts for half
+the simulations for one collective and annealing after restarts for a tenth
+for several (:func:`strategy_for`; the shares and the temperature are
+:class:`~themis_opt.params.SearchParams`).
 With several workers, the descent runs once per worker, worker ``n`` seeded
 ``seed + n``, and the shortest schedule wins; the annealing runs once, its
 candidates timed by all workers at once (``workers`` candidates drawn from
@@ -51,21 +52,16 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from themis_opt.budget import Deadline, OutOfTime, die_with_parent
+from themis_opt.errors import counted
 from themis_opt.instance import Instance
 from themis_opt.methods import Intra
+from themis_opt.params import SearchParams
 from themis_opt.result import is_proven
 from themis_opt.schedule import Schedule
 from themis_opt.simulator import Orders, PhaseMemo, check_orders, phase_plan, retime, sequences_of, simulate_makespan
 
 logger = logging.getLogger(__name__)
-
-# Simulations per search: ten per ordered pair of interchangeable chunks, as
-# the swaps grow with the square of a class, and at least 2,400. On the 4D all-reduces of
-# bench/exact_scale.py, 16 chunks and 10 s: 10 of 15 runs proven with 2,400, 7 of 15 with 9,600
-# (the search takes time the counts-fixed stage needs); 32 chunks and 60 s: 9,600 did better on
-# all five (0.00-0.85% against 0.09-1.17%); 8 collectives of 16 chunks: the time share ends it.
-EVALUATIONS_PER_PAIR = 10
-MIN_EVALUATIONS = 2400
+SEARCH = SearchParams()  # the defaults
 
 
 @dataclass(frozen=True)
@@ -89,37 +85,21 @@ class Strategy:
     shared: bool = False
 
 
-# Measured on bench/exact_scale.py's instances, searches alone with the default simulations, seeds 0/1:
-# * one all-reduce of 32 chunks: the descent after half restarts ends 0.05%/0.00% above the bound on
-#   4x16x4x4 and 0.22%/0.22% on 4x8x8x4; annealing after a tenth 0.69%/1.66% and 0.50%/0.44%;
-# * 8 all-reduces of 16 chunks, 5,000 simulations, 8 seeds: the descent 1.47% on average after a tenth
-#   of restarts and 1.62% (4 seeds) after half; annealing at 0.3% 1.27% (0.1%: 1.40%, 1%: 2.32%).
-# * the same, 8,000 simulations in all, 2 workers, seeds 0-2 (bench/annealing.py): one walk timed by both
-#   or one walk per worker, from 0.15% or 0.3%, all average 1.23-1.46% above the bound; with other starts
-#   (exploratory runs, issue 11's seventh note) one walk from 0.15% averaged 1.06% over seeds 0-5, from 0.3% 1.41%.
-#   Chosen: one walk from 0.15%; the 60 s cpsat runs on that instance went from 1.43-1.69% to 0.55-1.62%
-#   with it and the cooling over the time left (in _search), not measured apart.
-DESCENT = Strategy(restart_share=0.5, temperature=0.0)
-ANNEALING = Strategy(restart_share=0.1, temperature=0.0015, shared=True)
+def strategy_for(instance: Instance, params: SearchParams = SEARCH) -> Strategy:
+    """A descent after restarts for one collective, annealing after restarts for several."""
+    if len(instance.collectives) == 1:
+        return Strategy(restart_share=params.descent_restart_share, temperature=0.0)
+    return Strategy(params.annealing_restart_share, params.annealing_temperature, shared=True)
 
 
-# How long past the deadline the caller waits for a helper's schedule; a helper stops early enough
-# to send it in time (bench/time_limits.py: a 4,096-chunk cpsat run at 2 s overran its promise by
-# 0.03 s while the caller waited up to a second for a helper that built and pickled after the deadline)
-HANDOVER_GRACE = 0.2
-
-
-def strategy_for(instance: Instance) -> Strategy:
-    """``DESCENT`` for one collective, ``ANNEALING`` for several (the measurements above)."""
-    return DESCENT if len(instance.collectives) == 1 else ANNEALING
-
-
-def default_evaluations(instance: Instance) -> int:
-    """How many simulations a search of ``instance`` may run unless told:
-    ``EVALUATIONS_PER_PAIR`` per ordered pair of chunks of one class, at least ``MIN_EVALUATIONS``.
+def default_evaluations(instance: Instance, params: SearchParams = SEARCH) -> int:
+    """How many simulations a search of ``instance`` may run: ``params.evaluations``, or by
+    default ``evaluations_per_pair`` per ordered pair of chunks of one class, at least ``min_evaluations``.
     """
+    if params.evaluations is not None:
+        return params.evaluations
     pairs = sum(len(cls.chunks) * (len(cls.chunks) - 1) for cls in instance.chunk_classes)
-    return max(MIN_EVALUATIONS, EVALUATIONS_PER_PAIR * pairs)
+    return max(params.min_evaluations, params.evaluations_per_pair * pairs)
 
 
 class _Optimal(Exception):
@@ -137,6 +117,7 @@ def improve_assignment(
     target: float | None = None,
     workers: int = 1,
     strategy: Strategy | None = None,
+    params: SearchParams = SEARCH,
 ) -> Schedule | None:
     """The best schedule found by rearranging and changing chunks' orders.
 
@@ -153,8 +134,7 @@ def improve_assignment(
         Seed of the search's random choices.
     evaluations
         How many simulations the search may run; by default
-        ``EVALUATIONS_PER_PAIR`` per ordered pair of chunks of one class, at least
-        ``MIN_EVALUATIONS``.
+        :func:`default_evaluations`.
     deadline
         When to stop with the best so far.
     keep_counts
@@ -174,6 +154,8 @@ def improve_assignment(
     strategy
         How each search spends its simulations; by default
         :func:`strategy_for` the instance.
+    params
+        The searches' tuning numbers.
 
     Returns
     -------
@@ -182,10 +164,10 @@ def improve_assignment(
         before ``deadline``.
     """
     deadline = deadline or Deadline()
-    strategy = strategy or strategy_for(instance)
+    strategy = strategy or strategy_for(instance, params)
     options = {
         "strategy": strategy,
-        "evaluations": evaluations,
+        "evaluations": evaluations if evaluations is not None else default_evaluations(instance, params),
         "deadline": deadline,
         "keep_counts": keep_counts,
         "target": target,
@@ -208,7 +190,7 @@ def improve_assignment(
     try:
         found = [_search(instance, starts, **run(0))]
         if found[0] is None or target is None or not is_proven(found[0].makespan, target, instance.origin_ns):
-            found += [_result_of(helper, deadline) for helper in helpers]
+            found += [_result_of(helper, deadline, params.handover_grace) for helper in helpers]
     finally:
         _stop(helpers)
     timed = [schedule for schedule in found if schedule is not None]
@@ -245,11 +227,11 @@ def _helper(  # pragma: no cover - runs in the forked process
     send.send(found)
 
 
-def _result_of(helper: Helper, deadline: Deadline) -> Any:
-    """A helper's answer, waiting for it at most ``HANDOVER_GRACE`` past ``deadline`` (then ``None``)."""
+def _result_of(helper: Helper, deadline: Deadline, grace: float) -> Any:
+    """A helper's answer, waiting for it at most ``grace`` seconds past ``deadline`` (then ``None``)."""
     _, receive = helper
     try:
-        if receive.poll(None if math.isinf(deadline.at) else deadline.remaining() + HANDOVER_GRACE):
+        if receive.poll(None if math.isinf(deadline.at) else deadline.remaining() + grace):
             return receive.recv()
     except (EOFError, OSError):  # the helper died without an answer
         pass
@@ -304,7 +286,7 @@ def _search(
     *,
     seed: int,
     strategy: Strategy,
-    evaluations: int | None,
+    evaluations: int,
     deadline: Deadline,
     keep_counts: bool,
     target: float | None,
@@ -321,8 +303,6 @@ def _search(
     all at once and takes the first it accepts: the walk depends on how many timers there
     are, never on which answers first.
     """
-    if evaluations is None:
-        evaluations = default_evaluations(instance)
     rng = random.Random(seed)
     classes = [cls for cls in instance.chunk_classes if instance.order_count(cls.collective) > 1]
     if keep_counts:  # a class of one chunk has nothing to swap with
@@ -433,9 +413,9 @@ def _search(
         by_clock = pace > 0 and deadline.remaining() / pace < moves
         first, moves_began, span = used, time.perf_counter(), deadline.remaining()
         if by_clock:
-            logger.info("assignment search: %d restarts, then moves for %.1f s", used, span)
+            logger.info("assignment search: %s, then moves for %.1f s", counted(used, "restart"), span)
         else:
-            logger.info("assignment search: %d restarts, then %d moves", used, moves)
+            logger.info("assignment search: %s, then %s", counted(used, "restart"), counted(moves, "move"))
 
         def cooled() -> float:
             """How far the cooling has gone, 0 to 1."""
@@ -464,22 +444,17 @@ def _search(
         pass
     if best is None:
         return None
-    logger.info("assignment search: %d schedules timed, best %.3f ns (%s)", used, best[0], best[3].value)
+    logger.info("assignment search: %s timed, best %.3f ns (%s)", counted(used, "schedule"), best[0], best[3].value)
     return best[1]()  # one schedule built, of thousands timed
 
 
 # ----------------------------------------------------------------- sequence search
 
+
 # Measured with the fill-and-drain counts spread evenly on the 16-chunk 4D all-reduces of
 # bench/exact_scale.py (searches alone, restarts on, 5 s, six seeds): at 0.2% of the makespan the search
 # met the bound on 4x8x8x4 in 0.2-0.8 s and on 8x4x4x8 in 0.3-1.0 s every time; at 0.4% it took
 # 0.4-2.9 s, and at 0.8% it failed on 4x8x8x4 in five runs of six.
-SEQUENCE_TEMPERATURE = 0.002
-SEQUENCE_EVALUATIONS_PER_PHASE = 200  # default evaluations of a search: about 5 s on 128 phases
-SEQUENCE_PATIENCE_PER_PHASE = 25  # candidates per phase without a new best before a search starts again
-RANDOM_MOVES = 0.05  # share of the moves made anywhere rather than on a critical path
-
-
 def sequences_searchable(instance: Instance) -> bool:
     """Whether :func:`improve_sequences` handles ``instance``: collectives only, no dependencies."""
     return not instance.is_task_graph
@@ -564,7 +539,8 @@ def improve_sequences_per_start(
     deadline: Deadline | None = None,
     target: float | None = None,
     workers: int = 1,
-    temperature: float = SEQUENCE_TEMPERATURE,
+    temperature: float | None = None,
+    params: SearchParams = SEARCH,
 ) -> list[Schedule | None]:
     """The best schedules found by changing the order in which each dimension
     serves the phases, every chunk keeping its order.
@@ -590,7 +566,7 @@ def improve_sequences_per_start(
         Seed of the first search's random choices.
     evaluations
         Candidates each search may time; by default
-        ``SEQUENCE_EVALUATIONS_PER_PHASE`` per phase.
+        ``params.sequence_evaluations_per_phase`` per phase.
     deadline
         When to stop with the best so far.
     target
@@ -605,7 +581,9 @@ def improve_sequences_per_start(
         going to the lower ``n``.
     temperature
         Of the moves, times the current makespan; 0 keeps only moves that
-        are no worse.
+        are no worse (default: ``params.sequence_temperature``).
+    params
+        The searches' tuning numbers.
 
     Returns
     -------
@@ -618,7 +596,12 @@ def improve_sequences_per_start(
         return [None] * len(starts)
     deadline = deadline or Deadline()
     count = max(workers, len(starts))
-    options = {"evaluations": evaluations, "target": target, "temperature": temperature}
+    options = {
+        "evaluations": evaluations,
+        "target": target,
+        "temperature": params.sequence_temperature if temperature is None else temperature,
+        "params": params,
+    }
 
     def run(n: int, until: Deadline, handover: bool = False) -> dict[str, Any]:
         return {"seed": seed + n, "deadline": until, "handover": handover, **options}
@@ -637,7 +620,7 @@ def improve_sequences_per_start(
                     break
         else:
             for n, helper in zip(forked, helpers):
-                answer = _result_of(helper, deadline)
+                answer = _result_of(helper, deadline, params.handover_grace)
                 if answer is not None:
                     found.append((answer[0], n, answer[1]))
     finally:
@@ -668,6 +651,7 @@ def _sequence_search(
     deadline: Deadline,
     target: float | None,
     temperature: float,
+    params: SearchParams,
     handover: bool = False,
 ) -> tuple[float, dict[int, list[int]]] | None:
     """One sequence search from ``start``: the best makespan and sequences
@@ -681,7 +665,7 @@ def _sequence_search(
         return None
     graph = _Sequences(instance, start)
     rng = random.Random(seed)
-    budget = evaluations if evaluations is not None else SEQUENCE_EVALUATIONS_PER_PHASE * len(graph.length)
+    budget = evaluations if evaluations is not None else params.sequence_evaluations_per_phase * len(graph.length)
     current = {d: list(seq) for d, seq in graph.start.items()}
     timed = graph.time(current)
     assert timed is not None  # a valid schedule's sequences have no cycle
@@ -689,7 +673,7 @@ def _sequence_search(
     best, best_sequences = makespan, {d: list(seq) for d, seq in current.items()}
     dims = [d for d, seq in current.items() if len(seq) > 1]
     origin = instance.origin_ns
-    patience = SEQUENCE_PATIENCE_PER_PHASE * len(graph.length)
+    patience = params.sequence_patience_per_phase * len(graph.length)
     longest = 0.0
     used = last_best = 1
     while used < budget and dims and not (target is not None and is_proven(best, target, origin)):
@@ -708,7 +692,7 @@ def _sequence_search(
             and abs(head[a] + graph.length[a] + tail[a] - makespan) <= tight
             and abs(head[b] + graph.length[b] + tail[b] - makespan) <= tight
         ]
-        if not critical or rng.random() < RANDOM_MOVES:
+        if not critical or rng.random() < params.random_moves:
             d = rng.choice(dims)
             k = rng.randrange(len(current[d]) - 1)
         else:
@@ -734,5 +718,5 @@ def _sequence_search(
         if makespan < best:
             best, best_sequences = makespan, {d: list(seq) for d, seq in current.items()}
             last_best = used
-    logger.info("sequence search: %d candidates timed, best %.3f ns", used, best)
+    logger.info("sequence search: %s timed, best %.3f ns", counted(used, "candidate"), best)
     return best, best_sequences

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal, get_args
 
+from themis_opt.errors import InputError
+
 
 class Intra(StrEnum):
     """Intra-dimension policy: which waiting phase a free dimension serves next."""
@@ -52,12 +54,6 @@ class Method:
     load_bounds: bool
     variants: tuple[str, ...]
 
-    @staticmethod
-    def split(variant: str) -> tuple[str, str | None]:
-        """``themis-scf`` -> (``themis``, ``scf``); ``cpsat`` -> (``cpsat``, None)."""
-        name, _, intra = variant.partition("-")
-        return name, intra or None
-
 
 METHODS: dict[str, Method] = {
     m.name: m
@@ -70,3 +66,33 @@ METHODS: dict[str, Method] = {
 }
 assert set(METHODS) == set(get_args(MethodName))
 VARIANTS = tuple(v for m in METHODS.values() for v in m.variants)  # what bench runs, in this order
+
+
+def resolve_method(method: str, intra: str | None = None) -> tuple[str, str | None]:
+    """``(method, intra)`` from a method name or a variant: ``themis-fifo`` is ``("themis", "fifo")``.
+
+    Raises
+    ------
+    InputError
+        On an unknown name, or a variant whose policy contradicts ``intra``.
+    """
+    if not isinstance(method, str):
+        raise InputError("method", f"must be a name, got {method!r}")
+    if method not in method_names():
+        raise InputError("method", f"must be one of {', '.join(method_names())}, got {method!r}")
+    name, _, policy = method.partition("-")
+    if not policy:
+        return method, intra
+    if intra is not None and intra != policy:
+        raise InputError("intra", f"is {intra!r} but the method {method!r} says {policy!r}")
+    return name, policy
+
+
+def method_names() -> tuple[str, ...]:
+    """Every name ``solve`` and bench take: the methods, then each with its intra-dimension policy
+    (``themis-fifo``; not cpsat, which sequences the dimensions itself).
+    """
+    names = list(METHODS)
+    for m in METHODS.values():
+        names += [f"{m.name}-{intra.value}" for intra in Intra if not m.searches]
+    return tuple(names)

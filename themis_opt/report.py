@@ -186,6 +186,9 @@ def comparison_table(instance: Instance, results: Sequence[Result]) -> Renderabl
     return Group(table, bounds_table(results), busy, *notes)
 
 
+GANTT_MARGIN = 19  # columns of a Gantt row besides its bars: the label (7) and the busy share (12)
+
+
 def gantt(schedule: Schedule, num_dims: int, width: int = 100, names: Sequence[str] | None = None) -> RenderableType:
     """Per-dimension Gantt chart: one row per dimension, chunks coloured by
     order, ``·`` where the dimension sits idle.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from themis_opt.bounds import Bounds, traffic_bytes
@@ -25,6 +25,13 @@ def optimality_tolerance(makespan: float, origin_ns: float) -> float:
 def is_proven(makespan: float, bound: float, origin_ns: float) -> bool:
     """Whether ``makespan`` meets the lower ``bound`` within the optimality tolerance."""
     return makespan - bound <= optimality_tolerance(makespan, origin_ns)
+
+
+def status_of(makespan: float, bounds: Bounds, origin_ns: float) -> Status:
+    """The one definition of optimal: a schedule is optimal when its makespan meets the best
+    lower bound known within the optimality tolerance, else feasible.
+    """
+    return Status.OPTIMAL if is_proven(makespan, bounds.best, origin_ns) else Status.FEASIBLE
 
 
 def gap(makespan: float | None, bound: float | None) -> float | None:
@@ -130,6 +137,12 @@ class Result:
     trajectory: tuple[tuple[float, float], ...] = field(default=())
     tolerance_ns: float | None = None
     note: str = ""
+
+    def with_bounds(self, bounds: Bounds, origin_ns: float) -> Result:
+        """The result with ``bounds`` (valid for its instance) and its status decided anew by them."""
+        if self.makespan is None or self.status not in (Status.OPTIMAL, Status.FEASIBLE):
+            return replace(self, bounds=bounds)
+        return replace(self, bounds=bounds, status=status_of(self.makespan, bounds, origin_ns))
 
     @property
     def lower_bound(self) -> float:

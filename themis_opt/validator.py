@@ -25,6 +25,7 @@ import math
 from typing import TYPE_CHECKING
 
 from themis_opt.cost import chunk_phases, merges
+from themis_opt.errors import counted
 from themis_opt.instance import Compute, Instance, Kind
 from themis_opt.policies import baseline_order
 from themis_opt.schedule import Schedule
@@ -90,7 +91,7 @@ def validate(instance: Instance, schedule: Schedule) -> list[str]:
         ):
             specs = chunk_phases(instance, chunk.collective, coll.bytes_of(chunk.chunk), chunk.order, merged=True)
         if len(chunk.phases) != len(specs):
-            violations.append(f"{where}: has {len(chunk.phases)} phases, its order needs {len(specs)}")
+            violations.append(f"{where}: has {counted(len(chunk.phases), 'phase')}, its order needs {len(specs)}")
             continue
         for p, (phase, spec) in enumerate(zip(chunk.phases, specs)):
             at = f"{where} phase {p}"

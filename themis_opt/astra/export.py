@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from themis_opt.astra.files import ALGORITHMS, TOPOLOGIES, WORKLOAD_TYPES
-from themis_opt.errors import InputError
+from themis_opt.errors import InputError, counted
 from themis_opt.instance import Algorithm, AllReducePhases, Collective, Dimension, Instance, Kind, Topology
 
 
@@ -23,7 +23,7 @@ def _expressible(instance: Instance) -> Collective:
         raise InputError(
             "export-astra",
             "ASTRA-sim runs one collective from a MICRO workload here; this instance has "
-            f"{len(instance.collectives)} collectives and {len(instance.computes)} compute tasks",
+            f"{counted(len(instance.collectives), 'collective')} and {counted(len(instance.computes), 'compute task')}",
         )
     coll = instance.collectives[0]
     if coll.issue_ns != 0 or coll.after:

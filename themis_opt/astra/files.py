@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from themis_opt.errors import InputError
+from themis_opt.errors import InputError, counted
 from themis_opt.instance import Algorithm, Kind, Topology
 
 TOPOLOGIES = {"Ring": Topology.RING, "FullyConnected": Topology.FULLY_CONNECTED, "Switch": Topology.SWITCH}
@@ -78,7 +78,10 @@ def numbers(raw: dict[str, Any], key: str, where: Path, count: int | None, *, in
     if not isinstance(values, list):
         raise InputError(f"{where}: {key}", f"must be a list, got {values!r}")
     if count is not None and len(values) != count:
-        raise InputError(f"{where}: {key}", f"has {len(values)} entries, the network has {count} dimensions")
+        raise InputError(
+            f"{where}: {key}",
+            f"has {counted(len(values), 'entry', 'entries')}, the network has {counted(count, 'dimension')}",
+        )
     for value in values:
         ok = isinstance(value, int) if integer else isinstance(value, (int, float))
         if isinstance(value, bool) or not ok or not math.isfinite(value) or value < 0:

@@ -38,7 +38,7 @@ from themis_opt.astra.files import (
     topologies,
     unknown_keys,
 )
-from themis_opt.errors import InputError
+from themis_opt.errors import InputError, counted
 from themis_opt.instance import (
     DEFAULT_ALGORITHM,
     DEFAULT_ALL_TO_ALL_ALGORITHM,
@@ -165,7 +165,9 @@ def read_network(path: Path, *, ignore_unknown: bool = False) -> NetworkFile:
         raise InputError(f"{path}: dimensions-count", f"must be an integer >= 1, got {count!r}")
     kinds = topologies(raw, "topologies-per-dim", path)
     if len(kinds) != count:
-        raise InputError(f"{path}: topologies-per-dim", f"has {len(kinds)} entries, dimensions-count is {count}")
+        raise InputError(
+            f"{path}: topologies-per-dim", f"has {counted(len(kinds), 'entry', 'entries')}, dimensions-count is {count}"
+        )
     types = raw["dimension-type"]
     if not isinstance(types, list) or len(types) != count or any(t not in DIMENSION_TYPES for t in types):
         raise InputError(
@@ -296,13 +298,13 @@ def _implementations(text: str, key: str, path: Path, physical: int) -> Implemen
     if not flat and len(algorithms) > physical:
         raise InputError(
             where,
-            f"names {len(algorithms)} implementations, the network has {physical} dimension"
-            f"{'s' if physical != 1 else ''} (ASTRA-sim 1.0 crashes)",
+            f"names {counted(len(algorithms), 'implementation')}, the network has "
+            f"{counted(physical, 'dimension')} (ASTRA-sim 1.0 crashes)",
         )
     broken = ""
     if algorithms[-1] is Algorithm.DOUBLE_BINARY_TREE and len(algorithms) < physical:
         broken = (
-            f"doubleBinaryTree last in a list of {len(algorithms)} on a network of {physical} dimensions: "
+            f"doubleBinaryTree last in a list of {len(algorithms)} on a network of {counted(physical, 'dimension')}: "
             "ASTRA-sim 1.0 crashes on its collectives"
         )
     return Implementations(tuple(algorithms), text, broken)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from themis_opt.astra.files import ALGORITHMS, json_object, numbers, read_text, topologies
-from themis_opt.errors import InputError
+from themis_opt.errors import InputError, counted
 from themis_opt.instance import Algorithm, Collective, Dimension, Instance, Kind, Network, Topology
 
 METHODS = {"baseline": "baseline", "themis": "themis", "offlineGreedy": "themis", "offlineGreedyFlex": "themis"}
@@ -54,7 +54,10 @@ def _algorithms(
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise InputError(f"{where}: {key}", f"must name one algorithm per dimension, got {names!r}")
     if len(names) != count:
-        raise InputError(f"{where}: {key}", f"names {len(names)} algorithms, the network has {count} dimensions")
+        raise InputError(
+            f"{where}: {key}",
+            f"names {counted(len(names), 'algorithm')}, the network has {counted(count, 'dimension')}",
+        )
     for name in names:
         if name not in ALGORITHMS or ALGORITHMS[name] not in allowed:
             known = ", ".join(n for n in ALGORITHMS if ALGORITHMS[n] in allowed)

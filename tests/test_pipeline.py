@@ -1,0 +1,206 @@
+"""The cpsat method's stages (themis_opt.pipeline): each stage on its own, the table, switching stages off."""
+
+from __future__ import annotations
+
+import time
+import types
+from typing import Any
+
+import pytest
+
+from themis_opt.bounds import Bounds, compute_bounds, fill_drain_value, integer_load_bound, level_counts
+from themis_opt.budget import Deadline
+from themis_opt.instance import Collective, Dimension, Instance, Network
+from themis_opt.params import PipelineParams, SolveParams, Stage
+from themis_opt.pipeline import (
+    STAGES,
+    Context,
+    StageSpec,
+    assignment_search,
+    at_bound,
+    counts_fixed,
+    describe,
+    run_stages,
+    warm_start,
+)
+from themis_opt.policies import baseline_orders, counts_match, spread_orders, themis_orders
+from themis_opt.result import is_proven, optimality_tolerance
+from themis_opt.schedule import Schedule
+from themis_opt.simulator import simulate
+from themis_opt.validator import validate
+
+from .conftest import four_dims, make, two_issues
+
+
+def _three_dims(chunks: int) -> Instance:
+    dims = zip([4, 8, 4], [200.0, 100.0, 50.0])
+    network = Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in dims))
+    return Instance(network, (Collective("all_reduce", 2**28, chunks),))
+
+
+def _context(
+    instance: Instance,
+    best: Schedule | None,
+    bounds: Bounds | None = None,
+    memo: dict[Any, Any] | None = None,
+    params: SolveParams | None = None,
+    seconds: float = 20.0,
+    kind: type[Context] = Context,
+) -> Context:
+    memo = memo if memo is not None else {}
+    bounds = bounds or compute_bounds(instance, memo=memo)
+    deadline = Deadline.after(seconds)
+    params = params or SolveParams()
+    return kind(instance, bounds, deadline, params, 1, 0, None, False, time.perf_counter(), memo=memo, best=best)
+
+
+def test_the_table_lists_every_stage_once_in_order() -> None:
+    names = [spec.name for spec in STAGES]
+    assert names == [
+        "warm start",
+        "assignment search",
+        "at the bound",
+        "sequence search",
+        "windows",
+        "counts fixed",
+        "full model",
+    ]
+    assert [row["stage"] for row in describe()] == names
+    assert [spec.starts for spec in STAGES] == [True] + [False] * 6
+    for spec in STAGES:  # every stage's settings are a field of the parameters
+        assert spec.settings is None or isinstance(getattr(PipelineParams(), spec.settings), Stage)
+
+
+def test_the_counts_fixed_stage_starts_from_a_schedule_with_its_counts() -> None:
+    # the first hint with the fill-and-drain counts is CP-SAT's start; without one, the spread counts
+    instance = make([(4, "switch", 200.0), (4, "switch", 100.0), (4, "switch", 50.0)], size=64 * 2**20, chunks=8)
+    memo: dict[Any, Any] = {}
+    fd = integer_load_bound(instance, fill_drain=True, memo=memo)
+    assert fd is not None
+    other = simulate(instance, baseline_orders(instance), "fifo")
+    assert not counts_match(instance, other.orders, fd.counts)
+    with_counts = simulate(instance, spread_orders(instance, fd.counts), "fifo")
+    started: list[Schedule] = []
+
+    class Spy(Context):
+        def cpsat(self, start: Schedule, deadline: Deadline, **options: Any) -> Any:
+            started.append(start)
+            return types.SimpleNamespace(schedule=start, trajectory=(), stats=None)
+
+    ctx = _context(instance, other, memo=memo, kind=Spy)
+    ctx.spread = with_counts
+    counts_fixed(ctx, ctx.deadline)
+    counts_fixed(_context(instance, other, memo=memo, kind=Spy), ctx.deadline)
+    assert started[0] is with_counts
+    assert counts_match(instance, started[1].orders, fd.counts) and validate(instance, started[1]) == []
+
+
+def test_the_counts_fixed_stage_keeps_the_load_programs_counts() -> None:
+    # what it finds is valid, shorter than the start, and has fill-and-drain's counts exactly
+    instance = _three_dims(8)
+    memo: dict[Any, Any] = {}
+    fd = integer_load_bound(instance, fill_drain=True, memo=memo)
+    assert fd is not None
+    warm = simulate(instance, themis_orders(instance), "scf")
+    ctx = _context(instance, warm, memo=memo)
+    counts_fixed(ctx, ctx.deadline)
+    assert ctx.best is not None and validate(instance, ctx.best) == []
+    assert ctx.bounds.best <= ctx.best.makespan < warm.makespan  # one worker: the same search every run
+    assert counts_match(instance, ctx.best.orders, fd.counts)
+    assert ctx.bounds.cpsat is None  # a restriction's bound is no bound
+
+
+def test_the_at_bound_stage_finds_a_valid_schedule_that_meets_the_bound() -> None:
+    instance = _three_dims(8)
+    memo: dict[Any, Any] = {}
+    bound = compute_bounds(instance, memo=memo).best
+    warm = simulate(instance, themis_orders(instance), "scf")
+    assert not is_proven(warm.makespan, bound, instance.origin_ns)
+    ctx = _context(instance, warm, Bounds(ideal=bound), memo)
+    at_bound(ctx, ctx.deadline)
+    assert ctx.best is not None and validate(instance, ctx.best) == []
+    assert is_proven(ctx.best.makespan, bound, instance.origin_ns)
+    # below every schedule's makespan nothing meets the cap: the warm start stays
+    ctx = _context(instance, warm, Bounds(ideal=bound * 0.9), memo)
+    at_bound(ctx, ctx.deadline)
+    assert ctx.best is warm
+
+
+def test_the_at_bound_stage_asks_the_programs_counts_first_then_each_other_within_the_cap() -> None:
+    instance = four_dims()  # 16 chunks on 4x4x4x16: 16 assignments meet the program's bound
+    memo: dict[Any, Any] = {}
+    bounds = compute_bounds(instance, memo=memo)
+    bound = bounds.best
+    fd = integer_load_bound(instance, fill_drain=True, memo=memo)
+    assert fd is not None
+    warm = simulate(instance, themis_orders(instance), "scf")
+    asked: list[Any] = []
+    cap = bound + optimality_tolerance(bound, instance.origin_ns)
+
+    class Spy(Context):  # meets nothing: every assignment is asked
+        def cpsat(self, start: Schedule, deadline: Deadline, **options: Any) -> Any:
+            asked.append(options["counts"])
+            assert options["cap"] == cap
+            return types.SimpleNamespace(schedule=warm)
+
+    ctx = _context(instance, warm, bounds, memo, kind=Spy)
+    at_bound(ctx, ctx.deadline)
+    assert ctx.best is warm
+    assert len(asked) >= 10 and asked[0] == fd.counts
+    assert all(asked.count(counts) == 1 for counts in asked)
+    assert all(fill_drain_value(instance, counts) <= cap + 1.0 for counts in asked[1:])
+
+
+@pytest.mark.parametrize("several", [True, False])
+def test_the_assignment_search_starts_from_level_counts_with_several_collectives(
+    several: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # starts: the best schedule's orders, the program's counts spread and, with several collectives,
+    # the level counts spread (the search's schedule is valid either way)
+    from themis_opt import localsearch
+
+    instance = two_issues(several)
+    memo: dict[Any, Any] = {}
+    counts = integer_load_bound(instance, fill_drain=True, memo=memo)
+    assert counts is not None
+    started: list[Any] = []
+    real = localsearch.improve_assignment
+
+    def spy(instance: Instance, starts: list[Any], **options: Any) -> Any:
+        started.append(list(starts))
+        return real(instance, starts, **options)
+
+    monkeypatch.setattr(localsearch, "improve_assignment", spy)
+    warm = simulate(instance, baseline_orders(instance), "fifo")
+    ctx = _context(instance, warm, Bounds(ideal=0.0), memo, seconds=10)
+    assignment_search(ctx, ctx.deadline)
+    assert ctx.best is not None and validate(instance, ctx.best) == [] and ctx.best.makespan <= warm.makespan
+    expected = [warm.orders, spread_orders(instance, counts.counts)]
+    if several:
+        level = level_counts(instance, counts)
+        assert level is not None and level != counts.counts
+        expected.append(spread_orders(instance, level))
+    assert started == [expected]
+
+
+def test_no_search_stage_starts_with_less_time_than_the_warm_start_took() -> None:
+    # the warm start timed several schedules: a search with less time left could not time and build one
+    ran: list[str] = []
+
+    def slow(ctx: Context, budget: Deadline) -> None:
+        time.sleep(0.8)
+        warm_start(ctx, budget)
+
+    def record(name: str) -> Any:
+        return lambda ctx, budget: ran.append(name)
+
+    stages = (
+        StageSpec("warm start", None, lambda ctx: True, slow, starts=True),
+        *(StageSpec(s.name, s.settings, s.runs, record(s.name)) for s in STAGES[1:4]),
+    )
+    instance = make([(4, "switch", 200.0), (4, "switch", 100.0), (4, "switch", 50.0)], size=64 * 2**20, chunks=4)
+    bounds = compute_bounds(instance)
+    run_stages(_context(instance, None, bounds, seconds=1.5), stages)
+    assert ran == []
+    run_stages(_context(instance, None, bounds, seconds=20), stages)
+    assert ran == ["assignment search", "at the bound", "sequence search"]
