@@ -1,7 +1,7 @@
 """Write the bundled suites under themis_opt/suites/ (instances/ links there; fixed seeds).
 
-    python bench/make_suites.py            # quick/ and paper/ instances, exact/ instances
-    python bench/make_suites.py --optima   # also prove exact/ optima and write optima.json
+    python -m bench.make_suites            # quick/ and paper/ instances, exact/ instances
+    python -m bench.make_suites --optima   # also prove exact/ optima and write optima.json
 
 The exact suite's optima are proven by `solve(..., "cpsat", workers=1, seed=0)`
 on this machine; optima.json records the makespan, the time quantum and the

@@ -9,8 +9,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from themis_opt.errors import InputError
 from themis_opt.instance import Collective, Dimension, Instance, Network

@@ -247,3 +247,31 @@ def test_the_window_search_runs_on_every_shape() -> None:
         t0 = time.perf_counter()
         best, _ = improve_by_windows(instance, start, deadline=Deadline(t0 + 0.7), workers=1, seed=0, t0=t0)
         assert validate(instance, best) == [] and best.makespan <= start.makespan, name
+
+
+def test_solve_all_runs_every_variant_with_one_set_of_bounds_and_one_definition_of_optimal() -> None:
+    from themis_opt.methods import VARIANTS
+    from themis_opt.result import is_proven
+    from themis_opt.solve import solve_all
+
+    instance = load("three_dim")
+    results = solve_all(instance, time_limit=20, workers=1)
+    assert [r.method if r.intra is None or r.method == "balanced" else f"{r.method}-{r.intra}" for r in results] == [
+        v if v != "baseline" else "baseline-fifo" for v in VARIANTS
+    ]
+    best = max(r.bounds.best for r in results)
+    for r in results:
+        assert r.bounds.best == best and r.schedule is not None and validate(instance, r.schedule) == []
+        assert (r.status is Status.OPTIMAL) == is_proven(r.makespan, best, instance.origin_ns)  # type: ignore[arg-type]
+        assert best <= r.makespan  # type: ignore[operator]
+    cpsat = results[-1]
+    assert cpsat.makespan <= min(r.makespan for r in results[:-1])  # type: ignore[type-var]
+
+
+def test_solve_all_keeps_one_time_limit_for_the_whole_call() -> None:
+    from themis_opt.solve import solve_all
+
+    instance = load("three_dim")
+    t0 = time.perf_counter()
+    results = solve_all(instance, time_limit=3, workers=1)
+    assert time.perf_counter() - t0 <= 3 * 1.1 + 1.5 and all(r.schedule is not None for r in results)

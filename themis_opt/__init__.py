@@ -19,64 +19,35 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.2.0"
 
 if TYPE_CHECKING:  # pragma: no cover - the public API, listed once: __getattr__ reads this block
-    from themis_opt.astra import export_astra as export_astra
-    from themis_opt.astra import import_astra as import_astra
-    from themis_opt.bounds import Bounds as Bounds
-    from themis_opt.bounds import compute_bounds as compute_bounds
+    from themis_opt.astra import export_astra as export_astra, import_astra as import_astra
+    from themis_opt.bounds import Bounds as Bounds, compute_bounds as compute_bounds
     from themis_opt.errors import InputError as InputError
     from themis_opt.generator import generate as generate
     from themis_opt.instance import (
         After as After,
-    )
-    from themis_opt.instance import (
         Algorithm as Algorithm,
-    )
-    from themis_opt.instance import (
         AllReducePhases as AllReducePhases,
-    )
-    from themis_opt.instance import (
         Collective as Collective,
-    )
-    from themis_opt.instance import (
         Compute as Compute,
-    )
-    from themis_opt.instance import (
         Dimension as Dimension,
-    )
-    from themis_opt.instance import (
         Instance as Instance,
-    )
-    from themis_opt.instance import (
         Kind as Kind,
-    )
-    from themis_opt.instance import (
         Network as Network,
-    )
-    from themis_opt.instance import (
         Topology as Topology,
     )
     from themis_opt.io import (
         load_instance as load_instance,
-    )
-    from themis_opt.io import (
         load_result as load_result,
-    )
-    from themis_opt.io import (
         save_instance as save_instance,
-    )
-    from themis_opt.io import (
         save_result as save_result,
     )
     from themis_opt.methods import METHODS as METHODS
     from themis_opt.params import SolveParams as SolveParams
-    from themis_opt.result import Result as Result
-    from themis_opt.result import Status as Status
-    from themis_opt.result import iteration_metrics as iteration_metrics
+    from themis_opt.result import Result as Result, Status as Status, iteration_metrics as iteration_metrics
     from themis_opt.schedule import Schedule as Schedule
-    from themis_opt.solve import solve as solve
+    from themis_opt.solve import solve as solve, solve_all as solve_all
     from themis_opt.validator import validate as validate
-    from themis_opt.workloads import parse_workload as parse_workload
-    from themis_opt.workloads import task_graph as task_graph
+    from themis_opt.workloads import parse_workload as parse_workload, task_graph as task_graph
     from themis_opt.zoo import model_workload as model_workload
 
 

@@ -51,6 +51,7 @@ from themis_opt.cost import (
     wire_time,
 )
 from themis_opt.instance import Algorithm, AllReducePhases, ChunkClass, Collective, Compute, Instance, Kind, Op
+from themis_opt.orders import Counts
 from themis_opt.params import BoundsParams
 from themis_opt.policies import baseline_order
 
@@ -460,9 +461,6 @@ def lp_bound(instance: Instance, deadline: Deadline | None = None, params: Bound
     return _origin(instance) + float(solver.Objective().Value()) * 1e3 * (1 - SAFETY)
 
 
-Counts = dict[ChunkClass, dict[tuple[int, ...], int]]  # per chunk class, how many chunks take each order
-
-
 @dataclass(frozen=True)
 class LoadSolution:
     """An integer load bound and the order counts of the best assignment found.
@@ -741,9 +739,9 @@ def counts_within(
     some whose exact value exceeds ``value`` by the rounding). Each is found
     by CP-SAT under the fill-and-drain program's limits, the ones before it
     excluded; the sequence ends when none is left or one is not found in
-    time. On the 16-chunk 4x4x4x16 all-reduce of ``bench/exact_scale.py``
-    the program has 16 optimal assignments, of which only some admit a
-    schedule at its bound (``bench/tight_counts.py``).
+    time. A tight program may have several optimal assignments of which
+    only some admit a schedule at its bound (16 and 11 on a 16-chunk
+    4x4x4x16 all-reduce: see the docs' benchmark page).
     """
     from ortools.sat.python import cp_model
 

@@ -49,6 +49,7 @@ from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
 from themis_opt.cost import PhaseSpec, chunk_phases, phase_plan_of
 from themis_opt.errors import InputError, counted
 from themis_opt.instance import ChunkClass, Collective, Instance, Op
+from themis_opt.orders import Order
 from themis_opt.params import CpsatParams
 from themis_opt.policies import counts_match
 from themis_opt.result import SolverStats, Status, optimality_tolerance
@@ -57,7 +58,6 @@ from themis_opt.simulator import compute_sequence_of, left_shift, retime, sequen
 
 logger = logging.getLogger(__name__)
 
-Order = tuple[int, ...]
 WHOLE = 1e-9  # relative float error within which a time counts as a whole number of quanta (a margin)
 BOUND_MARGIN = 1e-8  # CP-SAT's bound is shrunk by this (relative): covers WHOLE along any path (a margin)
 CPSAT = CpsatParams()  # the defaults

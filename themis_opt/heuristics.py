@@ -10,10 +10,11 @@ from themis_opt.bounds import BOUNDS, Memo, integer_load_bound
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.instance import Instance
 from themis_opt.methods import Intra
+from themis_opt.orders import Orders, Planner
 from themis_opt.params import SolveParams
 from themis_opt.policies import ThemisTracker, baseline_orders, spread_orders
 from themis_opt.schedule import Schedule
-from themis_opt.simulator import Orders, Planner, simulate
+from themis_opt.simulator import simulate
 
 
 def baseline_schedule(instance: Instance, intra: Intra, deadline: Deadline, *, merged: bool = True) -> Schedule:

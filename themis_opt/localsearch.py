@@ -3,9 +3,9 @@
 The heuristics decide how many chunks take each order well (the load
 programs) but not *which* chunks: the chunks of one class are
 interchangeable, yet the position of an order among them decides when its
-phases reach the queues, and with it the makespan: on the 4D all-reduces of
-``bench/exact_scale.py`` another arrangement of the same orders is often
-several percent shorter than the balanced policy's even spread.
+phases reach the queues, and with it the makespan: on 4D all-reduces another
+arrangement of the same orders is often several percent shorter than the
+balanced policy's even spread (see the docs' benchmark page).
 
 The search:
 
@@ -55,10 +55,11 @@ from themis_opt.budget import Deadline, OutOfTime, die_with_parent
 from themis_opt.errors import counted
 from themis_opt.instance import Instance
 from themis_opt.methods import Intra
+from themis_opt.orders import Orders
 from themis_opt.params import SearchParams
 from themis_opt.result import is_proven
 from themis_opt.schedule import Schedule
-from themis_opt.simulator import Orders, PhaseMemo, check_orders, phase_plan, retime, sequences_of, simulate_makespan
+from themis_opt.simulator import PhaseMemo, check_orders, phase_plan, retime, sequences_of, simulate_makespan
 
 logger = logging.getLogger(__name__)
 SEARCH = SearchParams()  # the defaults
@@ -321,7 +322,7 @@ def _search(
         deadline.check("assignment search")  # a small run checks no deadline of its own
         if deadline.remaining() < (4 if handover else 2) * longest:
             # kept for building the best schedule (a timer's is simulated again first) and, in a helper,
-            # sending it (bench/time_limits.py: 4,096 chunks at 2 s took 3.2-3.3 s with one simulation kept)
+            # sending it: with one simulation's worth kept, large instances overran the deadline
             raise OutOfTime("assignment search: the time left is for building the schedule")
         used += 1
         start = time.perf_counter()
@@ -451,10 +452,6 @@ def _search(
 # ----------------------------------------------------------------- sequence search
 
 
-# Measured with the fill-and-drain counts spread evenly on the 16-chunk 4D all-reduces of
-# bench/exact_scale.py (searches alone, restarts on, 5 s, six seeds): at 0.2% of the makespan the search
-# met the bound on 4x8x8x4 in 0.2-0.8 s and on 8x4x4x8 in 0.3-1.0 s every time; at 0.4% it took
-# 0.4-2.9 s, and at 0.8% it failed on 4x8x8x4 in five runs of six.
 def sequences_searchable(instance: Instance) -> bool:
     """Whether :func:`improve_sequences` handles ``instance``: collectives only, no dependencies."""
     return not instance.is_task_graph

@@ -33,7 +33,7 @@ import dataclasses
 import itertools
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,13 +42,14 @@ from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.cost import merging_shortens
 from themis_opt.errors import counted
 from themis_opt.heuristics import balanced_schedule, baseline_schedule, themis_schedule
-from themis_opt.instance import ChunkClass, Instance
+from themis_opt.instance import Instance
 from themis_opt.methods import Intra
+from themis_opt.orders import Counts, Orders
 from themis_opt.params import SolveParams, Stage
 from themis_opt.policies import counts_match, spread_orders
 from themis_opt.result import SolverStats, Status, is_proven, optimality_tolerance
 from themis_opt.schedule import Schedule
-from themis_opt.simulator import Orders, simulate
+from themis_opt.simulator import simulate
 
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.cpsat import CpsatOutcome
@@ -230,9 +231,7 @@ def at_bound(ctx: Context, budget: Deadline) -> None:
     ctx.offer(None)
 
 
-def spread(
-    instance: Instance, counts: Mapping[ChunkClass, Mapping[tuple[int, ...], int]], deadline: Deadline
-) -> Schedule:
+def spread(instance: Instance, counts: Counts, deadline: Deadline) -> Schedule:
     """Order ``counts`` spread evenly over the chunks, timed with fifo and scf: the shorter."""
     orders = spread_orders(instance, counts)
     return min((simulate(instance, orders, p, deadline) for p in Intra), key=lambda s: s.makespan)

@@ -50,11 +50,8 @@ from themis_opt.cost import PhaseSpec, chunk_phases, merges
 from themis_opt.errors import InputError
 from themis_opt.instance import Collective, Instance, Kind, Op
 from themis_opt.methods import Intra
+from themis_opt.orders import Orders, Planner
 from themis_opt.schedule import ChunkSchedule, ComputeSchedule, Phase, Schedule
-
-Orders = Mapping[tuple[int, int], tuple[int, ...]]
-# (collective, release time, whether the compute unit has waited for a collective so far) -> one order per chunk
-Planner = Callable[[int, float, bool], Sequence[tuple[int, ...]]]
 
 
 class ScfQueue:

@@ -1,6 +1,6 @@
 """What the searches make of order counts that cost about the same in the load programs, measured.
 
-    cd bench && python start_counts.py [--cuts 2,4] [--restarts 800] [--walk 8000] [--seeds 0,1]
+    python -m bench.experiments.start_counts [--cuts 2,4] [--restarts 800] [--walk 8000] [--seeds 0,1]
                                        [--count 8] [--chunks 16] [--shape 4x8x8x4]
 
 The 8-collective instance of ``bench/exact_scale.py`` (or its variants). The assignment search starts from SCIP's
@@ -17,12 +17,16 @@ from __future__ import annotations
 import argparse
 import time
 
-from exact_scale import eight_collectives
-
-from themis_opt.bounds import Counts, compute_bounds, fill_drain_value, integer_load_bound, level_counts
+from bench.instances import eight_collectives
+from themis_opt.bounds import compute_bounds, fill_drain_value, integer_load_bound, level_counts
 from themis_opt.budget import Deadline
-from themis_opt.localsearch import ANNEALING, Strategy, improve_assignment
+from themis_opt.localsearch import Strategy, improve_assignment
+from themis_opt.orders import Counts
+from themis_opt.params import SearchParams
 from themis_opt.policies import spread_orders
+
+SEARCH = SearchParams()
+ANNEALING = Strategy(SEARCH.annealing_restart_share, SEARCH.annealing_temperature, shared=True)
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """The assignment search's annealing on 8 collectives, measured: temperature, and one walk or one per worker.
 
-    cd bench && python annealing.py [--evaluations 8000] [--seeds 0,1,2] [--temperatures 0.0015,0.003]
+    python -m bench.experiments.annealing [--evaluations 8000] [--seeds 0,1,2] [--temperatures 0.0015,0.003]
                                     [--walks shared,each] [--level] [--shape 4x8x8x4] [--chunks 16]
 
 The 8-collective instance of ``bench/exact_scale.py`` (1,024 phases; ``--shape`` and
@@ -19,10 +19,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from exact_scale import eight_collectives
-
+from bench.instances import eight_collectives
 from themis_opt.bounds import Memo, compute_bounds, integer_load_bound, level_counts
-from themis_opt.localsearch import ANNEALING, Strategy, improve_assignment
+from themis_opt.localsearch import Strategy, improve_assignment
+from themis_opt.params import SearchParams
 from themis_opt.policies import spread_orders
 from themis_opt.solve import solve
 
@@ -31,7 +31,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--evaluations", type=int, default=8000)
     parser.add_argument("--seeds", default="0,1,2")
-    parser.add_argument("--temperatures", default=f"{ANNEALING.temperature},0.003")
+    parser.add_argument("--temperatures", default=f"{SearchParams().annealing_temperature},0.003")
     parser.add_argument("--walks", default="shared,each")
     parser.add_argument("--level", action="store_true", help="start from the level counts too")
     parser.add_argument("--shape", default="4x8x8x4")
@@ -59,7 +59,7 @@ def main() -> None:
         shared = walks == "shared"
         evaluations = args.evaluations if shared else args.evaluations // 2
         for temperature in (float(t) for t in args.temperatures.split(",")):
-            strategy = Strategy(ANNEALING.restart_share, temperature, shared)
+            strategy = Strategy(SearchParams().annealing_restart_share, temperature, shared)
             gaps, cells = [], []
             for seed in seeds:
                 t0 = time.perf_counter()

@@ -1,6 +1,6 @@
 """Where the exact solver stands at scale (issue 11's targets), measured.
 
-    python bench/exact_scale.py [--workers 2] [--quick] [--variants]
+    python -m bench.figures.exact_scale [--workers 2] [--quick] [--variants]
 
 * 4D networks (4 dimensions of 4 to 16 NPUs, 400/200/100/50 GB/s), one all-reduce of 256 MiB to
   1 GiB in 16 chunks: time to a proof within 10 s (target: optimal in at most 10 s each);
@@ -20,16 +20,9 @@ import argparse
 import sys
 import time
 
-from themis_opt.instance import Collective, Dimension, Instance, Network
+from bench.instances import SHAPES, SIZES, all_reduce, eight_collectives
+from themis_opt.instance import Instance
 from themis_opt.solve import solve
-
-MIB = 2**20
-SHAPES = ((4, 4, 4, 16), (4, 8, 8, 4), (8, 4, 4, 8), (16, 4, 4, 4), (4, 16, 4, 4))
-SIZES = (256 * MIB, 512 * MIB, 1024 * MIB, 256 * MIB, 1024 * MIB)
-
-
-def network(shape: tuple[int, ...]) -> Network:
-    return Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in zip(shape, (400.0, 200.0, 100.0, 50.0))))
 
 
 def report(name: str, instance: Instance, limit: float, workers: int) -> None:
@@ -68,26 +61,10 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for chunks, limit in ((16, 10.0), (32, 60.0)):
         for shape, size in zip(SHAPES, SIZES):
-            name = f"4d-{'x'.join(map(str, shape))}-{size // MIB}MiB-{chunks}c"
-            instance = Instance(network(shape), (Collective("all_reduce", size, chunks),), name)
-            report(name, instance, limit * scale, args.workers)
+            instance = all_reduce(shape, size, chunks)
+            report(instance.name, instance, limit * scale, args.workers)
     many = eight_collectives()
     report(many.name, many, 60.0 * scale, args.workers)
-
-
-def eight_collectives(chunks: int = 16, count: int = 8, shape: tuple[int, ...] = (4, 8, 8, 4)) -> Instance:
-    """8 all-reduces of 16, 32, 64, 128, 16, ... MiB, 16 chunks each, issued 150 us apart on 4x8x8x4
-    (or ``count`` of them, ``chunks`` each, on ``shape``).
-    """
-    sizes = [(16, 32, 64, 128)[i % 4] for i in range(count)]
-    name = "4d-8-collectives"
-    if (chunks, count, shape) != (16, 8, (4, 8, 8, 4)):
-        name = f"4d-{count}-collectives-{chunks}c-{'x'.join(map(str, shape))}"
-    return Instance(
-        network(shape),
-        tuple(Collective("all_reduce", s * MIB, chunks, issue_ns=150_000.0 * i) for i, s in enumerate(sizes)),
-        name,
-    )
 
 
 if __name__ == "__main__":

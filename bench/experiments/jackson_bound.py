@@ -1,6 +1,6 @@
 """Would a per-dimension head-body-tail bound close the 16-chunk proofs? Measured: no.
 
-    cd bench && python jackson_bound.py
+    python -m bench.experiments.jackson_bound
 
 For each 16-chunk instance of ``bench/exact_scale.py``: the fill-and-drain
 bound against the strongest per-dimension bound we know, the preemptive
@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 import time
 
-from exact_scale import MIB, SHAPES, SIZES, network
 from ortools.sat.python import cp_model
 
+from bench.instances import MIB, SHAPES, SIZES, network
 from themis_opt.bounds import _origin, collective_releases, integer_load_bound
 from themis_opt.cost import chunk_phases
 from themis_opt.instance import Collective, Instance

@@ -1,6 +1,6 @@
 """Wall time of `themis-opt bench --suite quick` with --jobs 1, --jobs 2 and --scheduler local:2.
 
-    python bench/cluster_time.py [--methods baseline,themis-scf,balanced,cpsat] [--time-limit 5]
+    python -m bench.figures.cluster_time [--methods baseline,themis-scf,balanced,cpsat] [--time-limit 5]
 
 Each configuration runs once in a fresh process (interpreter start, and for
 local:2 the cluster's start, included), writing its rows to a temporary file.

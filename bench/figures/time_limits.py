@@ -1,7 +1,7 @@
 """Does every method keep its --time-limit on hard instances? Whole-process wall time per run.
 
-    python bench/time_limits.py                      # limits 2, 5, 10 s; every method
-    python bench/time_limits.py --limits 2 --methods themis,cpsat
+    python -m bench.figures.time_limits                      # limits 2, 5, 10 s; every method
+    python -m bench.figures.time_limits --limits 2 --methods themis,cpsat
 
 Each run is ``themis-opt solve INSTANCE --method M --time-limit T`` in a fresh
 process (interpreter start and imports included). The goal is a wall time of

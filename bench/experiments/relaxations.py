@@ -1,6 +1,6 @@
 """Would a bound over two dimensions (Johnson-type) close 4x4x4x16 at 16 chunks? Measured: no.
 
-    cd bench && python relaxations.py [--instance 0] [--limit 20]
+    python -m bench.experiments.relaxations [--instance 0] [--limit 20]
 
 The exact model (``themis_opt.cpsat``) with the one-phase-at-a-time rule kept
 on a subset of the dimensions only: every chunk still takes one order, its
@@ -23,9 +23,9 @@ import itertools
 import math
 import time
 
-from exact_scale import SHAPES, SIZES, network
 from ortools.sat.python import cp_model
 
+from bench.instances import SHAPES, SIZES, network
 from themis_opt.bounds import compute_bounds
 from themis_opt.cpsat import CpsatModel, default_quantum, exact_quantum
 from themis_opt.instance import Collective, Instance

@@ -1,6 +1,6 @@
 """ResNet-50 over two passes at 64 chunks on a 512-NPU 3D network: how long each method takes.
 
-    python bench/training_time.py [--cpsat-limit 60] [--network instances/paper/paper-3d-sw8x8x8.json]
+    python -m bench.figures.training_time [--cpsat-limit 60] [--network instances/paper/paper-3d-sw8x8x8.json]
 
 Builds the task graph with the model zoo (`themis-opt workload resnet50`), then times the
 baseline and Themis simulations (goal: under 2 s each) and a CP-SAT run with its time limit,

@@ -1,6 +1,6 @@
 """Time to proven optimality of the CP-SAT method (issue 3's benchmark).
 
-    python bench/exact_time.py [--workers 2] [--time-limit 60] [--seed 0]
+    python -m bench.figures.exact_time [--workers 2] [--time-limit 60] [--seed 0]
 
 3-dimension switch networks of 4x4x4 and 8x8x8 NPUs at 200/100/50 GB/s,
 500 ns latency, one 1 GiB all-reduce in 16 chunks. Reports, per network,

@@ -1,6 +1,6 @@
 """themis_opt against ASTRA-sim 1.0 on ASTRA-sim's own sample inputs.
 
-    python bench/astra_check.py --astra PATH/TO/astra-sim [--binary BIN] [--cache FILE] [--only TEXT] [--jobs N]
+    python -m bench.figures.astra_check --astra PATH/TO/astra-sim [--binary BIN] [--cache FILE] [--only TEXT] [--jobs N]
 
 ``--astra`` is a checkout of ASTRA-sim's ``ASTRA-sim-1.0`` branch with its
 analytical backend built (``docs/astra.md`` says how); ``--binary`` defaults

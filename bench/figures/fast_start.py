@@ -1,6 +1,6 @@
 """Whole-process time of a cheap command: `themis-opt solve --method themis`, and `import themis_opt.cli`.
 
-    python bench/fast_start.py [--repeat 10] [--no-bytecode-cache]
+    python -m bench.figures.fast_start [--repeat 10] [--no-bytecode-cache]
 
 Runs the console script next to this interpreter (not a version manager's
 shim, which adds its own start-up) on the 8x8x8 paper instance at 64 chunks

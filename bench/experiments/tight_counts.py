@@ -1,6 +1,6 @@
 """Is the fill-and-drain bound of the 16-chunk 4x4x4x16 all-reduce tight, and which counts reach it?
 
-    cd bench && python tight_counts.py [--limit 150] [--seed 0] [--fixed 20]
+    python -m bench.experiments.tight_counts [--limit 150] [--seed 0] [--fixed 20]
 
 1. A long cpsat call (``--limit`` seconds, 2 workers): where it ends, and when it met the bound.
 2. Both order-count vectors, the fill-and-drain program's (the one the counts-fixed stage fixes)
@@ -22,15 +22,15 @@ import argparse
 import time
 from collections import Counter
 
-from exact_scale import SHAPES, SIZES, network
-
+from bench.instances import SHAPES, SIZES, network
 from themis_opt.bounds import compute_bounds, integer_load_bound, order_profiles
 from themis_opt.budget import Deadline
 from themis_opt.cost import chunk_phases
 from themis_opt.cpsat import solve_cpsat
 from themis_opt.instance import ChunkClass, Collective, Instance
+from themis_opt.pipeline import spread
 from themis_opt.result import is_proven
-from themis_opt.solve import _spread, solve
+from themis_opt.solve import solve
 
 SHAPE = (4, 4, 4, 16)
 
@@ -103,7 +103,7 @@ def main() -> None:
         full = {cls: {o: counts.get(o, 0) for o in program.counts[cls]}}
         for seed in range(3):
             t = time.perf_counter()
-            start = _spread(instance, full, Deadline())
+            start = spread(instance, full, Deadline())
             outcome = solve_cpsat(
                 instance,
                 start,
