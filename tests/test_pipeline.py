@@ -157,7 +157,7 @@ def test_the_assignment_search_starts_from_level_counts_with_several_collectives
 ) -> None:
     # starts: the best schedule's orders, the program's counts spread and, with several collectives,
     # the level counts spread (the search's schedule is valid either way)
-    from themis_opt import localsearch
+    from themis_opt import search as localsearch
 
     instance = two_issues(several)
     memo: dict[Any, Any] = {}

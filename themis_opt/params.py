@@ -81,7 +81,7 @@ class BoundsParams(_Group):
 
 @dataclass(frozen=True)
 class SearchParams(_Group):
-    """The local searches (:mod:`themis_opt.localsearch`)."""
+    """The local searches (:mod:`themis_opt.search`)."""
 
     evaluations: int | None = knob(
         None, "simulations per search: a deterministic stop (default: the rule below, or the time)", 1, integer=True

@@ -176,7 +176,7 @@ def assignment_search(ctx: Context, budget: Deadline) -> None:
     evenly and, with several collectives, from the counts that level each collective's load over
     the dimensions, one seed per worker; it stops once it meets the lower bound.
     """
-    from themis_opt.localsearch import improve_assignment
+    from themis_opt.search import improve_assignment
 
     instance = ctx.instance
     assert ctx.best is not None
@@ -242,7 +242,7 @@ def sequence_search(ctx: Context, budget: Deadline) -> None:
     schedule, one search per worker; it stops once it meets the lower bound. Its best from the
     spread counts is kept as the counts-fixed stage's hint.
     """
-    from themis_opt.localsearch import improve_sequences_per_start, sequences_searchable
+    from themis_opt.search import improve_sequences_per_start, sequences_searchable
 
     instance = ctx.instance
     assert ctx.best is not None

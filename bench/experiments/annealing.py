@@ -5,7 +5,7 @@
 
 The 8-collective instance of ``bench/exact_scale.py`` (1,024 phases; ``--shape`` and
 ``--chunks`` for its variants), the assignment search alone
-(``localsearch.improve_assignment``, 2 workers) from the starts cpsat gave it before
+(``search.improve_assignment``, 2 workers) from the starts cpsat gave it before
 issue 11's tenth pass: the best heuristic's orders and the fill-and-drain counts spread
 evenly; ``--level`` adds the third it has since, the level counts
 (``bounds.level_counts``) spread evenly. ``shared``: one walk of ``--evaluations`` simulations
@@ -21,9 +21,9 @@ import time
 
 from bench.instances import eight_collectives
 from themis_opt.bounds import Memo, compute_bounds, integer_load_bound, level_counts
-from themis_opt.localsearch import Strategy, improve_assignment
 from themis_opt.params import SearchParams
 from themis_opt.policies import spread_orders
+from themis_opt.search import Strategy, improve_assignment
 from themis_opt.solve import solve
 
 

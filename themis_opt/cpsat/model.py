@@ -1,4 +1,4 @@
-"""The exact CP-SAT model: every chunk's order and every dimension's sequence.
+"""The exact CP-SAT model: every chunk's order and every dimension's sequence; its time quantum.
 
 Model, in integer time (durations and issue times rounded *down* to a quantum):
 
@@ -35,40 +35,24 @@ that of the rounded-down relaxation.
 
 from __future__ import annotations
 
-import logging
 import math
-import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
+from typing import NamedTuple
 
 from ortools.sat.python import cp_model
 
 from themis_opt.bounds import collective_releases
-from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
+from themis_opt.budget import Deadline
 from themis_opt.cost import PhaseSpec, chunk_phases, phase_plan_of
-from themis_opt.errors import InputError, counted
 from themis_opt.instance import ChunkClass, Collective, Instance, Op
-from themis_opt.orders import Order
+from themis_opt.orders import Order, Orders
 from themis_opt.params import CpsatParams
-from themis_opt.policies import counts_match
-from themis_opt.result import SolverStats, Status, optimality_tolerance
 from themis_opt.schedule import ChunkSchedule, Schedule
 from themis_opt.simulator import compute_sequence_of, left_shift, retime, sequences_of
 
-logger = logging.getLogger(__name__)
-
 WHOLE = 1e-9  # relative float error within which a time counts as a whole number of quanta (a margin)
-BOUND_MARGIN = 1e-8  # CP-SAT's bound is shrunk by this (relative): covers WHOLE along any path (a margin)
 CPSAT = CpsatParams()  # the defaults
-
-_STATUS = {
-    cp_model.OPTIMAL: Status.OPTIMAL,
-    cp_model.FEASIBLE: Status.FEASIBLE,
-    cp_model.INFEASIBLE: Status.INFEASIBLE,
-    cp_model.MODEL_INVALID: Status.MODEL_INVALID,
-    cp_model.UNKNOWN: Status.NO_SOLUTION,
-}
 
 
 def default_quantum(upper_bound: float, params: CpsatParams = CPSAT) -> float:
@@ -125,32 +109,15 @@ def exact_quantum(
     return float(quantum)
 
 
-@dataclass(frozen=True)
-class CpsatOutcome:
-    """What one CP-SAT run found.
-
-    Parameters
-    ----------
-    status
-        CP-SAT's status, mapped; ``no_solution`` when it found nothing (the
-        caller still holds the warm start).
-    schedule
-        The best exactly re-timed schedule of the warm start and of every
-        solution CP-SAT reported.
-    bound
-        CP-SAT's bound, corrected to a bound of the exact problem (``None``
-        when it found no solution).
-    stats
-        CP-SAT's search statistics.
-    trajectory
-        (seconds since ``t0``, exact makespan) of every improving solution.
+class Start(NamedTuple):
+    """Where a solution starts one phase: its dimension, its start in quanta, its chunk's index
+    among the model's chunks and its position in the chunk's order.
     """
 
-    status: Status
-    schedule: Schedule
-    bound: float | None
-    stats: SolverStats
-    trajectory: tuple[tuple[float, float], ...]
+    dim: int
+    at: int
+    chunk: int
+    phase: int
 
 
 class CpsatModel:
@@ -399,41 +366,53 @@ class CpsatModel:
             issues=[self.floor(t.issue_ns) for t in instance.tasks],
             lags=[[self.floor(d.lag_ns) for d in t.after] for t in instance.tasks],
         )
-        makespan = 0
+        self.hint_times(orders, [[round(s) for s in chunk] for chunk in starts], [round(s) for s in compute_starts])
+
+    def hint_times(self, orders: Orders, starts: Sequence[Sequence[int]], compute_starts: Sequence[int] = ()) -> None:
+        """Hint a complete solution in quanta: each chunk's order and its phases' starts (in the
+        order's phase order), each compute task's start; sizes, ends and the makespan follow.
+        """
+        instance = self.instance
         first = [self.horizon] * len(instance.collectives)
         last = [0] * len(instance.collectives)
         for i, (c, k) in enumerate(instance.chunk_ids):
             order = orders[(c, k)]
+            durations = self.rounded[(c, instance.collectives[c].bytes_of(k), order)]
             for o, lit in self.lits[i].items():
                 self.model.add_hint(lit, o == order)
-            for p, (dim, op) in enumerate(self.places(c, order)):
-                s = round(starts[i][p])
+            for (dim, op), s, size in zip(self.places(c, order), starts[i], durations):
                 self.model.add_hint(self.start[i][dim, op], s)
-                self.model.add_hint(self.size[i][dim, op], durations[i][p])
-                self.model.add_hint(self.end[i][dim, op], s + durations[i][p])
-                first[c], last[c] = min(first[c], s), max(last[c], s + durations[i][p])
+                self.model.add_hint(self.size[i][dim, op], size)
+                self.model.add_hint(self.end[i][dim, op], s + size)
+                first[c], last[c] = min(first[c], s), max(last[c], s + size)
         for c in range(len(instance.collectives)):
             self.model.add_hint(self.release[c], first[c])
             self.model.add_hint(self.finish[c], last[c])
         for j, task in enumerate(instance.computes):
-            s = round(compute_starts[j])
-            self.model.add_hint(self.compute_start[j], s)
-            last.append(s + self.floor(task.duration_ns))
-        self.model.add_hint(self.makespan, max([makespan, *last]))
+            self.model.add_hint(self.compute_start[j], compute_starts[j])
+            last.append(compute_starts[j] + self.floor(task.duration_ns))
+        self.model.add_hint(self.makespan, max(last, default=0))
 
-    def extract(self, value: Callable[[cp_model.IntVar], int]) -> Schedule:
-        """The exactly re-timed schedule of the solution ``value`` reads."""
-        instance = self.instance
+    def solution(self, value: Callable[[cp_model.IntVar], int]) -> tuple[dict[tuple[int, int], Order], list[Start]]:
+        """The orders of the solution ``value`` reads, and every phase's start in it."""
         orders = {}
-        entries: dict[int, list[tuple[int, int, int]]] = {}
-        for i, (c, k) in enumerate(instance.chunk_ids):
+        starts: list[Start] = []
+        for i, (c, k) in enumerate(self.instance.chunk_ids):
             order = next(o for o, lit in self.lits[i].items() if value(lit))
             orders[(c, k)] = order
             for p, (dim, op) in enumerate(self.places(c, order)):
-                entries.setdefault(dim, []).append((value(self.start[i][dim, op]), i, p))
+                starts.append(Start(dim, value(self.start[i][dim, op]), i, p))
+        return orders, starts
+
+    def extract(self, value: Callable[[cp_model.IntVar], int]) -> Schedule:
+        """The exactly re-timed schedule of the solution ``value`` reads."""
+        orders, starts = self.solution(value)
+        entries: dict[int, list[tuple[int, int, int]]] = {}
+        for start in starts:
+            entries.setdefault(start.dim, []).append((start.at, start.chunk, start.phase))
         sequences = {d: [(i, p) for _, i, p in sorted(seq)] for d, seq in entries.items()}
-        computes = sorted(range(len(instance.computes)), key=lambda j: (value(self.compute_start[j]), j))
-        return retime(instance, orders, sequences, computes)
+        computes = sorted(range(len(self.instance.computes)), key=lambda j: (value(self.compute_start[j]), j))
+        return retime(self.instance, orders, sequences, computes)
 
 
 def relabel(instance: Instance, schedule: Schedule) -> Schedule:
@@ -452,299 +431,3 @@ def relabel(instance: Instance, schedule: Schedule) -> Schedule:
         for k, ch in zip(cls.chunks, members):
             renamed[(cls.collective, k)] = ChunkSchedule(cls.collective, k, ch.order, ch.phases)
     return Schedule(tuple(renamed[cid] for cid in instance.chunk_ids), schedule.computes)
-
-
-class _Recorder(cp_model.CpSolverSolutionCallback):
-    """Keeps the best exactly re-timed solution and the improvement trajectory."""
-
-    def __init__(self, model: CpsatModel, best: Schedule, t0: float, lower_bound: float, origin: float) -> None:
-        super().__init__()
-        self._model = model
-        self._t0 = t0
-        self._lower_bound = lower_bound
-        self._origin = origin
-        self.best = best
-        self.solutions = 0
-        self.trajectory: list[tuple[float, float]] = [(time.perf_counter() - t0, best.makespan)]
-
-    def on_solution_callback(self) -> None:
-        self.solutions += 1
-        schedule = self._model.extract(self.value)
-        if schedule.makespan < self.best.makespan:
-            self.best = schedule
-            self.trajectory.append((time.perf_counter() - self._t0, schedule.makespan))
-        if self.best.makespan - self._lower_bound <= optimality_tolerance(self.best.makespan, self._origin):
-            # it meets a proven lower bound: optimal, nothing left to search for
-            self.stop_search()
-
-
-def solve_cpsat(
-    instance: Instance,
-    warm: Schedule,
-    *,
-    deadline: Deadline,
-    workers: int,
-    seed: int,
-    quantum_ns: float | None,
-    log: bool,
-    t0: float,
-    lower_bound: float = 0.0,
-    counts: Mapping[ChunkClass, Mapping[Order, int]] | None = None,
-    cap: float | None = None,
-    params: CpsatParams = CPSAT,
-) -> CpsatOutcome:
-    """Minimise the makespan with CP-SAT from a complete warm start.
-
-    Parameters
-    ----------
-    instance
-        The instance.
-    warm
-        A valid schedule; the outcome is never worse.
-    deadline
-        When the search must be over; building the model counts too.
-    workers, seed
-        CP-SAT's worker threads and random seed.
-    quantum_ns
-        Time quantum; ``None`` picks :func:`exact_quantum` where there is one,
-        else :func:`default_quantum` of the warm start.
-    log
-        Stream CP-SAT's search log through this module's logger at INFO.
-    t0
-        ``time.perf_counter()`` at the start of the method, for the trajectory.
-    lower_bound
-        A proven lower bound on the exact makespan. It bounds the quantised
-        makespan from below too (rounded durations are only longer), and the
-        search stops once a solution meets it within the optimality tolerance.
-    counts
-        Solve a restriction instead: exactly ``counts[cls][order]`` chunks of
-        each class take each order (e.g. a load program's optimal counts:
-        when that program's bound is tight, some optimal schedule has counts
-        optimal in it), each chunk's order fixed in rank order (the symmetry breaking
-        leaves no other choice). ``warm`` is hinted when it has these
-        counts; otherwise it only bounds the horizon and the search finds its
-        own first solution. The outcome's schedule is valid, but its status is never ``optimal`` and
-        it has no bound (both would be of the restriction).
-    cap
-        Look only for a schedule of makespan at most ``cap`` ns, and stop at
-        the first: the horizon is ``cap`` in quanta (rounded down, every such
-        schedule fits), ``warm`` is not hinted (it is longer) and stays the
-        outcome's schedule if none is found. With ``counts``, a quick
-        question: do these counts admit a schedule at the lower bound? The
-        status is never ``optimal`` and there is no bound (a capped model
-        proves nothing about longer schedules).
-    params
-        The quantum's and the search's tuning numbers.
-
-    Raises
-    ------
-    OutOfTime
-        If the deadline passes while the model is built.
-    """
-    quantum = quantum_ns
-    if quantum is None:
-        quantum = exact_quantum(instance, warm.makespan, deadline, params) or default_quantum(warm.makespan, params)
-    horizon = math.ceil(warm.makespan / quantum) + 1  # rounded-down durations: the warm start fits
-    if cap is not None:
-        horizon = min(horizon, math.floor(cap / quantum))
-    model = CpsatModel(instance, quantum, horizon, deadline)
-    model.model.add(model.makespan >= model.floor(lower_bound))
-    if counts is not None:
-        model.fix_counts(counts)
-    if cap is None and (counts is None or counts_match(instance, warm.orders, counts)):
-        model.hint(warm)
-    # keep a little of the budget for the last solution's re-timing and the result (big models more)
-    large = instance.num_phases > params.probing_phases
-    search_time = deadline.remaining() * (params.search_share_large if large else params.search_share) - 0.1
-    if search_time <= 0:
-        raise OutOfTime("cpsat: no time left to search")
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = search_time
-    if large:  # presolve's probing would leave the search nothing, not even the hinted solution
-        solver.parameters.cp_model_probing_level = 0
-    solver.parameters.num_workers = workers
-    # the model is mostly no-overlaps: their stronger propagation proves more (the benchmark page)
-    solver.parameters.use_strong_propagation_in_disjunctive = True
-    solver.parameters.random_seed = seed
-    solver.parameters.stop_after_first_solution = cap is not None
-    solver.parameters.catch_sigint_signal = False  # Ctrl-C goes to Python, which stops the search
-    if log:
-        solver.parameters.log_search_progress = True
-        solver.parameters.log_to_stdout = False  # the callback alone carries it
-        solver.log_callback = lambda line: logger.info("%s", line)
-    origin = instance.origin_ns
-    recorder = _Recorder(model, warm, t0, lower_bound, origin)
-    stop_at = time.perf_counter() + search_time
-    code = run_interruptibly(lambda: solver.solve(model.model, recorder), solver.stop_search, stop_at)
-    status = _STATUS[code]
-    bound = None
-    if counts is not None or cap is not None:  # a restriction's status and bound say nothing of the problem
-        status = Status.FEASIBLE if recorder.solutions else Status.NO_SOLUTION
-    elif code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        # the rounded-down model is a relaxation: its bound in quanta bounds the exact problem
-        bound = max(0.0, solver.best_objective_bound * quantum * (1 - BOUND_MARGIN))
-    stats = SolverStats(
-        solver_status=solver.status_name(code),
-        branches=solver.num_branches,
-        conflicts=solver.num_conflicts,
-        solutions=recorder.solutions,
-        wall_time_s=solver.wall_time,
-        quantum_ns=quantum,
-    )
-    logger.debug("cpsat: %s, makespan %.3f ns", stats.solver_status, recorder.best.makespan)
-    return CpsatOutcome(status, recorder.best, bound, stats, tuple(recorder.trajectory))
-
-
-def improve_by_windows(
-    instance: Instance,
-    incumbent: Schedule,
-    *,
-    deadline: Deadline,
-    workers: int,
-    seed: int,
-    t0: float,
-    params: CpsatParams = CPSAT,
-) -> tuple[Schedule, tuple[tuple[float, float], ...]]:
-    """Large-neighbourhood search: free a window of collectives, keep the rest, re-solve the window.
-
-    The collectives are taken in the order the incumbent starts them; each
-    window is a run of consecutive ones with at most ``params.window_phases`` phases.
-    Everything outside it stays where the incumbent put it (its phases hold
-    their dimensions, its ends release the window's tasks); CP-SAT chooses the
-    window's orders and sequences to finish it as early as it can; the merged
-    sequences are re-timed exactly by a left shift and kept if the makespan
-    improves. Windows rotate until the deadline; a collective with more than
-    ``params.window_literals`` order literals (chunks times orders) is never freed.
-    Returns the best schedule and
-    the trajectory of improvements (seconds since ``t0``, makespan).
-    """
-    import random
-
-    rng = random.Random(seed)
-    max_phases, max_literals = params.window_phases, params.window_literals
-    best = incumbent
-    trajectory = [(time.perf_counter() - t0, best.makespan)]
-    phases_of = [0] * len(instance.collectives)
-    for chunk in best.chunks:
-        phases_of[chunk.collective] += len(chunk.phases)
-    literals = [coll.chunks * instance.order_count(c) for c, coll in enumerate(instance.collectives)]
-    if all(n > max_literals for n in literals):
-        return best, tuple(trajectory)  # no window is small enough to re-solve
-    position = 0
-    while deadline.remaining() > 0.5:
-        first = [math.inf] * len(instance.collectives)
-        for chunk in best.chunks:
-            if chunk.phases:
-                first[chunk.collective] = min(first[chunk.collective], chunk.phases[0].start_ns)
-        by_start = sorted(range(len(instance.collectives)), key=lambda c: (first[c], c))
-        window: list[int] = []
-        total = size = 0
-        for c in by_start[position % len(by_start) :] + by_start[: position % len(by_start)]:
-            if literals[c] > max_literals:
-                continue  # too many orders to re-solve: it stays as the incumbent has it
-            if window and (total + phases_of[c] > max_phases or size + literals[c] > max_literals):
-                break
-            window.append(c)
-            total += phases_of[c]
-            size += literals[c]
-        position += max(1, len(window) // 2)  # overlapping windows
-        candidate = _solve_window(instance, best, set(window), deadline, workers, rng.randrange(2**31), params)
-        if candidate is not None and candidate.makespan < best.makespan * (1 - 1e-12):
-            best = candidate
-            trajectory.append((time.perf_counter() - t0, best.makespan))
-            logger.info("lns: window of %s: makespan %.3f ns", counted(len(window), "collective"), best.makespan)
-    return best, tuple(trajectory)
-
-
-def _solve_window(
-    instance: Instance,
-    incumbent: Schedule,
-    window: set[int],
-    deadline: Deadline,
-    workers: int,
-    seed: int,
-    params: CpsatParams,
-) -> Schedule | None:
-    """Re-solve the collectives in ``window`` with everything else fixed; the merged schedule, re-timed."""
-    import dataclasses
-
-    ends = incumbent.collective_ends(len(instance.collectives))
-    task_end: dict[str, float] = {}
-    for c, coll in enumerate(instance.collectives):
-        task_end[coll.id] = ends[c]
-    for entry in incumbent.computes:
-        task_end[instance.computes[entry.compute].id] = entry.end_ns
-    in_window = {instance.collectives[c].id for c in window}
-    chosen = sorted(window)
-    sub_tasks = []
-    for c in chosen:
-        coll = instance.collectives[c]
-        outside = [task_end[d.task] + d.lag_ns for d in coll.after if d.task not in in_window]
-        inside = tuple(d for d in coll.after if d.task in in_window)
-        sub_tasks.append(dataclasses.replace(coll, issue_ns=max([coll.issue_ns, *outside]), after=inside))
-    sub = Instance(instance.network, tuple(sub_tasks), f"{instance.name}-window")
-    quantum = default_quantum(incumbent.makespan, params)
-    horizon = math.ceil(incumbent.makespan / quantum) + 2
-    busy: dict[int, list[tuple[int, int]]] = {}
-    for chunk in incumbent.chunks:
-        if chunk.collective in window:
-            continue
-        for phase in chunk.phases:
-            # both ends rounded down: held intervals never overlap each other; the exact re-timing
-            # below repairs what the rounding lets the window squeeze in
-            start = math.floor(phase.start_ns / quantum)
-            size = math.floor(phase.end_ns / quantum) - start
-            if size > 0:
-                busy.setdefault(phase.dim, []).append((start, size))
-    share = deadline.share(params.window_share)
-    horizon += max((start + size for held in busy.values() for start, size in held), default=0)
-    try:
-        model = CpsatModel(sub, quantum, horizon, share, busy, symmetry=False)
-    except OutOfTime:
-        return None
-    # hint the incumbent, times rounded down like the held intervals: a feasible solution
-    placed = {(ch.collective, ch.chunk): ch for ch in incumbent.chunks}
-    first = [horizon] * len(chosen)
-    last = [0] * len(chosen)
-    for i, (c, k) in enumerate(sub.chunk_ids):
-        chunk = placed[(chosen[c], k)]
-        for o, lit in model.lits[i].items():
-            model.model.add_hint(lit, o == chunk.order)
-        rounded = model.rounded[(c, sub.collectives[c].bytes_of(k), chunk.order)]
-        for place, phase, size in zip(model.places(c, chunk.order), chunk.phases, rounded):
-            at = math.floor(phase.start_ns / quantum)
-            model.model.add_hint(model.start[i][place], at)
-            model.model.add_hint(model.size[i][place], size)
-            model.model.add_hint(model.end[i][place], at + size)
-            first[c], last[c] = min(first[c], at), max(last[c], at + size)
-    for c in range(len(chosen)):
-        model.model.add_hint(model.release[c], first[c])
-        model.model.add_hint(model.finish[c], last[c])
-    model.model.add_hint(model.makespan, max(last))
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(0.05, share.remaining())
-    solver.parameters.num_workers = workers
-    solver.parameters.random_seed = seed
-    solver.parameters.catch_sigint_signal = False
-    code = run_interruptibly(lambda: solver.solve(model.model), solver.stop_search, share.at)
-    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
-    orders = dict(incumbent.orders)
-    entries: dict[int, list[tuple[float, int, int]]] = {}
-    index = {cid: i for i, cid in enumerate(instance.chunk_ids)}
-    for chunk in incumbent.chunks:
-        if chunk.collective in window:
-            continue
-        for p, phase in enumerate(chunk.phases):
-            entries.setdefault(phase.dim, []).append((phase.start_ns, index[(chunk.collective, chunk.chunk)], p))
-    for i, (c, k) in enumerate(sub.chunk_ids):
-        order = next(o for o, lit in model.lits[i].items() if solver.value(lit))
-        orders[(chosen[c], k)] = order
-        for p, (dim, op) in enumerate(model.places(c, order)):
-            begin = solver.value(model.start[i][dim, op]) * quantum
-            entries.setdefault(dim, []).append((begin, index[(chosen[c], k)], p))
-    sequences = {d: [(i, p) for _, i, p in sorted(seq)] for d, seq in entries.items()}
-    try:
-        return retime(instance, orders, sequences, compute_sequence_of(incumbent))
-    except InputError:  # the merged sequences contradict a dependency: no improvement from this window
-        return None

@@ -10,9 +10,11 @@ import pytest
 
 from themis_opt.budget import Deadline
 from themis_opt.instance import Collective, Dimension, Instance, Network
-from themis_opt.localsearch import (
+from themis_opt.params import SearchParams
+from themis_opt.policies import baseline_orders, themis_orders
+from themis_opt.schedule import Schedule
+from themis_opt.search import (
     Strategy,
-    _Sequences,
     default_evaluations,
     improve_assignment,
     improve_sequences,
@@ -20,9 +22,7 @@ from themis_opt.localsearch import (
     sequences_searchable,
     strategy_for,
 )
-from themis_opt.params import SearchParams
-from themis_opt.policies import baseline_orders, themis_orders
-from themis_opt.schedule import Schedule
+from themis_opt.search.sequence import _Sequences
 from themis_opt.simulator import retime, sequences_of, simulate
 from themis_opt.validator import validate
 
@@ -161,7 +161,7 @@ class _InProcessTimer:
 
 
 def _walk(instance: Instance, timers: list[Any], evaluations: int = 80) -> Schedule | None:
-    from themis_opt.localsearch import _search
+    from themis_opt.search.assignment import _search
 
     starts = [baseline_orders(instance)]
     return _search(instance, starts, seed=4, strategy=ANNEALING, evaluations=evaluations, timers=timers, **NO_LIMITS)
@@ -191,7 +191,7 @@ def test_a_timer_that_dies_leaves_the_walk_unchanged() -> None:
 def test_a_helper_that_dies_leaves_the_own_search(monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    import themis_opt.localsearch as localsearch
+    import themis_opt.search.assignment as localsearch
 
     search = localsearch._search
 
@@ -235,7 +235,7 @@ def test_helpers_keep_the_deadline(strategy: Strategy, caplog: pytest.LogCapture
     # and the moves are planned over the time left, not over the simulations
     instance = _three_dims(32)
     t0 = time.perf_counter()
-    with caplog.at_level("INFO", logger="themis_opt.localsearch"):
+    with caplog.at_level("INFO", logger="themis_opt.search"):
         found = improve_assignment(
             instance,
             [baseline_orders(instance)],
@@ -319,7 +319,7 @@ def test_sequence_search_restarts_when_stuck() -> None:
 def test_sequence_search_stops_at_the_target(caplog: pytest.LogCaptureFixture) -> None:
     instance = _three_dims()
     start = _starts(instance)[1]
-    with caplog.at_level("INFO", logger="themis_opt.localsearch"):
+    with caplog.at_level("INFO", logger="themis_opt.search"):
         found = improve_sequences(instance, [start], seed=0, evaluations=10**6, target=start.makespan)
     assert found is not None and found.makespan <= start.makespan
     assert "sequence search: 1 candidate timed" in caplog.text

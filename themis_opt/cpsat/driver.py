@@ -1,0 +1,201 @@
+"""Running CP-SAT on the exact model: from a warm start, within a deadline, the outcome re-timed exactly."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
+from themis_opt.cpsat.model import CPSAT, CpsatModel, default_quantum, exact_quantum
+from themis_opt.instance import ChunkClass, Instance
+from themis_opt.orders import Order
+from themis_opt.params import CpsatParams
+from themis_opt.policies import counts_match
+from themis_opt.result import SolverStats, Status, optimality_tolerance
+from themis_opt.schedule import Schedule
+
+logger = logging.getLogger(__name__)
+
+BOUND_MARGIN = 1e-8  # CP-SAT's bound is shrunk by this (relative): covers WHOLE along any path (a margin)
+
+_STATUS = {
+    cp_model.OPTIMAL: Status.OPTIMAL,
+    cp_model.FEASIBLE: Status.FEASIBLE,
+    cp_model.INFEASIBLE: Status.INFEASIBLE,
+    cp_model.MODEL_INVALID: Status.MODEL_INVALID,
+    cp_model.UNKNOWN: Status.NO_SOLUTION,
+}
+
+
+@dataclass(frozen=True)
+class CpsatOutcome:
+    """What one CP-SAT run found.
+
+    Parameters
+    ----------
+    status
+        CP-SAT's status, mapped; ``no_solution`` when it found nothing (the
+        caller still holds the warm start).
+    schedule
+        The best exactly re-timed schedule of the warm start and of every
+        solution CP-SAT reported.
+    bound
+        CP-SAT's bound, corrected to a bound of the exact problem (``None``
+        when it found no solution).
+    stats
+        CP-SAT's search statistics.
+    trajectory
+        (seconds since ``t0``, exact makespan) of every improving solution.
+    """
+
+    status: Status
+    schedule: Schedule
+    bound: float | None
+    stats: SolverStats
+    trajectory: tuple[tuple[float, float], ...]
+
+
+class _Recorder(cp_model.CpSolverSolutionCallback):
+    """Keeps the best exactly re-timed solution and the improvement trajectory."""
+
+    def __init__(self, model: CpsatModel, best: Schedule, t0: float, lower_bound: float, origin: float) -> None:
+        super().__init__()
+        self._model = model
+        self._t0 = t0
+        self._lower_bound = lower_bound
+        self._origin = origin
+        self.best = best
+        self.solutions = 0
+        self.trajectory: list[tuple[float, float]] = [(time.perf_counter() - t0, best.makespan)]
+
+    def on_solution_callback(self) -> None:
+        self.solutions += 1
+        schedule = self._model.extract(self.value)
+        if schedule.makespan < self.best.makespan:
+            self.best = schedule
+            self.trajectory.append((time.perf_counter() - self._t0, schedule.makespan))
+        if self.best.makespan - self._lower_bound <= optimality_tolerance(self.best.makespan, self._origin):
+            # it meets a proven lower bound: optimal, nothing left to search for
+            self.stop_search()
+
+
+def solve_cpsat(
+    instance: Instance,
+    warm: Schedule,
+    *,
+    deadline: Deadline,
+    workers: int,
+    seed: int,
+    quantum_ns: float | None,
+    log: bool,
+    t0: float,
+    lower_bound: float = 0.0,
+    counts: Mapping[ChunkClass, Mapping[Order, int]] | None = None,
+    cap: float | None = None,
+    params: CpsatParams = CPSAT,
+) -> CpsatOutcome:
+    """Minimise the makespan with CP-SAT from a complete warm start.
+
+    Parameters
+    ----------
+    instance
+        The instance.
+    warm
+        A valid schedule; the outcome is never worse.
+    deadline
+        When the search must be over; building the model counts too.
+    workers, seed
+        CP-SAT's worker threads and random seed.
+    quantum_ns
+        Time quantum; ``None`` picks :func:`exact_quantum` where there is one,
+        else :func:`default_quantum` of the warm start.
+    log
+        Stream CP-SAT's search log through this module's logger at INFO.
+    t0
+        ``time.perf_counter()`` at the start of the method, for the trajectory.
+    lower_bound
+        A proven lower bound on the exact makespan. It bounds the quantised
+        makespan from below too (rounded durations are only longer), and the
+        search stops once a solution meets it within the optimality tolerance.
+    counts
+        Solve a restriction instead: exactly ``counts[cls][order]`` chunks of
+        each class take each order (e.g. a load program's optimal counts:
+        when that program's bound is tight, some optimal schedule has counts
+        optimal in it), each chunk's order fixed in rank order (the symmetry breaking
+        leaves no other choice). ``warm`` is hinted when it has these
+        counts; otherwise it only bounds the horizon and the search finds its
+        own first solution. The outcome's schedule is valid, but its status is never ``optimal`` and
+        it has no bound (both would be of the restriction).
+    cap
+        Look only for a schedule of makespan at most ``cap`` ns, and stop at
+        the first: the horizon is ``cap`` in quanta (rounded down, every such
+        schedule fits), ``warm`` is not hinted (it is longer) and stays the
+        outcome's schedule if none is found. With ``counts``, a quick
+        question: do these counts admit a schedule at the lower bound? The
+        status is never ``optimal`` and there is no bound (a capped model
+        proves nothing about longer schedules).
+    params
+        The quantum's and the search's tuning numbers.
+
+    Raises
+    ------
+    OutOfTime
+        If the deadline passes while the model is built.
+    """
+    quantum = quantum_ns
+    if quantum is None:
+        quantum = exact_quantum(instance, warm.makespan, deadline, params) or default_quantum(warm.makespan, params)
+    horizon = math.ceil(warm.makespan / quantum) + 1  # rounded-down durations: the warm start fits
+    if cap is not None:
+        horizon = min(horizon, math.floor(cap / quantum))
+    model = CpsatModel(instance, quantum, horizon, deadline)
+    model.model.add(model.makespan >= model.floor(lower_bound))
+    if counts is not None:
+        model.fix_counts(counts)
+    if cap is None and (counts is None or counts_match(instance, warm.orders, counts)):
+        model.hint(warm)
+    # keep a little of the budget for the last solution's re-timing and the result (big models more)
+    large = instance.num_phases > params.probing_phases
+    search_time = deadline.remaining() * (params.search_share_large if large else params.search_share) - 0.1
+    if search_time <= 0:
+        raise OutOfTime("cpsat: no time left to search")
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = search_time
+    if large:  # presolve's probing would leave the search nothing, not even the hinted solution
+        solver.parameters.cp_model_probing_level = 0
+    solver.parameters.num_workers = workers
+    # the model is mostly no-overlaps: their stronger propagation proves more (the benchmark page)
+    solver.parameters.use_strong_propagation_in_disjunctive = True
+    solver.parameters.random_seed = seed
+    solver.parameters.stop_after_first_solution = cap is not None
+    solver.parameters.catch_sigint_signal = False  # Ctrl-C goes to Python, which stops the search
+    if log:
+        solver.parameters.log_search_progress = True
+        solver.parameters.log_to_stdout = False  # the callback alone carries it
+        solver.log_callback = lambda line: logger.info("%s", line)
+    origin = instance.origin_ns
+    recorder = _Recorder(model, warm, t0, lower_bound, origin)
+    stop_at = time.perf_counter() + search_time
+    code = run_interruptibly(lambda: solver.solve(model.model, recorder), solver.stop_search, stop_at)
+    status = _STATUS[code]
+    bound = None
+    if counts is not None or cap is not None:  # a restriction's status and bound say nothing of the problem
+        status = Status.FEASIBLE if recorder.solutions else Status.NO_SOLUTION
+    elif code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        # the rounded-down model is a relaxation: its bound in quanta bounds the exact problem
+        bound = max(0.0, solver.best_objective_bound * quantum * (1 - BOUND_MARGIN))
+    stats = SolverStats(
+        solver_status=solver.status_name(code),
+        branches=solver.num_branches,
+        conflicts=solver.num_conflicts,
+        solutions=recorder.solutions,
+        wall_time_s=solver.wall_time,
+        quantum_ns=quantum,
+    )
+    logger.debug("cpsat: %s, makespan %.3f ns", stats.solver_status, recorder.best.makespan)
+    return CpsatOutcome(status, recorder.best, bound, stats, tuple(recorder.trajectory))
