@@ -104,7 +104,7 @@ def test_no_integer_program_when_integer_counts_reach_the_lp(monkeypatch: pytest
     # optimum too and SCIP is not run; tiny_ar: they do not, and SCIP gives the integer bound
     from collections import OrderedDict
 
-    import themis_opt.bounds as bounds_module
+    import themis_opt.bounds.programs as bounds_module
 
     from .conftest import load
 
@@ -129,7 +129,7 @@ def test_the_searches_take_the_integer_programs_counts_where_they_cost_less(monk
     # fill-and-drain cut short with poor counts: the call's memo gets SCIP's, and the larger bound stays
     from collections import OrderedDict
 
-    import themis_opt.bounds as bounds_module
+    import themis_opt.bounds.programs as bounds_module
     from themis_opt.bounds import LoadSolution, fill_drain_value
     from themis_opt.policies import baseline_order
 
@@ -154,7 +154,8 @@ def test_counts_within_yields_every_assignment_at_most_the_value_and_no_other(ch
     # value all come out, once each, and every one that comes out is within the program's rounding
     import itertools
 
-    from themis_opt.bounds import counts_within, fill_drain_value
+    from themis_opt.bounds import fill_drain_value
+    from themis_opt.search.counts import counts_within
 
     instance = make(
         [(4, "ring", 100.0), (8, "switch", 50.0), (2, "switch", 25.0)], size=16 * MIB * chunks, chunks=chunks
@@ -191,7 +192,8 @@ def test_level_counts_is_the_brute_force_optimum_of_its_program() -> None:
     # per order in use, among those within the slack of the start's load value
     import itertools
 
-    from themis_opt.bounds import BOUNDS, level_counts, load_value
+    from themis_opt.bounds import BOUNDS, load_value
+    from themis_opt.search.counts import level_counts
 
     inst = two_issues()
     profiles = order_profiles(inst)
@@ -233,8 +235,8 @@ def test_level_counts_is_the_brute_force_optimum_of_its_program() -> None:
 
 
 def test_level_counts_is_none_after_the_deadline() -> None:
-    from themis_opt.bounds import level_counts
     from themis_opt.budget import Deadline
+    from themis_opt.search.counts import level_counts
 
     inst = two_issues()
     start = integer_load_bound(inst, fill_drain=False)
@@ -248,7 +250,7 @@ def test_the_searches_take_the_integer_programs_counts_where_fill_and_drain_foun
     # fill-and-drain finds no assignment in time: its bound is not computed, and the stages read SCIP's counts
     from collections import OrderedDict
 
-    import themis_opt.bounds as bounds_module
+    import themis_opt.bounds.programs as bounds_module
 
     inst = make([(4, "switch", 200.0), (4, "switch", 100.0), (4, "switch", 50.0)], size=64 * MIB, chunks=8)
     monkeypatch.setattr(bounds_module, "_CACHE", OrderedDict())

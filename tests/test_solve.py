@@ -166,7 +166,7 @@ def test_a_searching_method_caps_the_seconds_of_its_bounds(monkeypatch: pytest.M
     # cpsat gives the load programs a share of its time and at most bounds.seconds; a heuristic half
     from collections import OrderedDict
 
-    import themis_opt.bounds as bounds_module
+    import themis_opt.bounds.programs as bounds_module
     from themis_opt.params import BoundsParams, SolveParams
 
     monkeypatch.setattr(bounds_module, "_CACHE", OrderedDict())  # a cached answer would take no time at all

@@ -22,7 +22,8 @@ import time
 from ortools.sat.python import cp_model
 
 from bench.instances import MIB, SHAPES, SIZES, network
-from themis_opt.bounds import _origin, collective_releases, integer_load_bound
+from themis_opt.bounds import collective_releases, integer_load_bound
+from themis_opt.bounds.formulas import _origin
 from themis_opt.cost import chunk_phases
 from themis_opt.instance import Collective, Instance
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from bench.instances import MIB, SHAPES, SIZES, all_reduce, network
-from themis_opt import bounds
+from themis_opt.bounds import programs as bounds
 from themis_opt.budget import Deadline
 from themis_opt.instance import Collective, Instance
 

@@ -1,0 +1,162 @@
+"""Lower bounds on the makespan of every valid schedule.
+
+* ideal (bandwidth) bound: every NPU moves a fixed amount of data whatever the
+  orders (reduce-scatter over any order sends x (N - 1) / N in total), at no
+  more than the sum of its dimensions' bandwidths;
+* hierarchical load bound: choose how many chunks of each class take each
+  order to minimise the largest per-dimension busy time (``lp``: counts
+  continuous, ``ip``: integer);
+* fill-and-drain bound (``fill_drain``): the integer load bound strengthened,
+  since no dimension can start before some chunk reaches it (its head) nor
+  end its last phase later than that chunk's remaining phases allow (its
+  tail): makespan >= min head + load + min tail, heads and tails taken over
+  the orders in use.
+
+With several issue times, a dimension's load counts only the collectives
+issued at or after each issue time, added to that time.
+
+The LP is solved by GLOP, the integer program by SCIP and fill-and-drain by
+CP-SAT (all shipped with OR-Tools, imported only when a program runs); each
+bound is the solver's dual bound shrunk by a relative 1e-8 to cover float
+tolerances (fill-and-drain also rounds every time down, which only weakens
+it). The programs run under a node or work limit (the same answer on every
+machine) and within their share of the caller's time budget; a dual bound is
+valid wherever the solver stops, and a program that cannot run in time, or
+would have more than
+``max_load_variables`` order counts (every chunk class times every order of
+its dimensions: 8! orders per class on 8 dimensions), is reported as not
+computed (``None``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from themis_opt.bounds.formulas import (
+    BOUNDS,
+    OrderProfile,
+    collective_releases,
+    compute_bound,
+    critical_path_bound,
+    earliest_releases,
+    fill_drain_value,
+    ideal_bound,
+    load_programs_fit,
+    load_value,
+    load_variables,
+    order_profiles,
+    shortest_durations,
+    traffic_bytes,
+)
+from themis_opt.bounds.programs import SAFETY, LoadSolution, Memo, _adopt_counts, integer_load_bound, lp_bound
+from themis_opt.budget import Deadline
+from themis_opt.instance import Instance
+from themis_opt.orders import Counts
+from themis_opt.params import BoundsParams
+
+__all__ = [
+    "BOUNDS",
+    "Bounds",
+    "Counts",
+    "LoadSolution",
+    "Memo",
+    "OrderProfile",
+    "collective_releases",
+    "compute_bound",
+    "compute_bounds",
+    "critical_path_bound",
+    "earliest_releases",
+    "fill_drain_value",
+    "ideal_bound",
+    "integer_load_bound",
+    "load_programs_fit",
+    "load_value",
+    "load_variables",
+    "lp_bound",
+    "order_profiles",
+    "shortest_durations",
+    "traffic_bytes",
+]
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Lower bounds on the makespan, each valid on its own, in ns.
+
+    ``None`` marks a bound that was not computed. ``critical_path`` is the
+    longest dependency chain with every collective at its shortest possible
+    duration; ``compute`` the compute unit's work after its earliest start;
+    ``cpsat`` CP-SAT's own bound (of a relaxation, so valid as it stands).
+    """
+
+    ideal: float
+    lp: float | None = None
+    ip: float | None = None
+    fill_drain: float | None = None
+    cpsat: float | None = None
+    critical_path: float | None = None
+    compute: float | None = None
+
+    @property
+    def best(self) -> float:
+        """The largest (tightest) bound."""
+        return max(b for b in self.as_dict().values() if b is not None)
+
+    def as_dict(self) -> dict[str, float | None]:
+        """The bounds by name."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def compute_bounds(
+    instance: Instance,
+    deadline: Deadline | None = None,
+    *,
+    full: bool = True,
+    memo: Memo | None = None,
+    params: BoundsParams = BOUNDS,
+) -> Bounds:
+    """The bounds of ``instance`` that fit in the time until ``deadline``.
+
+    Parameters
+    ----------
+    instance
+        The instance.
+    deadline
+        When to stop; a program cut short keeps its valid dual bound, one
+        that cannot run is ``None``.
+    full
+        ``False`` computes only the ideal bound (no solver, microseconds).
+    memo
+        Passed on to :func:`integer_load_bound`.
+    params
+        The programs' shares of the time and their limits.
+    """
+    deadline = deadline or Deadline()
+    cheap = Bounds(
+        ideal=ideal_bound(instance),
+        critical_path=critical_path_bound(instance) if instance.is_task_graph else None,
+        compute=compute_bound(instance),
+    )
+    if not full or not load_programs_fit(instance, params):
+        return cheap
+    lp = lp_bound(instance, deadline.share(params.lp_share), params)
+    # fill-and-drain first: CP-SAT proves it in a fraction of the time SCIP needs for the weaker integer bound
+    fd = integer_load_bound(
+        instance, fill_drain=True, deadline=deadline.share(params.fill_drain_share), memo=memo, params=params
+    )
+    if lp is not None and fd is not None and fill_drain_value(instance, fd.counts) * (1 - SAFETY) <= lp:
+        # integer counts at the LP's value even with fill and drain: the integer program's optimum is
+        # the LP's (to within SAFETY), so SCIP has nothing to add
+        ip: float | None = lp
+    else:
+        plain = integer_load_bound(instance, fill_drain=False, deadline=deadline, memo=memo, params=params)
+        ip = plain.bound if plain is not None else None
+        if fd is not None and plain is not None:
+            fd = _adopt_counts(instance, fd, plain, memo)
+        elif plain is not None and memo is not None:
+            # fill-and-drain found no assignment in time: the searches start from SCIP's counts,
+            # its bound stays not computed
+            memo[(instance, True)] = LoadSolution(plain.bound, plain.counts, optimal=False)
+    fill_drain = max(ip or 0.0, fd.bound) if fd is not None else None
+    return dataclasses.replace(cheap, lp=lp, ip=ip, fill_drain=fill_drain)

@@ -1,0 +1,390 @@
+"""The load programs: the LP (GLOP), the integer program (SCIP) and fill-and-drain (CP-SAT), each under
+a node or work limit and a share of the caller's time; their answers cached per instance.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from themis_opt.bounds.formulas import (
+    BOUNDS,
+    _issue_cuts,
+    _origin,
+    fill_drain_value,
+    load_programs_fit,
+    order_profiles,
+)
+from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
+from themis_opt.instance import ChunkClass, Instance
+from themis_opt.orders import Counts
+from themis_opt.params import BoundsParams
+
+logger = logging.getLogger(__name__)
+
+SAFETY = 1e-8  # relative: covers the LP and MIP solvers' float tolerances (a margin, not a tuning number)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ortools.linear_solver import pywraplp
+
+
+def _load_model(
+    instance: Instance,
+    backend: str,
+    *,
+    integer: bool,
+    deadline: Deadline | None = None,
+) -> tuple[pywraplp.Solver, dict[tuple[ChunkClass, tuple[int, ...]], pywraplp.Variable]]:
+    """The load-bound program in microseconds since the earliest issue time
+    (well-scaled for the solvers, and the solvers' relative tolerance applies
+    to the span, not to absolute time). Building it checks ``deadline`` (raising
+    :class:`OutOfTime`): on many dimensions the program alone takes seconds.
+    """
+    deadline = deadline or Deadline()
+    from ortools.linear_solver import pywraplp
+
+    origin = _origin(instance)
+    profiles = order_profiles(instance)
+    solver = pywraplp.Solver.CreateSolver(backend)
+    if solver is None:  # pragma: no cover - both backends ship with ortools
+        raise RuntimeError(f"OR-Tools has no {backend} backend")
+    us = 1e-3
+    makespan = solver.NumVar(0.0, solver.infinity(), "makespan")
+    x = {}
+    for i, cls in enumerate(instance.chunk_classes):
+        deadline.check("load bound model")
+        for j, order in enumerate(profiles[cls]):
+            n = len(cls.chunks)
+            x[cls, order] = solver.IntVar(0, n, f"x{i}_{j}") if integer else solver.NumVar(0, n, f"x{i}_{j}")
+        solver.Add(sum(x[cls, order] for order in profiles[cls]) == len(cls.chunks))
+    for t, later in _issue_cuts(instance):
+        for d in range(instance.network.num_dims):
+            deadline.check("load bound model")
+            load = [x[cls, o] * (p.busy[d] * us) for cls in later for o, p in profiles[cls].items() if p.busy[d]]
+            if load:
+                solver.Add(makespan >= (t - origin) * us + sum(load))
+    solver.Minimize(makespan)
+    return solver, x
+
+
+def _time_limit_ms(deadline: Deadline) -> int:
+    """Milliseconds left before ``deadline``; raise :class:`OutOfTime` if none."""
+    ms = int(deadline.remaining() * 1000)
+    if ms <= 0:
+        raise OutOfTime("load bound: out of time")
+    return ms
+
+
+def lp_bound(instance: Instance, deadline: Deadline | None = None, params: BoundsParams = BOUNDS) -> float | None:
+    """The hierarchical load bound with continuous order counts (GLOP).
+
+    ``None`` when the program is too large or not solved before ``deadline``.
+    """
+    deadline = deadline or Deadline()
+    if not load_programs_fit(instance, params):
+        return None
+    try:
+        solver, _ = _load_model(instance, "GLOP", integer=False, deadline=deadline)
+        if not math.isinf(deadline.at):
+            solver.SetTimeLimit(_time_limit_ms(deadline))
+        status = run_interruptibly(solver.Solve, solver.InterruptSolve)
+    except OutOfTime:
+        return None
+    if status != solver.OPTIMAL:
+        logger.info("the LP load bound was not solved in time (status %s): not computed", status)
+        return None
+    return _origin(instance) + float(solver.Objective().Value()) * 1e3 * (1 - SAFETY)
+
+
+@dataclass(frozen=True)
+class LoadSolution:
+    """An integer load bound and the order counts of the best assignment found.
+
+    Parameters
+    ----------
+    bound
+        The bound in ns (the solver's proven dual bound).
+    counts
+        Per chunk class, how many chunks take each order.
+    optimal
+        Whether the solver proved the assignment optimal.
+    """
+
+    bound: float
+    counts: Counts
+    optimal: bool
+
+
+_CACHE: OrderedDict[tuple[Instance, bool, BoundsParams], LoadSolution] = OrderedDict()
+
+
+Memo = dict[tuple[Instance, bool], "LoadSolution | None"]
+
+
+def integer_load_bound(
+    instance: Instance,
+    *,
+    fill_drain: bool,
+    deadline: Deadline | None = None,
+    memo: Memo | None = None,
+    params: BoundsParams = BOUNDS,
+) -> LoadSolution | None:
+    """The integer hierarchical load bound (SCIP), optionally with fill and drain (CP-SAT).
+
+    Parameters
+    ----------
+    instance
+        The instance.
+    fill_drain
+        Add each dimension's least head and tail over the orders in use.
+    deadline
+        When to stop; the dual bound is valid wherever the solver stops.
+    memo
+        Answers of one caller's earlier calls, cut short by its deadline or
+        not (one ``solve`` call shares them among its stages); this call's
+        answer is added. They come before the process's cache: a memo may
+        hold better counts (see :func:`compute_bounds`).
+    params
+        The programs' limits.
+
+    Returns
+    -------
+    LoadSolution or None
+        ``None`` when the program is too large, or no assignment was found
+        before ``deadline``.
+
+    Notes
+    -----
+    SCIP explores at most ``params.node_limit`` branch-and-bound nodes;
+    CP-SAT runs one worker for at most ``params.fill_drain_work`` units of
+    deterministic time. Such limits, unlike a time limit, keep the answer the
+    same on every machine. Answers that they decided (not the deadline) are
+    cached per instance and parameters: do not mutate the returned counts.
+    """
+    deadline = deadline or Deadline()
+    if memo is not None and (instance, fill_drain) in memo:  # this caller's own answer first: it may be better
+        return memo[(instance, fill_drain)]
+    key = (instance, fill_drain, params)
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        return _CACHE[key]
+    if not load_programs_fit(instance, params):
+        return None
+    if fill_drain:
+        # fill-and-drain only adds constraints to the integer program: an integer
+        # optimum at hand is its floor, its first assignment, and often its answer
+        plain = _CACHE.get((instance, False, params)) or (memo or {}).get((instance, False))
+        solution = _fill_drain_program(instance, plain, deadline, params)
+    else:
+        solution = _plain_program(instance, deadline, params)
+    if memo is not None:
+        memo[(instance, fill_drain)] = solution
+    if solution is not None and not deadline.expired():  # decided by a node or work limit: the same everywhere
+        _CACHE[key] = solution
+        if len(_CACHE) > 64:
+            _CACHE.popitem(last=False)
+    return solution
+
+
+def _plain_program(instance: Instance, deadline: Deadline, params: BoundsParams) -> LoadSolution | None:
+    """The integer load program, by SCIP under a node limit."""
+    try:
+        solver, x = _load_model(instance, "SCIP", integer=True, deadline=deadline)
+        # misc/catchctrlc: let Ctrl-C reach Python instead of only stopping SCIP
+        limits = f"limits/nodes = {params.node_limit}\nmisc/catchctrlc = FALSE\n"
+        solver.SetSolverSpecificParametersAsString(limits)
+        if not math.isinf(deadline.at):
+            solver.SetTimeLimit(_time_limit_ms(deadline))
+        mip = _mip_parameters()
+        status = run_interruptibly(lambda: solver.Solve(mip), solver.InterruptSolve)
+    except OutOfTime:
+        return None
+    if status not in (solver.OPTIMAL, solver.FEASIBLE):
+        logger.info("the integer load bound found no assignment in time (status %s): not computed", status)
+        return None
+    counts: Counts = {}
+    for (cls, order), var in x.items():
+        counts.setdefault(cls, {})[order] = round(var.solution_value())
+    bound = _origin(instance) + solver.Objective().BestBound() * 1e3 * (1 - SAFETY)
+    logger.debug("integer load bound: %.3f ns, status %s", bound, status)
+    return LoadSolution(bound, counts, status == solver.OPTIMAL)
+
+
+@dataclass(frozen=True)
+class _FillDrainModel:
+    """The fill-and-drain program as a CP-SAT model: its order counts, whether each order is in
+    use, its makespan (in units from ``origin``) and ``q``, which rounds a time in ns down to units.
+    """
+
+    model: Any
+    counts: dict[tuple[ChunkClass, tuple[int, ...]], Any]
+    used: dict[tuple[ChunkClass, tuple[int, ...]], Any]
+    makespan: Any
+    origin: float
+    unit: float
+
+    def q(self, ns: float) -> int:
+        return math.floor(ns / self.unit)
+
+    def read(self, value: Callable[[Any], int]) -> Counts:
+        """The counts of a solution, per class and order."""
+        counts: Counts = {}
+        for (cls, order), var in self.counts.items():
+            counts.setdefault(cls, {})[order] = value(var)
+        return counts
+
+
+def _fill_drain_model(
+    instance: Instance,
+    plain: LoadSolution | None,
+    deadline: Deadline,
+    *,
+    heads_tails: bool = True,
+    params: BoundsParams = BOUNDS,
+) -> _FillDrainModel | None:
+    """The fill-and-drain program (see :func:`_fill_drain_program`); ``None`` if ``deadline`` passes first.
+
+    Without ``heads_tails``, the integer load program: the issue cuts alone, no heads or tails.
+    """
+    from ortools.sat.python import cp_model
+
+    origin = _origin(instance)
+    profiles = order_profiles(instance)
+    cuts = _issue_cuts(instance)
+    # a unit fine enough to lose nothing that matters, coarse enough for 64-bit sums
+    span = max(t - origin for t, _ in cuts) + sum(
+        len(cls.chunks) * max(sum(p.busy) for p in profiles[cls].values()) for cls in instance.chunk_classes
+    )
+    unit = max(params.fill_drain_unit_ns, span / 2**40)
+
+    def q(ns: float) -> int:
+        return math.floor(ns / unit)
+
+    m = cp_model.CpModel()
+    top = q(span) + 1
+    makespan = m.new_int_var(0, top, "makespan")
+    if plain is not None:
+        m.add(makespan >= q(plain.bound - origin))
+    x: dict[tuple[ChunkClass, tuple[int, ...]], cp_model.IntVar] = {}
+    used: dict[tuple[ChunkClass, tuple[int, ...]], cp_model.IntVar] = {}
+    for cls in instance.chunk_classes:
+        if deadline.expired():
+            return None
+        n = len(cls.chunks)
+        # a complete hint: without a first solution CP-SAT may raise its bound one unit per conflict
+        if plain is not None:
+            hint = plain.counts[cls]
+        else:
+            lightest = min(profiles[cls], key=lambda o: (max(profiles[cls][o].busy), o))
+            hint = {o: n if o == lightest else 0 for o in profiles[cls]}
+        for order in profiles[cls]:
+            key = (cls, order)
+            x[key] = m.new_int_var(0, n, "x")
+            used[key] = m.new_bool_var("u")
+            m.add(x[key] >= 1).only_enforce_if(used[key])
+            m.add(x[key] == 0).only_enforce_if(~used[key])
+            m.add_hint(x[key], hint[order])
+            m.add_hint(used[key], hint[order] > 0)
+        m.add(sum(x[cls, order] for order in profiles[cls]) == n)
+    # with heads and tails, the first cut's loads are in the fill-and-drain constraints below
+    for t, later in cuts[1:] if heads_tails else cuts:
+        for d in range(instance.network.num_dims):
+            if deadline.expired():
+                return None
+            load = [x[cls, o] * q(p.busy[d]) for cls in later for o, p in profiles[cls].items() if p.busy[d]]
+            if load:
+                m.add(makespan >= q(t - origin) + sum(load))
+    for d in range(instance.network.num_dims if heads_tails else 0):
+        if deadline.expired():
+            return None
+        pairs = [(key, profiles[key[0]][key[1]]) for key in x if profiles[key[0]][key[1]].head[d] is not None]
+        if not pairs:
+            continue
+        ends = []
+        heads = [q(p.head[d] - origin) for _, p in pairs]  # type: ignore[operator]
+        tails = [q(p.tail[d]) for _, p in pairs]  # type: ignore[arg-type]
+        for values in (heads, tails):
+            least = m.new_int_var(min(values), top, "least")
+            for level in sorted(set(values))[1:]:
+                reached = m.new_bool_var("reached")
+                m.add(least >= level).only_enforce_if(reached)
+                m.add_bool_or([used[key] for (key, _), v in zip(pairs, values) if v < level] + [reached])
+            ends.append(least)
+        m.add(makespan >= ends[0] + ends[1] + sum(x[key] * q(p.busy[d]) for key, p in pairs))
+    return _FillDrainModel(m, x, used, makespan, origin, unit)
+
+
+def _fill_drain_solver(deadline: Deadline, params: BoundsParams) -> Any:
+    """CP-SAT as the fill-and-drain programs run it: one worker, a work limit (the same answer everywhere)."""
+    from ortools.sat.python import cp_model
+
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    solver.parameters.max_deterministic_time = params.fill_drain_work
+    # deterministic time barely moves while the bound is raised a unit per conflict: conflicts are counted too
+    solver.parameters.max_number_of_conflicts = params.fill_drain_conflicts
+    solver.parameters.catch_sigint_signal = False
+    if not math.isinf(deadline.at):
+        solver.parameters.max_time_in_seconds = max(0.0, deadline.remaining())
+    return solver
+
+
+def _fill_drain_program(
+    instance: Instance, plain: LoadSolution | None, deadline: Deadline, params: BoundsParams
+) -> LoadSolution | None:
+    """The fill-and-drain program, by CP-SAT (one worker, a work limit: the same answer everywhere).
+
+    Every time is rounded down to a unit (so the program is a relaxation and
+    its bound is valid as it stands); an order is in use exactly when its
+    count is positive, and a dimension's head is at least each level ``v``
+    of the heads unless some order in use has a head below ``v`` (tails
+    alike). Exact Booleans instead of a big-M let CP-SAT prove what SCIP
+    left open after thousands of nodes.
+    """
+    from ortools.sat.python import cp_model
+
+    if plain is not None and plain.optimal and fill_drain_value(instance, plain.counts) <= plain.bound / (1 - SAFETY):
+        return plain  # the integer optimum pays no head or tail beyond its load: no program to solve
+    program = _fill_drain_model(instance, plain, deadline, params=params)
+    if program is None:
+        return None
+    program.model.minimize(program.makespan)
+    solver = _fill_drain_solver(deadline, params)
+    code = run_interruptibly(lambda: solver.solve(program.model), solver.stop_search, deadline.at)
+    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        status = solver.status_name(code)
+        logger.info("the fill-and-drain program found no assignment in time (%s): not computed", status)
+        return None
+    bound = program.origin + solver.best_objective_bound * program.unit * (1 - SAFETY)
+    if plain is not None:
+        bound = max(bound, plain.bound)
+    logger.debug("fill-and-drain bound: %.3f ns, %s", bound, solver.status_name(code))
+    return LoadSolution(bound, program.read(solver.value), code == cp_model.OPTIMAL)
+
+
+def _adopt_counts(instance: Instance, fd: LoadSolution, plain: LoadSolution, memo: Memo | None) -> LoadSolution:
+    """``fd`` with ``plain``'s counts where they cost less in the fill-and-drain
+    program (the searches start from these counts), for this caller's ``memo``.
+
+    Fill-and-drain, run first and cut by its work limit, may end with counts
+    well above its bound that SCIP's integer program then improves on.
+    """
+    if fill_drain_value(instance, plain.counts) >= fill_drain_value(instance, fd.counts):
+        return fd
+    better = LoadSolution(max(fd.bound, plain.bound), plain.counts, optimal=False)
+    if memo is not None:
+        memo[(instance, True)] = better
+    return better
+
+
+def _mip_parameters() -> Any:
+    from ortools.linear_solver import pywraplp
+
+    params = pywraplp.MPSolverParameters()
+    params.SetDoubleParam(params.RELATIVE_MIP_GAP, 0.0)
+    return params
