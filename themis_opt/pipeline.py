@@ -1,29 +1,30 @@
 """The cpsat method: its stages, in order, each with its share of the time left, its cap and when it runs.
 
-============================  =================================  ======  ==============================================
-stage                         share of the time left             cap     runs when the best so far is not proven and
-============================  =================================  ======  ==============================================
-warm start                    all (baseline), then ``warm_share``         always: the best of the heuristics
-                              for each other heuristic
-assignment search             ``assignment``, or                          more time is left than the warm start took
-                              ``assignment_large_share`` above
-                              ``large_phases`` phases
-at the bound                  ``at_bound``                       5 s     up to 128 phases and 4,096 order literals, and
-                                                                         as above
-sequence search               ``sequence``                               up to ``large_phases`` phases, collectives
-                                                                         only, and as above
-windows                       all                                        the exact model is too large (then the last)
-counts fixed                  ``counts_fixed``                   20 s    up to ``large_phases`` phases and 4,096 order
-                                                                         literals
-full model                    all                                        always (the last)
-============================  =================================  ======  ==============================================
+Every stage after the first runs only while the best schedule is not proven optimal:
+
+1. **warm start**: the best of the heuristics and of the caller's schedule;
+   the baseline may take all the time left, each other heuristic
+   ``warm_share`` of it;
+2. **assignment search**: ``assignment`` of the time left
+   (``assignment_large_share`` above ``large_phases`` phases), when more is
+   left than the warm start took;
+3. **at the bound**: ``at_bound`` (at most 5 s), up to 128 phases and 4,096
+   order literals;
+4. **sequence search**: ``sequence``, up to ``large_phases`` phases,
+   collectives only;
+5. **windows**: all the time left, when the exact model is too large (it
+   ends the method);
+6. **counts fixed**: ``counts_fixed`` (at most 20 s), up to ``large_phases``
+   phases and 4,096 order literals;
+7. **full model**: all the time left (it ends the method).
 
 The shares, caps and limits are :class:`~themis_opt.params.PipelineParams`
 (a stage is switched off with ``enabled = false``); :data:`STAGES` is the
-table the method runs. Where the baseline's merged all-reduce phase is
-shorter than the split ones every other stage works with (a double binary
-tree on the last dimension), the baseline's schedule is kept when it is
-better, and CP-SAT's own bound, which holds for split schedules, is dropped.
+table the method runs, and :func:`describe` gives it as data. Where the
+baseline's merged all-reduce phase is shorter than the split ones every other
+stage works with (a double binary tree on the last dimension), the baseline's
+schedule is kept when it is better, and CP-SAT's own bound, which holds for
+split schedules, is dropped.
 """
 
 from __future__ import annotations
@@ -121,6 +122,10 @@ class Context:
             params=self.params.bounds,
         )
 
+    def search_options(self) -> dict[str, Any]:
+        """What every local search of this call is given besides its starts and deadline."""
+        return {"seed": self.seed, "target": self.bounds.best, "workers": self.workers, "params": self.params.search}
+
     def cpsat(self, start: Schedule, deadline: Deadline, **options: Any) -> CpsatOutcome:
         """CP-SAT from ``start`` with this call's options (see :func:`~themis_opt.cpsat.solve_cpsat`)."""
         from themis_opt.cpsat import solve_cpsat  # CP-SAT is imported only when it runs
@@ -190,15 +195,7 @@ def assignment_search(ctx: Context, budget: Deadline) -> None:
         level = level_counts(instance, counts, share, ctx.params.bounds) if len(instance.collectives) > 1 else None
         if level is not None:
             starts.append(spread_orders(instance, level))
-    found = improve_assignment(
-        instance,
-        starts,
-        seed=ctx.seed,
-        deadline=budget,
-        target=ctx.bounds.best,
-        workers=ctx.workers,
-        params=ctx.params.search,
-    )
+    found = improve_assignment(instance, starts, deadline=budget, **ctx.search_options())
     ctx.offer(found)
 
 
@@ -256,15 +253,7 @@ def sequence_search(ctx: Context, budget: Deadline) -> None:
             starts.insert(0, spread(instance, counts.counts, budget))
     except OutOfTime:
         pass
-    found = improve_sequences_per_start(
-        instance,
-        starts,
-        seed=ctx.seed,
-        deadline=budget,
-        target=ctx.bounds.best,
-        workers=ctx.workers,
-        params=ctx.params.search,
-    )
+    found = improve_sequences_per_start(instance, starts, deadline=budget, **ctx.search_options())
     if len(starts) == 2:  # the spread start went first
         ctx.spread = found[0]
     ctx.offer(min((s for s in found if s is not None), key=lambda s: s.makespan, default=None))
