@@ -377,3 +377,9 @@ def test_params_file_reaches_solve_and_an_unknown_key_is_exit_2(
 def test_counts_are_singular_or_plural(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(["bench", WORKED, "--method", "baseline", "--jobs", "1", "--workers", "1"], capsys)
     assert code == 0 and "1 instance, 1 job x 1 CP-SAT worker" in out
+
+
+def test_bench_csv_in_a_missing_folder_is_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    csv_file = tmp_path / "new" / "rows.csv"
+    assert run(["bench", WORKED, "--method", "baseline", "--csv", str(csv_file)], capsys)[0] == 0
+    assert csv_file.read_text().startswith("instance,")

@@ -326,6 +326,7 @@ def write_csv(path: str | Path, records: Iterable[Record], methods: Sequence[str
             f"{m}_valid",
         ]
     try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         handle = open(path, "w", newline="", encoding="utf-8")  # noqa: SIM115 - the with below closes it
     except OSError as error:
         raise InputError(str(path), f"cannot be written ({error.strerror})") from None

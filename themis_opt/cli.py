@@ -185,7 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="add to an --out file that holds rows of other methods, time limit, seed or parameters",
     )
     p.add_argument(
-        "--csv", metavar="PATH", default=None, help="also write this run's rows to this CSV file (default: none)"
+        "--csv",
+        metavar="PATH",
+        default=None,
+        help="also write this run's rows to this CSV file; missing folders are created, and the path is checked "
+        "before any work starts (default: none)",
     )
     p.add_argument(
         "--scheduler",
