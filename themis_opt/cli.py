@@ -251,7 +251,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SIZE",
         help="one all-reduce of SIZE bytes per NPU: 64MiB and 1GiB are 2^20 and 2^30 bytes, 1GB is 10^9",
     )
-    what.add_argument("--workload", metavar="FILE", help="an ASTRA-sim 1.0 workload file (any parallelism)")
+    what.add_argument(
+        "--workload",
+        metavar="FILE",
+        help="an ASTRA-sim 1.0 workload file (any parallelism), or the prefix of 2.x Chakra traces, "
+        'PREFIX.0.et... (needs pip install -e ".[chakra]")',
+    )
     p.add_argument(
         "--passes", type=_int_in("--passes", 1, 1000), default=1, help="ASTRA-sim's --num-passes (default 1)"
     )

@@ -180,6 +180,36 @@ def ring_steps(n: int, op: Op) -> tuple[int, float]:
             assert_never(unreachable)
 
 
+def reduced_messages(algorithm: Algorithm, op: Op, n: int, x: float) -> tuple[float, ...]:
+    """The bytes of each received message of a phase that is reduced before the next is sent
+    (ASTRA-sim 2.x's packet bundles: only reduce-scatter and all-reduce reduce, and not every
+    receipt), for a phase of ``op`` on ``x`` bytes over ``n`` NPUs.
+    """
+    if op not in (Op.REDUCE_SCATTER, Op.ALL_REDUCE):
+        return ()
+    match algorithm:
+        case Algorithm.RING:  # the first n - 1 receipts; an all-reduce's second lap is not reduced
+            return (x / n,) * (n - 1)
+        case Algorithm.DIRECT:  # the n - 1 receipts are reduced at once
+            return (x / n,)
+        case Algorithm.HALVING_DOUBLING:  # on the next message's size, never after the last receipt
+            log = int(math.log2(n))
+            return tuple(x / 2**j for j in range(2, log + 1))
+        case Algorithm.DOUBLE_BINARY_TREE | Algorithm.ONE_RING | Algorithm.ONE_DIRECT | Algorithm.ONE_HALVING_DOUBLING:
+            raise ValueError(f"{algorithm.value}: reductions at a local memory bandwidth are not modelled")
+        case _ as unreachable:
+            assert_never(unreachable)
+
+
+def reduction_ns(network: Network, algorithm: Algorithm, op: Op, n: int, x: float) -> float:
+    """The time a phase's reductions take at the network's ``reduction_gbps`` (0 without one):
+    three times each reduced message's bytes over it, each product's factor in whole ns.
+    """
+    if network.reduction_gbps is None:
+        return 0.0
+    return sum(3.0 * math.floor(s / network.reduction_gbps) for s in reduced_messages(algorithm, op, n, x))
+
+
 @functools.lru_cache(maxsize=8192)
 def _duration(network: Network, d: int, algorithm: Algorithm, op: Op, x: float, quiet: bool) -> float:
     """A phase of ``op`` on ``x`` bytes on dimension ``d``; ``quiet``: its wire time alone
@@ -189,7 +219,7 @@ def _duration(network: Network, d: int, algorithm: Algorithm, op: Op, x: float, 
     dim = network.dimensions[d]
     whole = network.integer_messages
     delay, overhead = (0.0, 0.0) if quiet else (network.endpoint_delay_ns, dim.message_overhead_ns)
-    total = 0.0 if quiet else network.phase_delay_ns
+    total = 0.0 if quiet else network.phase_delay_ns + reduction_ns(network, algorithm, op, dim.size, x)
     link = link_bytes_per_ns(dim)
 
     def wire(seconds: float) -> float:

@@ -307,6 +307,11 @@ class Network:
         Whether every message's hop latency and bytes-over-bandwidth time are
         each truncated to whole ns (ASTRA-sim's analytical backend keeps them
         in an integer).
+    reduction_gbps
+        The local memory bandwidth reductions run at, decimal GB/s (ASTRA-sim
+        2.x's ``local-mem-bw``): every received message that is reduced adds
+        three times its bytes over it, in whole ns; ``None``: reductions are
+        free.
     """
 
     dimensions: tuple[Dimension, ...]
@@ -315,6 +320,7 @@ class Network:
     all_reduce_phases: AllReducePhases = AllReducePhases.SPLIT
     phase_delay_ns: float = 0.0
     integer_messages: bool = False
+    reduction_gbps: float | None = None
 
     def __post_init__(self) -> None:
         dims = self.dimensions
@@ -337,6 +343,9 @@ class Network:
         object.__setattr__(
             self, "phase_delay_ns", check_number("phase_delay_ns", self.phase_delay_ns, maximum=MAX_TIME_NS)
         )
+        if self.reduction_gbps is not None:
+            rate = check_number("reduction_gbps", self.reduction_gbps, positive=True, maximum=MAX_BANDWIDTH_GBPS)
+            object.__setattr__(self, "reduction_gbps", rate)
         for flag in ("congestion_unaware", "integer_messages"):
             if not isinstance(getattr(self, flag), bool):
                 raise InputError(flag, f"must be true or false, got {getattr(self, flag)!r}")

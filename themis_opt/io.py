@@ -219,7 +219,14 @@ def _network(raw: Any) -> Network:
         raw,
         "network",
         {"dimensions"},
-        {"endpoint_delay_ns", "congestion_unaware", "all_reduce_phases", "phase_delay_ns", "integer_messages"},
+        {
+            "endpoint_delay_ns",
+            "congestion_unaware",
+            "all_reduce_phases",
+            "phase_delay_ns",
+            "integer_messages",
+            "reduction_gbps",
+        },
     )
     dims = []
     for i, raw_dim in enumerate(_list(net["dimensions"], "network.dimensions")):
@@ -266,6 +273,7 @@ def _network(raw: Any) -> Network:
         net.get("all_reduce_phases", "split"),
         net.get("phase_delay_ns", 0.0),
         net.get("integer_messages", False),
+        net.get("reduction_gbps"),
     )
     return network
 
@@ -375,6 +383,7 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
             **({"congestion_unaware": True} if network.congestion_unaware else {}),
             **({"phase_delay_ns": _num(network.phase_delay_ns)} if network.phase_delay_ns else {}),
             **({"integer_messages": True} if network.integer_messages else {}),
+            **({"reduction_gbps": _num(network.reduction_gbps)} if network.reduction_gbps is not None else {}),
             **(
                 {"all_reduce_phases": network.all_reduce_phases.value}
                 if network.all_reduce_phases is not AllReducePhases.SPLIT

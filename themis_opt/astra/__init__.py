@@ -46,7 +46,9 @@ def import_astra(
     all_reduce_bytes
         One all-reduce of this many bytes per NPU (no workload file).
     workload
-        An ASTRA-sim 1.0 workload file of any parallelism.
+        An ASTRA-sim 1.0 workload file of any parallelism, or for 2.x the
+        prefix of its Chakra traces (``PREFIX.0.et``...; needs the
+        ``[chakra]`` extra).
     passes, comm_scale, compute_scale, injection_scale
         ASTRA-sim's ``--num-passes``, ``--comm-scale``, ``--compute-scale``
         and ``--injection-scale`` (defaults as ASTRA-sim's: 1).
@@ -78,10 +80,19 @@ def import_astra(
         raise InputError("import-astra", "give the collective: --all-reduce SIZE or --workload FILE")
     suffix = network_path.suffix.lower()
     if suffix in (".yml", ".yaml"):
-        if workload is not None:
-            raise InputError(str(workload), "ASTRA-sim 2.x runs Chakra traces: give --all-reduce SIZE for 2.x files")
-        assert all_reduce_bytes is not None
-        return v2.import_v2(network_path, system_path, all_reduce_bytes, name)
+        if passes != 1 or comm_scale != 1 or compute_scale != 1:
+            raise InputError(
+                "import-astra", "ASTRA-sim 2.x has no --num-passes and never reads --comm-scale or --compute-scale"
+            )
+        return v2.import_v2(
+            network_path,
+            system_path,
+            all_reduce_bytes=all_reduce_bytes,
+            workload=Path(workload) if workload is not None else None,
+            injection_scale=injection_scale,
+            ignore_unknown=ignore_unknown,
+            name=name,
+        )
     if suffix != ".json":
         raise InputError(str(network_path), "must be an ASTRA-sim 1.0 network .json or a 2.x network .yml")
     net = v1.read_network(network_path, ignore_unknown=ignore_unknown)

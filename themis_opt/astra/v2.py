@@ -1,31 +1,97 @@
-"""ASTRA-sim 2.x's network YAML and system JSON (the collective given on the command line).
+"""ASTRA-sim 2.x's network YAML, system JSON and Chakra workloads, read as its analytical
+(congestion-unaware) backend runs them.
 
-A ring or switch dimension's per-NPU bandwidth is the YAML's ``bandwidth``; a
-fully-connected one under the ``direct`` algorithm has n - 1 links, so
-(n - 1) x ``bandwidth``; under any other algorithm ``bandwidth`` as given.
-The system file's ``endpoint-delay``, ``preferred-dataset-splits``,
-``all-reduce-implementation`` and ``all-to-all-implementation`` (lists of
-``ring``, ``direct``, ``halvingDoubling``) are read; ``inter-dimension-scheduling``
-and ``intra-dimension-scheduling`` are recorded in the metadata.
+Every key of the system file is modelled, accepted with no effect on the time
+(a note says so) or refused; unknown keys are errors unless ``ignore_unknown``.
+2.x fixes the scheduling: every chunk takes the ascending order (all-gathers the
+descending one) and every dimension serves its queue first come, first served;
+``inter-dimension-scheduling`` and ``intra-dimension-scheduling`` are never read.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from themis_opt.astra.files import ALGORITHMS, json_object, numbers, read_text, topologies
+from themis_opt.astra.files import (
+    ALGORITHMS,
+    IMPLEMENTATION_KEYS,
+    json_object,
+    numbers,
+    read_text,
+    topologies,
+    unknown_keys,
+)
 from themis_opt.errors import InputError, counted
-from themis_opt.instance import Algorithm, Collective, Dimension, Instance, Kind, Network, Topology
+from themis_opt.instance import (
+    After,
+    Algorithm,
+    AllReducePhases,
+    Collective,
+    Compute,
+    Dimension,
+    Instance,
+    Kind,
+    Network,
+    Topology,
+)
 
-METHODS = {"baseline": "baseline", "themis": "themis", "offlineGreedy": "themis", "offlineGreedyFlex": "themis"}
-INTRA = {"FIFO": "fifo", "SCF": "scf", "smallestFirst": "scf"}
-SUPPORTED = (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING)
+# what ASTRA-sim 2.x does with each system key, and so what themis_opt does (the docs' table)
+SYSTEM_KEYS: dict[str, str] = {
+    "scheduling-policy": "LIFO, FIFO or EXPLICIT: a collective's priority; one collective runs at a time, so no effect",
+    "collective-optimization": "baseline (an all-reduce per dimension) or localBWAware: the all-reduce's phases",
+    "active-chunks-per-dimension": "chunks a dimension runs at once: 1 is modelled, more is refused",
+    "endpoint-delay": "ns at the start of every phase and after every received message (times --injection-scale)",
+    "preferred-dataset-splits": "the chunk count: a collective's size over it, inflated to the NPU count",
+    "local-mem-bw": "decimal GB/s: every reduced message adds 3 x its bytes over it; also the roofline's memory",
+    "roofline-enabled": "compute times from num_ops and tensor_size at peak-perf and local-mem-bw",
+    "peak-perf": "TFLOPS of the roofline",
+    "all-reduce-implementation": "one algorithm per dimension (ring, direct, halvingDoubling)",
+    "reduce-scatter-implementation": "the same for reduce-scatters",
+    "all-gather-implementation": "the same for all-gathers",
+    "all-to-all-implementation": "the same for all-to-alls (ring, direct; halvingDoubling exits when one runs)",
+    "local-reduction-delay": "used only with model-shared-bus: no effect",
+    "model-shared-bus": "0: no effect; 1 (LogGP buses) is refused",
+    "L": "LogGP, only with model-shared-bus: no effect",
+    "o": "LogGP, only with model-shared-bus: no effect",
+    "g": "LogGP, only with model-shared-bus: no effect",
+    "G": "LogGP, only with model-shared-bus: no effect",
+    "boost-mode": "never read by ASTRA-sim 2.x: no effect",
+    "trace-enabled": "logging only: no effect",
+    "replay-only": "0: no effect; on (every node replays its recorded duration) is refused",
+    "track-local-mem": "0: no effect; on (memory tracking) is refused",
+    "local-mem-trace-filename": "an output file name: no effect",
+    "inter-dimension-scheduling": "never read by ASTRA-sim 2.x (it runs the baseline): noted",
+    "intra-dimension-scheduling": "never read by ASTRA-sim 2.x (it serves queues FIFO): noted",
+}
+NETWORK_KEYS = ("topology", "npus_count", "bandwidth", "latency")
+SUPPORTED = {
+    Kind.ALL_REDUCE: (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING),
+    Kind.REDUCE_SCATTER: (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING),
+    Kind.ALL_GATHER: (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING),
+    Kind.ALL_TO_ALL: (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING),  # the last: refused when run
+}
+_SWITCHES = ("roofline-enabled", "replay-only", "track-local-mem", "trace-enabled")
+
+
+@dataclass(frozen=True)
+class SystemV2:
+    """What a 2.x system file sets, as ASTRA-sim 2.x reads it."""
+
+    splits: int
+    endpoint_delay: float
+    phases: AllReducePhases
+    policy: str
+    implementations: dict[Kind, tuple[Algorithm, ...]]
+    reduction_gbps: float | None
+    peak_tflops: float | None  # the roofline's, when it is on
+    notes: list[str] = field(default_factory=list)
 
 
 def read_network(path: Path) -> list[dict[str, Any]]:
-    """Per dimension: size, topology, link bandwidth, latency."""
+    """Per dimension: size, topology, link bandwidth (GB/s, 2^30 bytes), latency (ns)."""
     import yaml
 
     try:
@@ -34,94 +100,279 @@ def read_network(path: Path) -> list[dict[str, Any]]:
         raise InputError(str(path), f"not valid YAML ({str(error).splitlines()[0]})") from None
     if not isinstance(raw, dict):
         raise InputError(str(path), "must be a YAML mapping of topology, npus_count, bandwidth, latency")
+    extra = sorted(set(raw) - set(NETWORK_KEYS))
+    if extra:
+        raise InputError(f"{path}: {extra[0]}", "unknown key (ASTRA-sim 2.x's analytical backend reads none such)")
     kinds = topologies(raw, "topology", path)
     n = len(kinds)
     sizes = numbers(raw, "npus_count", path, n, integer=True)
     bandwidth = numbers(raw, "bandwidth", path, n)
     latency = numbers(raw, "latency", path, n)
+    for d, (size, rate) in enumerate(zip(sizes, bandwidth)):
+        if size < 2:
+            raise InputError(f"{path}: npus_count", f"dimension {d} has {size} NPUs: ASTRA-sim 2.x needs at least 2")
+        if rate <= 0:
+            raise InputError(f"{path}: bandwidth", f"dimension {d} has bandwidth {rate}: it must be > 0")
     return [
         {"size": s, "topology": t, "link_bandwidth": b, "latency": lat}
         for s, t, b, lat in zip(sizes, kinds, bandwidth, latency)
     ]
 
 
-def _algorithms(
-    system: dict[str, Any], key: str, where: Path, count: int, allowed: tuple[Algorithm, ...]
-) -> list[Algorithm] | None:
+def _number(system: dict[str, Any], key: str, where: Path, default: float | None) -> float:
     if key not in system:
-        return None
-    names = system[key]
-    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-        raise InputError(f"{where}: {key}", f"must name one algorithm per dimension, got {names!r}")
-    if len(names) != count:
+        if default is None:
+            raise InputError(f"{where}: {key}", "missing: ASTRA-sim 2.x leaves it undefined (set it)")
+        return default
+    value = system[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise InputError(f"{where}: {key}", f"must be a number >= 0, got {value!r}")
+    return float(value)
+
+
+def _switch(system: dict[str, Any], key: str, where: Path) -> bool:
+    """A key ASTRA-sim 2.x reads as ``value != 0``: a JSON ``false`` turns it on, so booleans are refused."""
+    value = system.get(key, 0)
+    if isinstance(value, bool):
+        raise InputError(f"{where}: {key}", f"ASTRA-sim 2.x reads {str(value).lower()} as on: write 0 or 1")
+    if not isinstance(value, (int, float)):
+        raise InputError(f"{where}: {key}", f"must be 0 or 1, got {value!r}")
+    return value != 0
+
+
+def _implementations(system: dict[str, Any], where: Path, physical: int) -> dict[Kind, tuple[Algorithm, ...]]:
+    found: dict[Kind, tuple[Algorithm, ...]] = {}
+    for kind, key in IMPLEMENTATION_KEYS.items():
+        if key not in system:
+            continue
+        names = system[key]
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+            raise InputError(f"{where}: {key}", f"must be a list of algorithm names, one per dimension, got {names!r}")
+        if len(names) > physical:
+            raise InputError(
+                f"{where}: {key}",
+                f"names {counted(len(names), 'algorithm')} for {counted(physical, 'dimension')} (ASTRA-sim 2.x aborts)",
+            )
+        for name in names:
+            algorithm = ALGORITHMS.get(name)
+            if (name.startswith("direct") and name != "direct") or (
+                name.startswith("oneDirect") and name != "oneDirect"
+            ):
+                raise InputError(f"{where}: {key}", f"{name!r}: a window of direct messages is not modelled")
+            if algorithm is None:
+                raise InputError(
+                    f"{where}: {key}", f"{name!r} is not an algorithm ASTRA-sim 2.x knows (it exits: cannot interpret)"
+                )
+            if algorithm not in SUPPORTED[kind]:
+                raise InputError(f"{where}: {key}", f"{name!r} is not modelled for ASTRA-sim 2.x")
+        found[kind] = tuple(ALGORITHMS[n] for n in names)
+    return found
+
+
+def read_system(path: Path, physical: int, *, ignore_unknown: bool = False, injection_scale: float = 1.0) -> SystemV2:
+    """The system file's settings; every key modelled, noted as of no effect, or refused."""
+    system = json_object(read_text(path), path)
+    notes = unknown_keys(system, set(SYSTEM_KEYS), path, ignore_unknown)
+    policy = system.get("scheduling-policy")
+    if policy not in ("LIFO", "FIFO", "EXPLICIT"):
+        problem = "missing: ASTRA-sim 2.x leaves it undefined" if policy is None else f"unknown {policy!r}"
+        raise InputError(f"{path}: scheduling-policy", f"{problem} (known: LIFO, FIFO, EXPLICIT)")
+    optimization = system.get("collective-optimization")
+    phases = {"baseline": AllReducePhases.PER_DIMENSION, "localBWAware": AllReducePhases.LOCAL_BW_AWARE}
+    if optimization not in phases:
+        problem = "missing: ASTRA-sim 2.x leaves it undefined" if optimization is None else f"unknown {optimization!r}"
+        raise InputError(f"{path}: collective-optimization", f"{problem} (known: baseline, localBWAware)")
+    active = _number(system, "active-chunks-per-dimension", path, 1.0)
+    if int(active) != 1:
         raise InputError(
-            f"{where}: {key}",
-            f"names {counted(len(names), 'algorithm')}, the network has {counted(count, 'dimension')}",
+            f"{path}: active-chunks-per-dimension",
+            f"{active:g} chunks at once on a dimension are not modelled (only 1)",
         )
-    for name in names:
-        if name not in ALGORITHMS or ALGORITHMS[name] not in allowed:
-            known = ", ".join(n for n in ALGORITHMS if ALGORITHMS[n] in allowed)
-            raise InputError(f"{where}: {key}", f"algorithm {name!r} is not supported (supported: {known})")
-    return [ALGORITHMS[n] for n in names]
-
-
-def _number(system: dict[str, Any], key: str, where: Path, default: float, *, integer: bool = False) -> float:
-    value = system.get(key, default)
-    try:
-        number = float(value) if not isinstance(value, bool) else math.nan
-    except (TypeError, ValueError):
-        number = math.nan
-    if not math.isfinite(number) or number < 0 or (integer and number != int(number)):
-        kind = "a whole number" if integer else "a number"
-        raise InputError(f"{where}: {key}", f"must be {kind} >= 0, got {value!r}")
-    return number
-
-
-def import_v2(network_path: Path, system_path: Path, all_reduce_bytes: int, name: str | None) -> Instance:
-    """One all-reduce of ``all_reduce_bytes`` on a 2.x network and system."""
-    dims = read_network(network_path)
-    system = json_object(read_text(system_path), system_path)
-    n = len(dims)
-    algorithms = _algorithms(system, "all-reduce-implementation", system_path, n, SUPPORTED)
-    a2a = _algorithms(system, "all-to-all-implementation", system_path, n, (Algorithm.RING, Algorithm.DIRECT))
-    delay = _number(system, "endpoint-delay", system_path, 10.0)
-    chunks = int(_number(system, "preferred-dataset-splits", system_path, 1.0, integer=True))
-    if chunks < 1:
-        raise InputError(f"{system_path}: preferred-dataset-splits", f"must be >= 1, got {chunks}")
-    method = system.get("inter-dimension-scheduling", "baseline")
-    if method not in METHODS:
+    if _number(system, "model-shared-bus", path, 0.0) == 1:
+        raise InputError(f"{path}: model-shared-bus", "1 (LogGP buses between NPU and memory) is not modelled")
+    for key in ("replay-only", "track-local-mem"):
+        if _switch(system, key, path):
+            raise InputError(f"{path}: {key}", "on is not modelled")
+    splits = int(_number(system, "preferred-dataset-splits", path, None))
+    if splits < 1:
+        raise InputError(f"{path}: preferred-dataset-splits", f"is {splits}: ASTRA-sim 2.x divides by it and crashes")
+    delay = float(int(_number(system, "endpoint-delay", path, 10.0)))
+    if "endpoint-delay" in system:
+        delay = float(int(delay * injection_scale))
+    if delay <= 0:
         raise InputError(
-            f"{system_path}: inter-dimension-scheduling", f"unknown {method!r} (known: {', '.join(METHODS)})"
+            f"{path}: endpoint-delay", "0: a collective's first event lands at time 0 and ASTRA-sim 2.x aborts"
         )
-    intra = system.get("intra-dimension-scheduling", "FIFO")
-    if intra not in INTRA:
-        raise InputError(f"{system_path}: intra-dimension-scheduling", f"unknown {intra!r} (known: {', '.join(INTRA)})")
+    memory = system.get("local-mem-bw")
+    reduction = _number(system, "local-mem-bw", path, 0.0) if memory is not None else None
+    if reduction == 0:
+        reduction = None
+    roofline = _switch(system, "roofline-enabled", path)
+    peak = _number(system, "peak-perf", path, 0.0) if roofline else None
+    if roofline and (not peak or reduction is None):
+        raise InputError(f"{path}: roofline-enabled", "needs peak-perf and local-mem-bw above 0")
+    _switch(system, "trace-enabled", path)
+    for key in ("local-reduction-delay", "L", "o", "g", "G", "boost-mode", "local-mem-trace-filename"):
+        if key in system:
+            notes.append(f"{path.name}: {key} has no effect here (ASTRA-sim 2.x: {SYSTEM_KEYS[key]})")
+    for key in ("inter-dimension-scheduling", "intra-dimension-scheduling"):
+        if key in system:
+            notes.append(f"{path.name}: {key} is never read by ASTRA-sim 2.x: it runs the baseline, FIFO")
+    return SystemV2(
+        splits,
+        delay,
+        phases[optimization],
+        policy,
+        _implementations(system, path, physical),
+        reduction,
+        peak,
+        notes,
+    )
+
+
+def network_of(dims: list[dict[str, Any]], system: SystemV2) -> Network:
+    """The network: per-link bandwidth (a fully-connected dimension's n - 1 links at once), every
+    message at its link's bandwidth, whole-ns messages, one endpoint delay per phase besides its
+    messages', reductions at the local memory bandwidth.
+    """
     dimensions = []
     for d, raw in enumerate(dims):
-        algorithm = algorithms[d] if algorithms else None
         bandwidth = raw["link_bandwidth"]
-        if raw["topology"] is Topology.FULLY_CONNECTED and algorithm is Algorithm.DIRECT:
-            bandwidth = (raw["size"] - 1) * raw["link_bandwidth"]
-        try:
-            dimensions.append(
-                Dimension(
-                    raw["size"],
-                    raw["topology"],
-                    bandwidth,
-                    raw["latency"],
-                    algorithm,  # type: ignore[arg-type]  # None: the topology's default
-                    f"d{d}",
-                    a2a[d] if a2a else None,  # type: ignore[arg-type]
-                )
+        if raw["topology"] is Topology.FULLY_CONNECTED:
+            bandwidth *= raw["size"] - 1
+        chosen = {
+            kind: (algorithms[d] if d < len(algorithms) else Algorithm.RING)
+            for kind, algorithms in system.implementations.items()
+        }
+        fallback = chosen.get(Kind.ALL_REDUCE, Algorithm.RING)
+        if chosen.get(Kind.ALL_TO_ALL) is Algorithm.HALVING_DOUBLING:  # only refused once an all-to-all runs
+            chosen[Kind.ALL_TO_ALL] = Algorithm.RING
+        dimensions.append(
+            Dimension(
+                raw["size"],
+                raw["topology"],
+                bandwidth,
+                raw["latency"],
+                fallback,
+                f"d{d}",
+                chosen.get(Kind.ALL_TO_ALL, Algorithm.RING),
+                chosen.get(Kind.REDUCE_SCATTER, fallback),
+                chosen.get(Kind.ALL_GATHER, fallback),
             )
-        except InputError as error:
-            raise InputError(f"{network_path}: dimension {d}: {error.path}", error.problem) from None
-    network = Network(tuple(dimensions), delay)
+        )
+    return Network(
+        tuple(dimensions),
+        system.endpoint_delay,
+        congestion_unaware=True,
+        all_reduce_phases=system.phases,
+        phase_delay_ns=system.endpoint_delay,
+        integer_messages=True,
+        reduction_gbps=system.reduction_gbps,
+    )
+
+
+def collective(
+    kind: Kind,
+    comm_size: int,
+    involved: tuple[bool, ...] | None,
+    network: Network,
+    system: SystemV2,
+    where: str,
+    *,
+    id: str = "",
+    after: tuple[After, ...] = (),
+) -> tuple[Collective, str]:
+    """A collective as ASTRA-sim 2.x cuts it, and a note where its size was changed.
+
+    Chunks are ``comm_size // splits`` bytes, every one full size (the last
+    too); below the network's NPU count one is inflated to it, except for an
+    all-gather, whose ``comm_size`` is each NPU's input (ours is the output).
+    """
+    key = IMPLEMENTATION_KEYS[kind]
+    if kind not in system.implementations:
+        raise InputError(where, f"a {kind.value} with no {key} in the system file: ASTRA-sim 2.x aborts")
+    if kind is Kind.ALL_TO_ALL and Algorithm.HALVING_DOUBLING in system.implementations[kind]:
+        raise InputError(
+            where,
+            f"an all-to-all with halvingDoubling in {key}: ASTRA-sim 2.x exits (unknown communication type for "
+            "HalvingDoubling collective algorithm)",
+        )
+    span = len(system.implementations[kind])
+    flags = involved if involved is not None else (True,) * 4
+    if len(flags) < span:
+        raise InputError(
+            where,
+            f"involved_dim has {counted(len(flags), 'entry', 'entries')} for {counted(span, 'dimension')} of "
+            f"{key}: ASTRA-sim 2.x reads past it",
+        )
+    dims = tuple(d for d in range(span) if flags[d] and network.dimensions[d].size > 1)
+    if not dims:
+        raise InputError(where, "involves no dimension of more than 1 NPU: ASTRA-sim 2.x never finishes it")
+    chunk = comm_size // system.splits
+    note = ""
+    if kind is Kind.ALL_GATHER:
+        if chunk == 0:
+            raise InputError(
+                where, f"an all-gather of {comm_size} bytes in {system.splits} splits: ASTRA-sim 2.x loops"
+            )
+    elif chunk < network.num_npus:
+        chunk = network.num_npus
+        note = f"{where}: {comm_size} bytes inflated to {system.splits} chunks of {chunk} (the NPU count)"
+        comm_size = system.splits * chunk
+    count = -(-comm_size // chunk)
+    if count * chunk != comm_size:
+        note = note or f"{where}: {comm_size} bytes run as {count} full chunks of {chunk}"
+    scale = math.prod(network.dimensions[d].size for d in dims) if kind is Kind.ALL_GATHER else 1
+    coll = Collective(
+        kind, count * chunk * scale, count, dimensions=dims, id=id, after=after, chunk_bytes=chunk * scale
+    )
+    return coll, note
+
+
+def import_v2(
+    network_path: Path,
+    system_path: Path,
+    *,
+    all_reduce_bytes: int | None,
+    workload: Path | None,
+    injection_scale: float,
+    ignore_unknown: bool,
+    name: str | None,
+) -> Instance:
+    """One all-reduce of ``all_reduce_bytes``, or the Chakra traces ``workload`` (a prefix), on a
+    2.x network and system.
+    """
+    dims = read_network(network_path)
+    system = read_system(system_path, len(dims), ignore_unknown=ignore_unknown, injection_scale=injection_scale)
+    try:
+        network = network_of(dims, system)
+    except InputError as error:
+        raise InputError(f"{network_path}: {error.path}", error.problem) from None
+    notes = list(system.notes)
+    if workload is None:
+        assert all_reduce_bytes is not None
+        coll, note = collective(
+            Kind.ALL_REDUCE, all_reduce_bytes, None, network, system, "--all-reduce", id="all_reduce"
+        )
+        tasks: tuple[Collective | Compute, ...] = (coll,)
+        notes += [note] if note else []
+        source = f"ASTRA-sim 2.x: {network_path.name}, {system_path.name}"
+    else:
+        from themis_opt.astra.chakra import trace_tasks
+
+        tasks, trace_notes = trace_tasks(workload, network, system)
+        notes += trace_notes
+        source = f"ASTRA-sim 2.x: {network_path.name}, {system_path.name}, {workload.name}.*.et"
     metadata = {
-        "source": f"ASTRA-sim 2.x: {network_path.name}, {system_path.name}",
-        "astra_method": METHODS[method],
-        "astra_intra": INTRA[intra],
-        "astra_scheduling_policy": str(system.get("scheduling-policy", "LIFO")),
+        "source": source,
+        "astra_method": "baseline",
+        "astra_intra": "fifo",
+        "astra_scheduling_policy": system.policy,
+        "astra_splits": str(system.splits),
+        **({"astra_notes": "; ".join(notes)} if notes else {}),
     }
-    collective = Collective(Kind.ALL_REDUCE, all_reduce_bytes, min(chunks, all_reduce_bytes), id="all_reduce")
-    return Instance(network, (collective,), name or network_path.stem, tuple(sorted(metadata.items())))
+    try:
+        return Instance(network, tasks, name or network_path.stem, tuple(sorted(metadata.items())))
+    except InputError as error:
+        where = str(workload) if workload is not None else str(network_path)
+        raise InputError(f"{where}: {error.path}" if error.path else where, error.problem) from None

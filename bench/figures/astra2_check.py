@@ -1,0 +1,124 @@
+"""themis_opt against ASTRA-sim 2.x (analytical, congestion-unaware) on its microbenchmarks and on
+all-reduces from its generator on 2D and 3D networks of our own.
+
+    python -m bench.figures.astra2_check --astra PATH/TO/astra-sim [--binary BIN] [--work DIR]
+
+``--astra`` is an ASTRA-sim 2.x checkout built as the docs' ASTRA-sim page says (its binary is
+``build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware`` unless ``--binary``).
+The 2D/3D cases' traces are made with ASTRA-sim's own generator script (``examples/workload/
+microbenchmarks/generator_scripts/all_reduce.py``) in ``--work``. Each row: ASTRA-sim's time for
+NPU 0 (``sys[0] finished, N cycles``), the baseline's makespan of the imported instance, and the
+difference. Needs the chakra extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from themis_opt.astra import import_astra
+from themis_opt.solve import solve
+
+NETWORKS = {
+    "2d": "topology: [ Ring, Switch ]\nnpus_count: [ 4, 4 ]\nbandwidth: [ 200.0, 50.0 ]\nlatency: [ 500.0, 1000.0 ]\n",
+    "3d": "topology: [ Ring, FullyConnected, Switch ]\nnpus_count: [ 4, 4, 4 ]\n"
+    "bandwidth: [ 200.0, 100.0, 50.0 ]\nlatency: [ 500.0, 500.0, 1000.0 ]\n",
+}
+# (network, splits, collective-optimization, one algorithm per dimension)
+SYSTEMS = [
+    ("2d", 16, "localBWAware", ["ring", "ring"]),
+    ("2d", 64, "baseline", ["ring", "ring"]),
+    ("2d", 16, "localBWAware", ["direct", "halvingDoubling"]),
+    ("3d", 16, "localBWAware", ["ring", "ring", "ring"]),
+    ("3d", 64, "localBWAware", ["ring", "direct", "halvingDoubling"]),
+    ("3d", 16, "baseline", ["ring", "direct", "ring"]),
+]
+
+
+def astra_time(binary: Path, astra: Path, network: Path, system: Path, prefix: Path) -> int:
+    """ASTRA-sim 2.x's time for NPU 0, ns."""
+    memory = astra / "examples/remote_memory/analytical/no_memory_expansion.json"
+    run = subprocess.run(
+        [
+            str(binary),
+            f"--workload-configuration={prefix}",
+            f"--system-configuration={system}",
+            f"--network-configuration={network}",
+            f"--remote-memory-configuration={memory}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    found = re.search(r"sys\[0\] finished, (\d+) cycles", run.stdout + run.stderr)
+    if not found:
+        raise RuntimeError(f"ASTRA-sim printed no time for {prefix} ({run.returncode})")
+    return int(found.group(1))
+
+
+def row(name: str, astra_ns: int, network: Path, system: Path, prefix: Path) -> None:
+    """One line of the table."""
+    ours = solve(import_astra(network, system, workload=prefix), "baseline").makespan
+    assert ours is not None
+    print(f"| {name} | {astra_ns} | {ours:.0f} | {100 * (ours / astra_ns - 1):.3f}% |", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--astra", type=Path, required=True)
+    parser.add_argument("--binary", type=Path)
+    parser.add_argument("--work", type=Path)
+    args = parser.parse_args()
+    astra = args.astra.resolve()
+    binary = args.binary or astra / "build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware"
+    work = args.work or Path(tempfile.mkdtemp(prefix="astra2-"))
+    examples = astra / "examples"
+    print("| case | ASTRA-sim 2.x (ns) | themis_opt baseline (ns) | difference |")
+    print("|---|---|---|---|")
+    system = examples / "system/native_collectives/Ring_4chunks.json"
+    for kind in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
+        for npus in (4, 8, 16):
+            network = examples / f"network/analytical/Ring_{npus}npus.yml"
+            prefix = examples / f"workload/microbenchmarks/{kind}/{npus}npus_1MB/{kind}"
+            row(
+                f"{kind}, Ring {npus}, 1 MiB",
+                astra_time(binary, astra, network, system, prefix),
+                network,
+                system,
+                prefix,
+            )
+    generator = examples / "workload/microbenchmarks/generator_scripts/all_reduce.py"
+    env = {**os.environ, "PYTHONPATH": str(astra)}
+    for npus in (16, 64):
+        for mib in (64, 1024):
+            args_ = ["--npus-count", str(npus), "--coll-size", str(mib)]
+            subprocess.run([sys.executable, str(generator), *args_], cwd=work, env=env, check=True)
+    for n, (net, splits, optimization, algorithms) in enumerate(SYSTEMS):
+        network = work / f"{net}.yml"
+        network.write_text(NETWORKS[net])
+        spec = {
+            "scheduling-policy": "LIFO",
+            "endpoint-delay": 10,
+            "active-chunks-per-dimension": 1,
+            "preferred-dataset-splits": splits,
+            "collective-optimization": optimization,
+            "local-mem-bw": 1600,
+            **{f"{k}-implementation": algorithms for k in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")},
+        }
+        system = work / f"system{n}.json"
+        system.write_text(json.dumps(spec))
+        npus = 16 if net == "2d" else 64
+        for mib in (64, 1024):
+            prefix = work / f"all_reduce/{npus}npus_{mib}MB/all_reduce"
+            name = f"{net} {'/'.join(algorithms)}, {optimization}, {splits} splits, {mib} MiB"
+            row(name, astra_time(binary, astra, network, system, prefix), network, system, prefix)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,253 @@
+"""ASTRA-sim 2.x: Chakra traces written here with mlc-chakra, system keys, times computed by hand."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from themis_opt.astra import import_astra
+from themis_opt.astra.chakra import TraceNode, write_trace
+from themis_opt.cli import main
+from themis_opt.errors import InputError
+from themis_opt.instance import Kind
+from themis_opt.solve import solve
+from themis_opt.validator import validate
+
+pytest.importorskip("chakra", reason='the chakra extra is not installed (pip install -e ".[chakra]")')
+
+MIB = 2**20
+RING4 = "topology: [ Ring ]\nnpus_count: [ 4 ]\nbandwidth: [ 50.0 ]\nlatency: [ 500.0 ]\n"
+SYSTEM: dict[str, Any] = {
+    "scheduling-policy": "LIFO",
+    "endpoint-delay": 10,
+    "active-chunks-per-dimension": 1,
+    "preferred-dataset-splits": 4,
+    "all-reduce-implementation": ["ring"],
+    "all-gather-implementation": ["ring"],
+    "reduce-scatter-implementation": ["ring"],
+    "all-to-all-implementation": ["ring"],
+    "collective-optimization": "localBWAware",
+    "local-mem-bw": 1600,
+}
+# one 256 KiB chunk's all-reduce on the ring of 4 (50 GB/s of 2^30 bytes, 500 ns, 10 ns endpoint delay):
+# 6 messages of 64 KiB, each floor(500 + 65536 / 53.687) = 1720 ns plus 10 ns, one more 10 ns at the
+# start, and the first 3 receipts reduced at 1600 GB/s: 3 x floor(65536 / 1600) = 120 ns each
+CHUNK_AR_NS = 10 + 6 * (1720 + 10) + 3 * 120
+
+
+def _files(tmp_path: Path, system: dict[str, Any] | None = None, network: str = RING4) -> tuple[Path, Path]:
+    net, sys_file = tmp_path / "net.yml", tmp_path / "sys.json"
+    net.write_text(network)
+    sys_file.write_text(json.dumps(system or SYSTEM))
+    return net, sys_file
+
+
+def _node(id: int, type: str, *, data: tuple[int, ...] = (), ctrl: tuple[int, ...] = (), **attrs: Any) -> TraceNode:
+    duration = attrs.pop("duration_micros", 0)
+    return TraceNode(id, f"node{id}", type, data, ctrl, duration, tuple(attrs.items()))
+
+
+def _traces(tmp_path: Path, nodes: list[TraceNode], npus: int = 4, differ: int | None = None) -> Path:
+    """The same graph for every NPU, its ids offset per NPU as the converters write them."""
+    for npu in range(npus):
+        shift = 100 * npu
+        mine = [
+            TraceNode(
+                n.id + shift,
+                n.name,
+                n.type,
+                tuple(d + shift for d in n.data_deps),
+                tuple(d + shift for d in n.ctrl_deps),
+                n.duration_micros + (1 if npu == differ and i == 0 else 0),
+                n.attrs,
+            )
+            for i, n in enumerate(nodes)
+        ]
+        write_trace(tmp_path / f"trace.{npu}.et", mine)
+    return tmp_path / "trace"
+
+
+def test_one_all_reduce_takes_four_chunks_in_turn(tmp_path: Path) -> None:
+    net, system = _files(tmp_path)
+    prefix = _traces(tmp_path, [_node(0, "COMM_COLL_NODE", comm_type=0, comm_size=MIB)])
+    instance = import_astra(net, system, workload=prefix)
+    (coll,) = instance.collectives
+    assert (coll.kind, coll.size_bytes, coll.chunks) == (Kind.ALL_REDUCE, MIB, 4)
+    result = solve(instance, "baseline")
+    assert result.makespan == 4 * CHUNK_AR_NS  # one dimension: the chunks queue
+
+
+def test_compute_and_both_kinds_of_dependency(tmp_path: Path) -> None:
+    # 2 us of compute, then the all-reduce (a data dependency), then a compute of 0 us (1 ns; a control
+    # dependency), and beside them a 3 us compute that only waits for the first
+    nodes = [
+        _node(0, "COMP_NODE", duration_micros=2),
+        _node(1, "COMM_COLL_NODE", data=(0,), comm_type=0, comm_size=MIB),
+        _node(2, "COMP_NODE", ctrl=(1,)),
+        _node(3, "COMP_NODE", data=(0,), duration_micros=3),
+    ]
+    net, system = _files(tmp_path)
+    instance = import_astra(net, system, workload=_traces(tmp_path, nodes))
+    assert [t.duration_ns for t in instance.computes] == [2000.0, 1.0, 3000.0]
+    result = solve(instance, "baseline")
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+    assert result.makespan == 2000 + 4 * CHUNK_AR_NS + 1
+    for method in ("themis", "balanced", "cpsat"):
+        other = solve(instance, method, time_limit=10, workers=1)
+        assert other.schedule is not None and validate(instance, other.schedule) == []
+        assert other.lower_bound <= other.makespan  # type: ignore[operator]
+
+
+def test_the_roofline_times_compute_from_its_operations(tmp_path: Path) -> None:
+    # 10^9 operations on 10^6 bytes at 1600 GB/s: 1.6 * 10^15 op/s by memory, capped at 900 TFLOPS
+    net, system = _files(tmp_path, {**SYSTEM, "roofline-enabled": 1, "peak-perf": 900})
+    nodes = [
+        _node(0, "COMP_NODE", duration_micros=7, num_ops=10**9, tensor_size=10**6),
+        _node(1, "COMM_COLL_NODE", data=(0,), comm_type=0, comm_size=MIB),
+    ]
+    instance = import_astra(net, system, workload=_traces(tmp_path, nodes))
+    assert instance.computes[0].duration_ns == int(10**9 / 900e12 * 1e9)
+
+
+def test_a_small_collective_is_inflated_and_an_all_gather_is_its_inputs(tmp_path: Path) -> None:
+    net, system = _files(tmp_path)
+    nodes = [
+        _node(0, "COMM_COLL_NODE", comm_type=0, comm_size=10),
+        _node(1, "COMM_COLL_NODE", data=(0,), comm_type=2, comm_size=MIB),
+    ]
+    instance = import_astra(net, system, workload=_traces(tmp_path, nodes))
+    small, gather = instance.collectives
+    assert (small.chunks, small.chunk_bytes, small.size_bytes) == (4, 4, 16)  # 10 // 4 < 4 NPUs: 4 bytes each
+    assert (gather.kind, gather.size_bytes, gather.chunks) == (Kind.ALL_GATHER, 4 * MIB, 4)  # every NPU's input
+    assert "inflated" in dict(instance.metadata)["astra_notes"]
+
+
+def test_involved_dimensions_select_the_phases(tmp_path: Path) -> None:
+    net2 = "topology: [ Ring, Switch ]\nnpus_count: [ 4, 2 ]\nbandwidth: [ 50.0, 25.0 ]\nlatency: [ 500.0, 800.0 ]\n"
+    system = {**SYSTEM, **{k: ["ring", "ring"] for k in SYSTEM if k.endswith("implementation")}}
+    net, sys_file = _files(tmp_path, system, net2)
+    nodes = [_node(0, "COMM_COLL_NODE", comm_type=7, comm_size=MIB, involved_dim=(False, True))]
+    instance = import_astra(net, sys_file, workload=_traces(tmp_path, nodes, npus=8))
+    assert instance.active_dims[0] == (1,)
+    nodes = [_node(0, "COMM_COLL_NODE", comm_type=7, comm_size=MIB, involved_dim=(False, False))]
+    with pytest.raises(InputError, match="involves no dimension"):
+        import_astra(net, sys_file, workload=_traces(tmp_path, nodes, npus=8))
+
+
+@pytest.mark.parametrize(
+    ("nodes", "message"),
+    [
+        ([_node(0, "COMM_SEND_NODE")], "point-to-point sends and receives are not modelled"),
+        ([_node(0, "MEM_LOAD_NODE")], "remote memory accesses are not modelled"),
+        ([_node(0, "METADATA_NODE")], "metadata node: ASTRA-sim 2.x aborts"),
+        ([_node(0, "INVALID_NODE")], "skips it and may never issue its children"),
+        ([_node(0, "COMP_NODE", is_cpu_op=True)], "runs on the CPU"),
+        ([_node(0, "COMM_COLL_NODE", comm_type=5, comm_size=8)], "a BROADCAST collective is not modelled"),
+        ([_node(0, "COMM_COLL_NODE", comm_type=0)], "has no comm_size"),
+        ([_node(0, "COMM_COLL_NODE", comm_type=0, comm_size=8, pg_name="3")], "communicator group '3'"),
+        (
+            [
+                _node(0, "COMM_COLL_NODE", comm_type=0, comm_size=MIB),
+                _node(1, "COMM_COLL_NODE", comm_type=0, comm_size=MIB),
+            ],
+            "two collectives no dependency orders",
+        ),
+        ([_node(0, "COMP_NODE", data=(7,))], "depends on node 7, which is not in the trace"),
+    ],
+)
+def test_what_is_not_modelled_or_breaks_astra_sim_is_refused(
+    tmp_path: Path, nodes: list[TraceNode], message: str
+) -> None:
+    net, system = _files(tmp_path)
+    with pytest.raises(InputError, match=message) as error:
+        import_astra(net, system, workload=_traces(tmp_path, nodes))
+    assert "trace.0.et" in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_trace_whose_npus_differ_is_refused_naming_the_first(tmp_path: Path) -> None:
+    net, system = _files(tmp_path)
+    nodes = [
+        _node(0, "COMP_NODE", duration_micros=1),
+        _node(1, "COMM_COLL_NODE", data=(0,), comm_type=0, comm_size=MIB),
+    ]
+    with pytest.raises(InputError, match=r"trace\.2\.et: node 200 .*NPU 2 differs from NPU 0's node 0"):
+        import_astra(net, system, workload=_traces(tmp_path, nodes, differ=2))
+    three = tmp_path / "three"
+    three.mkdir()
+    with pytest.raises(InputError, match=r"trace\.3\.et: no such trace: the network has 4 NPUs"):
+        import_astra(net, system, workload=_traces(three, nodes, npus=3))
+
+
+def test_a_file_that_is_not_a_trace_is_one_line(tmp_path: Path) -> None:
+    net, system = _files(tmp_path)
+    for npu in range(4):
+        (tmp_path / f"bad.{npu}.et").write_bytes(b"\xd8\xff\x00garbage")
+    with pytest.raises(InputError, match=r"bad\.0\.et: not a Chakra trace"):
+        import_astra(net, system, workload=tmp_path / "bad")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"active-chunks-per-dimension": 2}, "2 chunks at once on a dimension are not modelled"),
+        ({"preferred-dataset-splits": 0}, "divides by it and crashes"),
+        ({"scheduling-policy": None}, "scheduling-policy: missing"),
+        ({"collective-optimization": "fast"}, "unknown 'fast'"),
+        ({"roofline-enabled": False}, "reads false as on: write 0 or 1"),
+        ({"model-shared-bus": 1}, "LogGP"),
+        ({"all-reduce-implementation": ["ring", "ring"]}, "names 2 algorithms for 1 dimension"),
+        ({"all-reduce-implementation": ["direct4"]}, "a window of direct messages is not modelled"),
+        ({"all-reduce-implementation": ["magic"]}, "not an algorithm ASTRA-sim 2.x knows"),
+        ({"endpoint-delay": 0}, "ASTRA-sim 2.x aborts"),
+        ({"colective-optimization": "baseline"}, "unknown key"),
+    ],
+)
+def test_system_keys_are_modelled_or_refused(tmp_path: Path, change: dict[str, Any], message: str) -> None:
+    system = {k: v for k, v in {**SYSTEM, **change}.items() if v is not None}
+    net, sys_file = _files(tmp_path, system)
+    with pytest.raises(InputError, match=message):
+        import_astra(net, sys_file, all_reduce_bytes=MIB)
+
+
+def test_keys_without_effect_are_noted_and_a_halving_doubling_all_to_all_only_fails_when_run(tmp_path: Path) -> None:
+    system = {
+        **SYSTEM,
+        "boost-mode": 1,
+        "inter-dimension-scheduling": "themis",
+        "all-to-all-implementation": ["halvingDoubling"],
+    }
+    net, sys_file = _files(tmp_path, system)
+    notes = dict(import_astra(net, sys_file, all_reduce_bytes=MIB).metadata)["astra_notes"]
+    assert "boost-mode has no effect" in notes and "inter-dimension-scheduling is never read" in notes
+    nodes = [_node(0, "COMM_COLL_NODE", comm_type=6, comm_size=MIB)]
+    with pytest.raises(InputError, match="all-to-all with halvingDoubling"):
+        import_astra(net, sys_file, workload=_traces(tmp_path, nodes))
+
+
+def test_the_cli_imports_a_trace_and_says_so_without_the_extra(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    net, system = _files(tmp_path)
+    prefix = _traces(tmp_path, [_node(0, "COMM_COLL_NODE", comm_type=0, comm_size=MIB)])
+    out = tmp_path / "i.json"
+    assert main(["import-astra", str(net), str(system), "--workload", str(prefix), "--out", str(out)]) == 0
+    assert main(["solve", str(out), "--method", "baseline"]) == 0
+    assert "43.000 µs" in capsys.readouterr().out
+    monkeypatch.setitem(sys.modules, "chakra", None)  # as if mlc-chakra were not installed
+    monkeypatch.setitem(sys.modules, "chakra.schema", None)
+    monkeypatch.setitem(sys.modules, "chakra.schema.protobuf", None)
+    code = main(["import-astra", str(net), str(system), "--workload", str(prefix), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and 'pip install -e ".[chakra]"' in err and err.count("\n") == 1
+
+
+def test_every_2x_system_key_is_listed_for_the_docs() -> None:
+    from themis_opt.astra.v2 import SYSTEM_KEYS
+
+    docs = (Path(__file__).parents[1] / "docs" / "astra.md").read_text()
+    for key in SYSTEM_KEYS:
+        assert f"`{key}`" in docs, key
