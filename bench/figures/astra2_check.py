@@ -1,14 +1,19 @@
 """themis_opt against ASTRA-sim 2.x (analytical, congestion-unaware) on its microbenchmarks and on
 all-reduces from its generator on 2D and 3D networks of our own.
 
-    python -m bench.figures.astra2_check --astra PATH/TO/astra-sim [--binary BIN] [--work DIR]
+    python -m bench.figures.astra2_check --astra PATH/TO/astra-sim [--astra1 PATH/TO/astra-sim-1.0]
+        [--binary BIN] [--work DIR]
 
 ``--astra`` is an ASTRA-sim 2.x checkout built as the docs' ASTRA-sim page says (its binary is
 ``build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware`` unless ``--binary``).
 The 2D/3D cases' traces are made with ASTRA-sim's own generator script (``examples/workload/
 microbenchmarks/generator_scripts/all_reduce.py``) in ``--work``. Each row: ASTRA-sim's time for
 NPU 0 (``sys[0] finished, N cycles``), the baseline's makespan of the imported instance, and the
-difference. Needs the chakra extra.
+difference. With ``--astra1`` (an ASTRA-sim 1.0 checkout), its text workloads ResNet-50 (data
+parallel), an MLP (hybrid data-model), an MLP (model parallel) and DLRM are converted to traces of
+16 NPUs by Chakra's ``chakra_converter Text``, as they are and with their compute times divided by
+1000 (the converter writes 1.0's ns as microseconds), and run on the 2D network. Needs the chakra
+extra.
 """
 
 from __future__ import annotations
@@ -72,6 +77,7 @@ def row(name: str, astra_ns: int, network: Path, system: Path, prefix: Path) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--astra", type=Path, required=True)
+    parser.add_argument("--astra1", type=Path)
     parser.add_argument("--binary", type=Path)
     parser.add_argument("--work", type=Path)
     args = parser.parse_args()
@@ -118,6 +124,33 @@ def main() -> None:
             prefix = work / f"all_reduce/{npus}npus_{mib}MB/all_reduce"
             name = f"{net} {'/'.join(algorithms)}, {optimization}, {splits} splits, {mib} MiB"
             row(name, astra_time(binary, astra, network, system, prefix), network, system, prefix)
+    if args.astra1 is not None:
+        network, system = work / "2d.yml", work / "system0.json"
+        for workload in WORKLOADS:
+            for scale in (1, 1000):
+                prefix = convert(args.astra1 / "inputs/workload" / f"{workload}.txt", scale, work)
+                name = f"{workload}, 2d ring/ring, compute / {scale}"
+                row(name, astra_time(binary, astra, network, system, prefix), network, system, prefix)
+
+
+WORKLOADS = ("Resnet50_DataParallel", "MLP_HybridParallel_Data_Model", "MLP_ModelParallel", "DLRM_HybridParallel")
+
+
+def convert(text: Path, scale: int, work: Path) -> Path:
+    """``text`` with its compute times divided by ``scale``, as Chakra traces of 16 NPUs."""
+    lines = text.read_text().split("\n")
+    for n in range(2, len(lines)):
+        fields = lines[n].split()
+        if len(fields) >= 12:
+            for column in (2, 5, 8):
+                fields[column] = str(int(fields[column]) // scale)
+            lines[n] = "\t".join(fields)
+    scaled = work / f"{text.stem}_{scale}.txt"
+    scaled.write_text("\n".join(lines))
+    prefix = work / f"{text.stem}_{scale}"
+    argv = ["chakra_converter", "Text", "--input", str(scaled), "--output", str(prefix), "--num-npus", "16"]
+    subprocess.run([*argv, "--num-passes", "1"], check=True, capture_output=True)
+    return prefix
 
 
 if __name__ == "__main__":

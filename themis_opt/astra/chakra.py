@@ -9,6 +9,7 @@ and names); the first that differs is refused.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from themis_opt.errors import InputError
-from themis_opt.instance import After, Collective, Compute, Kind, Network
+from themis_opt.instance import After, Collective, Compute, Instance, Kind, Network
 
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.astra.v2 import SystemV2
@@ -220,15 +221,14 @@ def trace_tasks(prefix: Path, network: Network, system: SystemV2) -> tuple[tuple
     the roofline ``num_ops / min(local-mem-bw x num_ops / tensor_size,
     peak-perf)`` in whole ns; compute runs one node at a time, the lowest id
     first. A node starts when all its data and control dependencies have
-    ended. ASTRA-sim 2.x runs one communication at a time per NPU: collectives
-    that no dependency orders are refused.
+    ended. ASTRA-sim 2.x runs one communication at a time per NPU: the
+    collectives are chained in the order it runs them (:func:`serialised`).
     """
     from themis_opt.astra.v2 import collective
 
     nodes = read_traces(prefix, network.num_npus)
     if not nodes:
         raise InputError(f"{prefix}.0.et", "holds no node: ASTRA-sim 2.x finds no dependency-free node and stops")
-    by_id = {node.id: node for node in nodes}
     tasks: list[Collective | Compute] = []
     notes: list[str] = []
     ids = {node.id: f"n{node.id}" for node in nodes}
@@ -276,8 +276,8 @@ def trace_tasks(prefix: Path, network: Network, system: SystemV2) -> tuple[tuple
                 raise InputError(where, "a metadata node: ASTRA-sim 2.x aborts on it (invalid node type)")
             case _:
                 raise InputError(where, f"a {node.type}: ASTRA-sim 2.x skips it and may never issue its children")
-    _check_serial(tasks, by_id, prefix)
-    return tuple(tasks), notes
+    chained, note = serialised(tasks, network)
+    return chained, [*notes, *([note] if note else [])]
 
 
 def _compute_ns(node: TraceNode, system: SystemV2, where: str) -> float:
@@ -295,23 +295,64 @@ def _compute_ns(node: TraceNode, system: SystemV2, where: str) -> float:
     return float(runtime)
 
 
-def _check_serial(tasks: Sequence[Collective | Compute], by_id: dict[int, TraceNode], prefix: Path) -> None:
-    """Refuse two collectives no chain of dependencies orders (ASTRA-sim 2.x would run them one
-    after the other, lowest id first; themis_opt would overlap them).
+def serialised(tasks: Sequence[Collective | Compute], network: Network) -> tuple[tuple[Collective | Compute, ...], str]:
+    """The tasks with each collective after the one ASTRA-sim 2.x runs before it, and a note.
+
+    ASTRA-sim 2.x runs one communication at a time per NPU: when it is free,
+    the ready collective of lowest id starts (compute, one node at a time, the
+    same way). Alone on the network a collective takes its baseline time
+    whatever runs beside it, so one pass over the tasks in time gives the
+    order; the collectives are then chained in it (each after the one before),
+    so every method keeps ASTRA-sim's order.
     """
-    ancestors: dict[str, set[str]] = {}
-    for task in tasks:  # ascending id: every dependency of a well-formed trace comes first
-        seen: set[str] = set()
-        for dep in task.after:
-            seen.add(dep.task)
-            seen |= ancestors.get(dep.task, set())
-        ancestors[task.id] = seen
-    colls = [t.id for t in tasks if isinstance(t, Collective)]
-    for i, a in enumerate(colls):
-        for b in colls[i + 1 :]:
-            if a not in ancestors[b] and b not in ancestors[a]:
-                raise InputError(
-                    f"{prefix}.0.et: nodes {a[1:]} and {b[1:]}",
-                    "two collectives no dependency orders: ASTRA-sim 2.x runs one communication at a time per NPU, "
-                    "which is not modelled yet",
-                )
+    from themis_opt.budget import Deadline
+    from themis_opt.heuristics import baseline_schedule
+    from themis_opt.methods import Intra
+
+    colls = [t for t in tasks if isinstance(t, Collective)]
+    if len(colls) < 2:
+        return tuple(tasks), ""
+    alone = {
+        c.id: baseline_schedule(
+            Instance(network, (dataclasses.replace(c, after=(), issue_ns=0.0),)), Intra.FIFO, Deadline()
+        ).makespan
+        for c in colls
+    }
+    ends: dict[str, float] = {}
+    free = {"compute": 0.0, "comm": 0.0}
+    waiting = list(tasks)  # in id order: the lowest ready id first
+    order: list[str] = []
+    now = 0.0
+    while waiting:
+        started = False
+        for unit in ("compute", "comm"):
+            if free[unit] > now:
+                continue
+            for task in waiting:
+                if (unit == "comm") != isinstance(task, Collective):
+                    continue
+                if all(d.task in ends and ends[d.task] <= now for d in task.after):
+                    length = alone[task.id] if isinstance(task, Collective) else task.duration_ns
+                    ends[task.id] = free[unit] = now + length
+                    if isinstance(task, Collective):
+                        order.append(task.id)
+                    waiting.remove(task)
+                    started = True
+                    break
+        if not started:
+            later = [t for t in (*free.values(), *ends.values()) if t > now]
+            if not later:
+                raise InputError("workload", "a dependency cycle: ASTRA-sim 2.x never finishes")
+            now = min(later)
+    before = {b: a for a, b in zip(order, order[1:])}
+    chained = tuple(
+        dataclasses.replace(t, after=(*t.after, After(before[t.id])))
+        if isinstance(t, Collective) and t.id in before and before[t.id] not in {d.task for d in t.after}
+        else t
+        for t in tasks
+    )
+    note = (
+        "ASTRA-sim 2.x runs one collective at a time per NPU: they are chained in the order its baseline runs them "
+        f"({' -> '.join(order[:4])}{' -> ...' if len(order) > 4 else ''})"
+    )
+    return chained, note
