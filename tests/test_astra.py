@@ -273,7 +273,7 @@ def test_round_trip(tmp_path: Path) -> None:
         (a,), (b,) = again.collectives, instance.collectives
         assert (a.kind, a.size_bytes, a.chunks) == (b.kind, b.size_bytes, b.chunks)
         assert dict(again.metadata)["astra_method"] == "themis" and dict(again.metadata)["astra_intra"] == "scf"
-    export_astra(Instance(network, (Collective("all_reduce", GIB, 32),), "case"), 2, tmp_path / "v2", "baseline")
+    export_astra(Instance(network, (Collective("all_reduce", GIB, 32),), "case"), 2, tmp_path / "v2")
     again = import_astra(tmp_path / "v2" / "network.yml", tmp_path / "v2" / "system.json", all_reduce_bytes=GIB)
     assert [d.bandwidth_gbps for d in again.network.dimensions] == [300.0, 140.0, 50.0]
 

@@ -263,3 +263,53 @@ def test_every_2x_system_key_is_listed_for_the_docs() -> None:
     docs = (Path(__file__).parents[1] / "docs" / "astra.md").read_text()
     for key in SYSTEM_KEYS:
         assert f"`{key}`" in docs, key
+
+
+def test_an_export_imports_as_the_same_instance(tmp_path: Path) -> None:
+    from themis_opt.astra import export_astra
+
+    nodes = [
+        _node(0, "COMP_NODE", duration_micros=2),
+        _node(1, "COMM_COLL_NODE", data=(0,), comm_type=0, comm_size=MIB),
+        _node(2, "COMM_COLL_NODE", comm_type=2, comm_size=MIB),
+        _node(3, "COMP_NODE", data=(2,), duration_micros=1),
+    ]
+    net, system = _files(tmp_path)
+    instance = import_astra(net, system, workload=_traces(tmp_path, nodes))
+    files = export_astra(instance, 2, tmp_path / "out")
+    assert {f.name for f in files} == {"network.yml", "system.json", *(f"workload.{n}.et" for n in range(4))}
+    again = import_astra(
+        tmp_path / "out" / "network.yml", tmp_path / "out" / "system.json", workload=tmp_path / "out" / "workload"
+    )
+    assert again.network == instance.network and again.tasks == instance.tasks
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"issue_ns": 5.0}, "an issue time"),
+        ({"duration_ns": 1500.0}, "replays whole microseconds"),
+    ],
+)
+def test_what_astra_2x_cannot_express_is_not_exported(tmp_path: Path, change: dict[str, Any], message: str) -> None:
+    import dataclasses
+
+    from themis_opt.astra import export_astra
+    from themis_opt.instance import Instance
+
+    net, system = _files(tmp_path)
+    nodes = [
+        _node(0, "COMP_NODE", duration_micros=2),
+        _node(1, "COMM_COLL_NODE", data=(0,), comm_type=0, comm_size=MIB),
+    ]
+    instance = import_astra(net, system, workload=_traces(tmp_path, nodes))
+    (compute,), (coll,) = instance.computes, instance.collectives
+    broken = Instance(instance.network, (dataclasses.replace(compute, **change), coll))
+    with pytest.raises(InputError, match=message):
+        export_astra(broken, 2, tmp_path / "out")
+    alone = dataclasses.replace(coll, after=())
+    two = Instance(instance.network, (alone, dataclasses.replace(alone, id="other")))
+    with pytest.raises(InputError, match="may run beside"):
+        export_astra(two, 2, tmp_path / "out")
+    with pytest.raises(InputError, match="always runs the baseline"):
+        export_astra(instance, 2, tmp_path / "out", "themis")

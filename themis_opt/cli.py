@@ -279,7 +279,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("instance", help="instance JSON file")
     p.add_argument("--version", type=int, choices=(1, 2), default=1, help="ASTRA-sim 1.0 or 2.x files (default 1)")
     p.add_argument(
-        "--method", choices=("baseline", "themis"), default="themis", help="scheduling to ask for (default themis)"
+        "--method",
+        choices=("baseline", "themis"),
+        default=None,
+        help="scheduling a 1.0 system file asks for (default themis; 2.x always runs the baseline)",
     )
     _out(p, "folder to write the files to")
 
@@ -710,7 +713,9 @@ def _export_astra(args: argparse.Namespace, console: Console) -> int:
 
     check_folder(args.out)
     files = export_astra(load_instance(args.instance), args.version, args.out, args.method)
-    console.print(f"wrote {', '.join(str(f) for f in files)}")
+    names = [f.name for f in files]
+    shown = ", ".join(names) if len(names) <= 5 else f"{', '.join(names[:3])} ... {names[-1]}"
+    console.print(f"wrote {counted(len(files), 'file')} to {args.out}: {shown}")
     return 0
 
 

@@ -1,20 +1,24 @@
 """ASTRA-sim input files that run the same case as an instance.
 
-1.0: ``network.json``, ``system.txt`` and a MICRO ``workload.txt``; 2.x:
-``network.yml`` and ``system.json`` (plus ``WORKLOAD.md`` on making the
-Chakra workload). Only what ASTRA-sim can express is exported: one
-collective over every dimension, issued at 0, no compute tasks; anything
-else is an error.
+1.0: ``network.json``, ``system.txt`` and a MICRO ``workload.txt`` (one
+collective over every dimension, issued at 0, no compute tasks); 2.x:
+``network.yml``, ``system.json`` and one Chakra trace per NPU
+(``workload.<npu>.et``: a compute node per compute task, a collective node
+per collective, the dependencies; the ``[chakra]`` extra writes them).
+Anything ASTRA-sim cannot express is an error.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 from pathlib import Path
 
+from themis_opt.astra.chakra import COLLECTIVE_TYPES, TraceNode, write_trace
 from themis_opt.astra.files import ALGORITHMS, TOPOLOGIES, WORKLOAD_TYPES
 from themis_opt.errors import InputError, counted
-from themis_opt.instance import Algorithm, AllReducePhases, Collective, Dimension, Instance, Kind, Topology
+from themis_opt.instance import Algorithm, AllReducePhases, Collective, Compute, Dimension, Instance, Kind, Topology
 
 
 def _expressible(instance: Instance) -> Collective:
@@ -65,18 +69,155 @@ def _implementation(dims: tuple[Dimension, ...], kind: Kind) -> str:
     return "_".join(_name_of(d.algorithm_for(kind)) for d in dims)
 
 
+FREE_REDUCTIONS_GBPS = 1e9  # local-mem-bw for free reductions: below a GB no message's takes 1 ns
+V2_SUPPORTED = {
+    Kind.ALL_REDUCE: (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING),
+    Kind.REDUCE_SCATTER: (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING),
+    Kind.ALL_GATHER: (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING),
+    Kind.ALL_TO_ALL: (Algorithm.RING, Algorithm.DIRECT),
+}
+
+
 def _topology_name(topology: Topology) -> str:
     return next(k for k, v in TOPOLOGIES.items() if v is topology)
 
 
-def export_astra(instance: Instance, version: int, out: str | Path, method: str = "themis") -> list[Path]:
+def _version_2(instance: Instance) -> tuple[dict[str, str], dict[str, list[TraceNode]]]:
+    """ASTRA-sim 2.x's network YAML, system JSON and one Chakra trace per NPU (``workload.<npu>.et``)."""
+    network = instance.network
+    dims = network.dimensions
+    per_link = []
+    for d in dims:
+        links = d.size - 1 if d.topology is Topology.FULLY_CONNECTED else 1
+        share = d.bandwidth_gbps / links
+        if share * links != d.bandwidth_gbps:
+            raise InputError(
+                "export-astra",
+                f"dimension {d.name}: {d.bandwidth_gbps} GB/s does not split exactly over {links} links",
+            )
+        per_link.append(share)
+    network_yml = (
+        f"topology: [ {', '.join(_topology_name(d.topology) for d in dims)} ]\n"
+        f"npus_count: [ {', '.join(str(d.size) for d in dims)} ]\n"
+        f"bandwidth: [ {', '.join(repr(b) for b in per_link)} ]  # GB/s per link\n"
+        f"latency: [ {', '.join(repr(d.latency_ns) for d in dims)} ]  # ns\n"
+    )
+    colls = instance.collectives
+    splits = _splits(instance)
+    for kind in Kind:
+        for d in dims:
+            if d.algorithm_for(kind) not in V2_SUPPORTED[kind]:
+                raise InputError(
+                    "export-astra",
+                    f"dimension {d.name}: {d.algorithm_for(kind).value} is not written for ASTRA-sim 2.x",
+                )
+    system = {
+        "scheduling-policy": "LIFO",
+        "endpoint-delay": int(network.endpoint_delay_ns),
+        "active-chunks-per-dimension": 1,
+        "preferred-dataset-splits": splits,
+        **{key: [_name_of(d.algorithm_for(kind)) for d in dims] for kind, key in KEYS.items()},
+        "collective-optimization": "baseline"
+        if network.all_reduce_phases is AllReducePhases.PER_DIMENSION
+        else "localBWAware",
+        # no local memory bandwidth: reductions free (a bandwidth no message's bytes reach 1 ns of)
+        "local-mem-bw": network.reduction_gbps if network.reduction_gbps is not None else FREE_REDUCTIONS_GBPS,
+    }
+    number = {task.id: n for n, task in enumerate(instance.tasks)}
+    nodes = []
+    for n, task in enumerate(instance.tasks):
+        where = f"export-astra: {task.id}"
+        if task.issue_ns:
+            raise InputError(where, "an issue time: ASTRA-sim 2.x starts a node when its dependencies end")
+        if any(dep.lag_ns for dep in task.after):
+            raise InputError(where, "a dependency with a lag: ASTRA-sim 2.x has none")
+        deps = tuple(number[dep.task] for dep in task.after)
+        if isinstance(task, Compute):
+            micros, rest = divmod(task.duration_ns, 1000.0)
+            if rest and task.duration_ns != 1.0:
+                raise InputError(where, f"{task.duration_ns} ns: ASTRA-sim 2.x replays whole microseconds (or 1 ns)")
+            nodes.append(TraceNode(n, task.id, "COMP_NODE", deps, (), int(micros), ()))
+            continue
+        c = colls.index(task)
+        involved = tuple(d in instance.active_dims[c] for d in range(len(dims)))
+        size = _comm_size(instance, c)
+        code = next(k for k, v in COLLECTIVE_TYPES.items() if v is task.kind)
+        attrs = (("comm_type", code), ("comm_size", size), ("involved_dim", involved))
+        nodes.append(TraceNode(n, task.id, "COMM_COLL_NODE", deps, (), 0, attrs))
+    _check_one_at_a_time(instance)
+    files = {"network.yml": network_yml, "system.json": json.dumps(system, indent=2) + "\n"}
+    npus = network.num_npus
+    traces = {}
+    for npu in range(npus):  # ids offset per NPU, as Chakra's converters write them
+        shift = npu * len(nodes)
+        traces[f"workload.{npu}.et"] = [
+            dataclasses.replace(node, id=node.id + shift, data_deps=tuple(d + shift for d in node.data_deps))
+            for node in nodes
+        ]
+    return files, traces
+
+
+def _splits(instance: Instance) -> int:
+    """The one preferred-dataset-splits that cuts every collective as the instance does."""
+    from themis_opt.astra.v2 import SystemV2, collective
+
+    network = instance.network
+    first = instance.collectives[0]
+    implementations = {kind: tuple(d.algorithm_for(kind) for d in network.dimensions) for kind in Kind}
+    system = SystemV2(
+        first.chunks, network.endpoint_delay_ns, network.all_reduce_phases, "LIFO", implementations, None, None
+    )
+    for c, coll in enumerate(instance.collectives):
+        dims = instance.active_dims[c]
+        size = _comm_size(instance, c)
+        involved = tuple(d in dims for d in range(network.num_dims))
+        again, _ = collective(coll.kind, size, involved, network, system, coll.id)
+        if (again.chunks, again.chunk_bytes, again.size_bytes) != (coll.chunks, coll.chunk_bytes, coll.size_bytes):
+            raise InputError(
+                f"export-astra: {coll.id}",
+                f"{coll.chunks} chunks of {coll.chunk_bytes} bytes: ASTRA-sim 2.x cuts every collective into "
+                f"size // {first.chunks} byte chunks, each full size",
+            )
+    return first.chunks
+
+
+def _comm_size(instance: Instance, c: int) -> int:
+    """A collective's ``comm_size`` in a trace: its bytes, an all-gather's each NPU's input."""
+    coll = instance.collectives[c]
+    if coll.kind is not Kind.ALL_GATHER:
+        return coll.size_bytes
+    return coll.size_bytes // math.prod(instance.network.dimensions[d].size for d in instance.active_dims[c])
+
+
+def _check_one_at_a_time(instance: Instance) -> None:
+    """ASTRA-sim 2.x runs one collective at a time per NPU: they must be chained by dependencies."""
+    ancestors: dict[str, set[str]] = {}
+    for task in instance.tasks:
+        seen: set[str] = set()
+        for dep in task.after:
+            seen |= {dep.task, *ancestors.get(dep.task, set())}
+        ancestors[task.id] = seen
+    ids = [c.id for c in instance.collectives]
+    for i, a in enumerate(ids):
+        b = next((b for b in ids[i + 1 :] if a not in ancestors[b] and b not in ancestors[a]), None)
+        if b is not None:
+            raise InputError(
+                f"export-astra: {b}",
+                f"may run beside {a}: ASTRA-sim 2.x runs one collective at a time, so it would time another case",
+            )
+
+
+def export_astra(instance: Instance, version: int, out: str | Path, method: str | None = None) -> list[Path]:
     """Write ASTRA-sim input files for ``instance`` into folder ``out``; returns the files written.
 
-    ``method`` (``baseline`` or ``themis``) chooses the inter-dimension
-    scheduling the system file asks for; Themis is written with SCF, the
-    baseline with FIFO, as themis_opt's defaults.
+    ``method`` (``baseline`` or ``themis``, default themis) chooses the
+    inter-dimension scheduling a 1.0 system file asks for; Themis is written
+    with SCF, the baseline with FIFO, as themis_opt's defaults. ASTRA-sim
+    2.x always runs the baseline: a method is an error there.
     """
-    coll = _expressible(instance)
+    if version == 2 and method is not None:
+        raise InputError("--method", "ASTRA-sim 2.x always runs the baseline (it reads no scheduling keys)")
+    method = method or "themis"
     if method not in ("baseline", "themis"):
         raise InputError("--method", f"must be baseline or themis, got {method!r}")
     out = Path(out)
@@ -89,7 +230,9 @@ def export_astra(instance: Instance, version: int, out: str | Path, method: str 
     optimization = "baseline" if instance.network.all_reduce_phases is AllReducePhases.PER_DIMENSION else "localBWAware"
     intra = "SCF" if method == "themis" else "FIFO"
     files: dict[str, str] = {}
+    traces: dict[str, list[TraceNode]] = {}
     if version == 1:
+        coll = _expressible(instance)
         links = [_links(d) for d in dims]
         network = {
             "topology-name": "Hierarchical",
@@ -125,46 +268,7 @@ def export_astra(instance: Instance, version: int, out: str | Path, method: str 
         # compute times of one cycle: ASTRA-sim 1.0 aborts on an event at the current time (zero cycles)
         files["workload.txt"] = f"MICRO\n1\n{coll.id} -1 1 NONE 0 1 NONE 0 1 {WORKLOAD_TYPES[coll.kind]} {size} 1\n"
     elif version == 2:
-        per_link = []
-        for d in dims:
-            if d.topology is Topology.FULLY_CONNECTED and d.algorithm is Algorithm.DIRECT:
-                share = d.bandwidth_gbps / (d.size - 1)
-                if share * (d.size - 1) != d.bandwidth_gbps:
-                    raise InputError(
-                        "export-astra",
-                        f"dimension {d.name}: {d.bandwidth_gbps} GB/s does not split exactly over {d.size - 1} links",
-                    )
-                per_link.append(share)
-            else:
-                per_link.append(d.bandwidth_gbps)
-        files["network.yml"] = (
-            f"topology: [ {', '.join(_topology_name(d.topology) for d in dims)} ]\n"
-            f"npus_count: [ {', '.join(str(d.size) for d in dims)} ]\n"
-            f"bandwidth: [ {', '.join(repr(b) for b in per_link)} ]  # GB/s per link\n"
-            f"latency: [ {', '.join(repr(d.latency_ns) for d in dims)} ]  # ns\n"
-        )
-        names = [_name_of(d.algorithm) for d in dims]
-        system = {
-            "scheduling-policy": "LIFO",
-            "endpoint-delay": delay,
-            "active-chunks-per-dimension": 1,
-            "preferred-dataset-splits": coll.chunks,
-            "all-reduce-implementation": names,
-            "all-gather-implementation": names,
-            "reduce-scatter-implementation": names,
-            "all-to-all-implementation": [_name_of(d.all_to_all_algorithm) for d in dims],
-            "collective-optimization": optimization,
-            "local-reduction-delay": 1,
-            "inter-dimension-scheduling": method,
-            "intra-dimension-scheduling": intra,
-        }
-        files["system.json"] = json.dumps(system, indent=2) + "\n"
-        files["WORKLOAD.md"] = (
-            "# The workload\n\nASTRA-sim 2.x reads Chakra execution traces. Make one with a single "
-            f"{coll.kind.value} of {coll.size_bytes} bytes per NPU with Chakra's generator (for example "
-            "`chakra_gen`'s micro-benchmark option for one all-reduce), then run ASTRA-sim with "
-            "`--network-configuration=network.yml --system-configuration=system.json`.\n"
-        )
+        files, traces = _version_2(instance)
     else:
         raise InputError("--version", f"must be 1 or 2, got {version!r}")
     try:
@@ -172,6 +276,9 @@ def export_astra(instance: Instance, version: int, out: str | Path, method: str 
         written = []
         for file, text in files.items():
             (out / file).write_text(text, encoding="utf-8")
+            written.append(out / file)
+        for file, nodes in traces.items():
+            write_trace(out / file, nodes)
             written.append(out / file)
     except OSError as error:
         raise InputError(str(out), f"cannot be written ({error.strerror})") from None
