@@ -167,3 +167,16 @@ def test_sizes_are_real_numbers() -> None:
     phases = chunk_phases(inst, 0, 1000, (0, 1))
     assert phases[1].bytes_out == pytest.approx(1000 / 32)
     assert not math.isclose(phases[1].bytes_out, 1000 // 32)
+
+
+def test_astra_2x_truncates_a_message_as_one_sum() -> None:
+    # a ring of 4 at 50 GB/s (53.687 bytes per ns), 700.3 ns a hop: a 1 MiB reduce-scatter sends
+    # 3 messages of 256 KiB, each floor(700.3 + 4882.8) = 5583 ns, not floor(700.3) + floor(4882.8) = 5582
+    from themis_opt.cost import phase_duration
+    from themis_opt.instance import Dimension, Network, Op
+
+    dims = (Dimension(4, "ring", 50.0, 700.3),)
+    whole_sum = Network(dims, 10.0, congestion_unaware=True, integer_message_sums=True)
+    parts = Network(dims, 10.0, congestion_unaware=True, integer_messages=True)
+    assert phase_duration(whole_sum, 0, Op.REDUCE_SCATTER, 2**20) == 3 * (10 + 5583)
+    assert phase_duration(parts, 0, Op.REDUCE_SCATTER, 2**20) == 3 * (10 + 5582)

@@ -214,10 +214,11 @@ def reduction_ns(network: Network, algorithm: Algorithm, op: Op, n: int, x: floa
 def _duration(network: Network, d: int, algorithm: Algorithm, op: Op, x: float, quiet: bool) -> float:
     """A phase of ``op`` on ``x`` bytes on dimension ``d``; ``quiet``: its wire time alone
     (no delay, latency or overhead). A network of ``integer_messages`` keeps every message's
-    latency and bytes-over-bandwidth time in whole ns, as ASTRA-sim's analytical backend does.
+    latency and bytes-over-bandwidth time in whole ns, as ASTRA-sim 1.0's analytical backend does;
+    one of ``integer_message_sums`` their sum, as 2.x's does.
     """
     dim = network.dimensions[d]
-    whole = network.integer_messages
+    whole = network.integer_messages or network.integer_message_sums  # quiet: floor(w) <= floor(l + w)
     delay, overhead = (0.0, 0.0) if quiet else (network.endpoint_delay_ns, dim.message_overhead_ns)
     total = 0.0 if quiet else network.phase_delay_ns + reduction_ns(network, algorithm, op, dim.size, x)
     link = link_bytes_per_ns(dim)
@@ -227,12 +228,19 @@ def _duration(network: Network, d: int, algorithm: Algorithm, op: Op, x: float, 
 
     if algorithm is Algorithm.RING:
         steps, per = ring_steps(dim.size, op)
+        if network.integer_message_sums and not quiet:  # every message to a neighbour, truncated whole
+            message = math.floor(hops_apart(dim, 1) * dim.latency_ns + per * x / link)
+            return total + steps * (delay + overhead + message)
         hops = 0.0 if quiet else _ring_latency(dim, steps, whole)
         return total + steps * (delay + overhead + wire(per * x / link)) + hops
     shared = _shares_port(network, dim)
     for hops, messages, per in _steps_of(network, dim, algorithm, op):
+        moved = messages * per * x / dim.bytes_per_ns if shared else per * x / link
+        if network.integer_message_sums and not quiet:
+            total += delay + overhead + math.floor(hops * dim.latency_ns + moved)
+            continue
         latency = 0.0 if quiet else _hop_latency(dim, hops, whole)
-        total += delay + latency + overhead + wire(messages * per * x / dim.bytes_per_ns if shared else per * x / link)
+        total += delay + latency + overhead + wire(moved)
     return total
 
 

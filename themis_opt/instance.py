@@ -307,6 +307,9 @@ class Network:
         Whether every message's hop latency and bytes-over-bandwidth time are
         each truncated to whole ns (ASTRA-sim's analytical backend keeps them
         in an integer).
+    integer_message_sums
+        Whether every message's hop latency plus bytes-over-bandwidth time is
+        truncated to whole ns as one sum (ASTRA-sim 2.x's analytical backend).
     reduction_gbps
         The local memory bandwidth reductions run at, decimal GB/s (ASTRA-sim
         2.x's ``local-mem-bw``): every received message that is reduced adds
@@ -320,6 +323,7 @@ class Network:
     all_reduce_phases: AllReducePhases = AllReducePhases.SPLIT
     phase_delay_ns: float = 0.0
     integer_messages: bool = False
+    integer_message_sums: bool = False
     reduction_gbps: float | None = None
 
     def __post_init__(self) -> None:
@@ -346,7 +350,7 @@ class Network:
         if self.reduction_gbps is not None:
             rate = check_number("reduction_gbps", self.reduction_gbps, positive=True, maximum=MAX_BANDWIDTH_GBPS)
             object.__setattr__(self, "reduction_gbps", rate)
-        for flag in ("congestion_unaware", "integer_messages"):
+        for flag in ("congestion_unaware", "integer_messages", "integer_message_sums"):
             if not isinstance(getattr(self, flag), bool):
                 raise InputError(flag, f"must be true or false, got {getattr(self, flag)!r}")
         object.__setattr__(

@@ -225,6 +225,7 @@ def _network(raw: Any) -> Network:
             "all_reduce_phases",
             "phase_delay_ns",
             "integer_messages",
+            "integer_message_sums",
             "reduction_gbps",
         },
     )
@@ -273,6 +274,7 @@ def _network(raw: Any) -> Network:
         net.get("all_reduce_phases", "split"),
         net.get("phase_delay_ns", 0.0),
         net.get("integer_messages", False),
+        net.get("integer_message_sums", False),
         net.get("reduction_gbps"),
     )
     return network
@@ -383,6 +385,7 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
             **({"congestion_unaware": True} if network.congestion_unaware else {}),
             **({"phase_delay_ns": _num(network.phase_delay_ns)} if network.phase_delay_ns else {}),
             **({"integer_messages": True} if network.integer_messages else {}),
+            **({"integer_message_sums": True} if network.integer_message_sums else {}),
             **({"reduction_gbps": _num(network.reduction_gbps)} if network.reduction_gbps is not None else {}),
             **(
                 {"all_reduce_phases": network.all_reduce_phases.value}

@@ -31,11 +31,14 @@ from themis_opt.astra import import_astra
 from themis_opt.solve import solve
 
 NETWORKS = {
+    "frac": "topology: [ Switch, Ring ]\nnpus_count: [ 8, 4 ]\nbandwidth: [ 400.0, 50.0 ]\n"
+    "latency: [ 936.25, 700.3 ]\n",
     "2d": "topology: [ Ring, Switch ]\nnpus_count: [ 4, 4 ]\nbandwidth: [ 200.0, 50.0 ]\nlatency: [ 500.0, 1000.0 ]\n",
     "3d": "topology: [ Ring, FullyConnected, Switch ]\nnpus_count: [ 4, 4, 4 ]\n"
     "bandwidth: [ 200.0, 100.0, 50.0 ]\nlatency: [ 500.0, 500.0, 1000.0 ]\n",
 }
-# (network, splits, collective-optimization, one algorithm per dimension)
+# (network, splits, collective-optimization, one algorithm per dimension); "frac": hop latencies of
+# fractional ns (a message's latency and bytes are truncated as one sum)
 SYSTEMS = [
     ("2d", 16, "localBWAware", ["ring", "ring"]),
     ("2d", 64, "baseline", ["ring", "ring"]),
@@ -43,6 +46,7 @@ SYSTEMS = [
     ("3d", 16, "localBWAware", ["ring", "ring", "ring"]),
     ("3d", 64, "localBWAware", ["ring", "direct", "halvingDoubling"]),
     ("3d", 16, "baseline", ["ring", "direct", "ring"]),
+    ("frac", 16, "localBWAware", ["direct", "ring"]),
 ]
 
 
@@ -101,7 +105,7 @@ def main() -> None:
             )
     generator = examples / "workload/microbenchmarks/generator_scripts/all_reduce.py"
     env = {**os.environ, "PYTHONPATH": str(astra)}
-    for npus in (16, 64):
+    for npus in (16, 32, 64):
         for mib in (64, 1024):
             args_ = ["--npus-count", str(npus), "--coll-size", str(mib)]
             subprocess.run([sys.executable, str(generator), *args_], cwd=work, env=env, check=True)
@@ -119,7 +123,7 @@ def main() -> None:
         }
         system = work / f"system{n}.json"
         system.write_text(json.dumps(spec))
-        npus = 16 if net == "2d" else 64
+        npus = {"2d": 16, "3d": 64, "frac": 32}[net]
         for mib in (64, 1024):
             prefix = work / f"all_reduce/{npus}npus_{mib}MB/all_reduce"
             name = f"{net} {'/'.join(algorithms)}, {optimization}, {splits} splits, {mib} MiB"

@@ -266,7 +266,7 @@ def network_of(dims: list[dict[str, Any]], system: SystemV2) -> Network:
         congestion_unaware=True,
         all_reduce_phases=system.phases,
         phase_delay_ns=system.endpoint_delay,
-        integer_messages=True,
+        integer_message_sums=True,
         reduction_gbps=system.reduction_gbps,
     )
 
