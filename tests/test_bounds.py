@@ -261,3 +261,40 @@ def test_the_searches_take_the_integer_programs_counts_where_fill_and_drain_foun
     assert bounds.fill_drain is None and plain is not None and bounds.ip == plain.bound
     found = integer_load_bound(inst, fill_drain=True, memo=memo)
     assert found is not None and found.counts == plain.counts and not found.optimal
+
+
+@pytest.mark.parametrize("name", ["tiny_rs", "tiny_ar", "tiny_3d", "tiny_ag"])
+def test_least_busy_never_exceeds_the_brute_force_optimum(name: str) -> None:
+    from themis_opt.bounds import least_busy_bound
+
+    from .conftest import brute_force, load
+
+    instance = load(name)
+    bound = least_busy_bound(instance)
+    assert bound is not None and bound <= brute_force(instance) * (1 + 1e-12)
+
+
+def test_least_busy_is_the_one_chunk_on_its_cheapest_order() -> None:
+    # one chunk on one dimension: its two phases back to back are the makespan
+    from themis_opt.bounds import least_busy_bound
+    from themis_opt.solve import solve
+
+    instance = make([(8, "ring", 100.0)], "all_reduce", MIB, 1)
+    bound = least_busy_bound(instance)
+    assert bound == pytest.approx(solve(instance, "baseline").makespan, rel=1e-7)
+
+
+def test_the_default_bound_counts_latency() -> None:
+    # 64 chunks of 16 KiB on microsecond hops: the ideal bound is a sliver of the makespan; the
+    # solver-free bounds a baseline gets by default are near the full ones
+    from themis_opt.instance import Collective, Dimension, Network
+    from themis_opt.solve import solve
+
+    dims = [(2, "ring", 200.0), (8, "fully_connected", 100.0), (2, "switch", 50.0)]
+    network = Network(tuple(Dimension(n, topology, rate, 5000.0) for n, topology, rate in dims))
+    instance = Instance(network, (Collective("all_reduce", MIB, 64),))
+    default = solve(instance, "baseline")
+    full = compute_bounds(instance)
+    assert default.bounds.lp is None and default.bounds.least_busy is not None
+    assert default.bounds.ideal < 0.2 * default.makespan  # type: ignore[operator]
+    assert default.lower_bound >= 0.8 * full.best

@@ -143,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--bounds",
         action="store_true",
-        help="compute every lower bound also for baseline and themis (default: the ideal bound only)",
+        help="compute every lower bound also for baseline and themis (default: the bounds that need no solver)",
     )
     _solver_options(p, 10.0, "the whole command")
     p.add_argument(

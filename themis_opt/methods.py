@@ -41,7 +41,7 @@ class Method:
         Whether it runs CP-SAT.
     load_bounds
         Whether it computes the solver-based load bounds by default (cheap
-        methods report only the ideal bound unless given more).
+        methods report only the bounds that need no solver unless given more).
     variants
         The runs bench and ``solve --method all`` make of it: the name, or
         ``name-intra`` for each intra-dimension policy worth comparing.

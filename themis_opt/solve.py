@@ -106,7 +106,8 @@ def solve(
         Stream CP-SAT's log to this package's logger at INFO level.
     bounds
         Bounds already computed for ``instance``. Without them, baseline and
-        themis compute only the ideal bound (no solver); balanced and cpsat
+        themis compute only the bounds that need no solver (ideal, critical
+        path, compute, least busy); balanced and cpsat
         compute every bound that fits in their share of the time limit.
     warm
         A valid schedule of ``instance`` for cpsat to start from besides the

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from themis_opt.bounds.formulas import (
     BOUNDS,
+    SAFETY,
     OrderProfile,
     collective_releases,
     compute_bound,
@@ -42,6 +43,7 @@ from themis_opt.bounds.formulas import (
     earliest_releases,
     fill_drain_value,
     ideal_bound,
+    least_busy_bound,
     load_programs_fit,
     load_value,
     load_variables,
@@ -49,7 +51,7 @@ from themis_opt.bounds.formulas import (
     shortest_durations,
     traffic_bytes,
 )
-from themis_opt.bounds.programs import SAFETY, LoadSolution, Memo, _adopt_counts, integer_load_bound, lp_bound
+from themis_opt.bounds.programs import LoadSolution, Memo, _adopt_counts, integer_load_bound, lp_bound
 from themis_opt.budget import Deadline
 from themis_opt.instance import Instance
 from themis_opt.orders import Counts
@@ -70,6 +72,7 @@ __all__ = [
     "fill_drain_value",
     "ideal_bound",
     "integer_load_bound",
+    "least_busy_bound",
     "load_programs_fit",
     "load_value",
     "load_variables",
@@ -87,7 +90,9 @@ class Bounds:
     ``None`` marks a bound that was not computed. ``critical_path`` is the
     longest dependency chain with every collective at its shortest possible
     duration; ``compute`` the compute unit's work after its earliest start;
-    ``cpsat`` CP-SAT's own bound (of a relaxation, so valid as it stands).
+    ``least_busy`` a dimension's least busy time, latency included, every
+    chunk on its cheapest order there (no solver); ``cpsat`` CP-SAT's own
+    bound (of a relaxation, so valid as it stands).
     """
 
     ideal: float
@@ -97,6 +102,7 @@ class Bounds:
     cpsat: float | None = None
     critical_path: float | None = None
     compute: float | None = None
+    least_busy: float | None = None
 
     @property
     def best(self) -> float:
@@ -126,7 +132,8 @@ def compute_bounds(
         When to stop; a program cut short keeps its valid dual bound, one
         that cannot run is ``None``.
     full
-        ``False`` computes only the ideal bound (no solver, microseconds).
+        ``False`` computes only the bounds that need no solver (ideal,
+        critical path, compute, least busy: milliseconds).
     memo
         Passed on to :func:`integer_load_bound`.
     params
@@ -135,8 +142,9 @@ def compute_bounds(
     deadline = deadline or Deadline()
     cheap = Bounds(
         ideal=ideal_bound(instance),
-        critical_path=critical_path_bound(instance) if instance.is_task_graph else None,
+        critical_path=critical_path_bound(instance),
         compute=compute_bound(instance),
+        least_busy=least_busy_bound(instance, params),
     )
     if not full or not load_programs_fit(instance, params):
         return cheap

@@ -29,6 +29,7 @@ from themis_opt.policies import baseline_order
 logger = logging.getLogger(__name__)
 
 BOUNDS = BoundsParams()  # the defaults
+SAFETY = 1e-8  # relative: covers the solvers' float tolerances and float sums (a margin, not a tuning number)
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,29 @@ def critical_path_bound(instance: Instance) -> float:
     """The longest dependency chain, every collective at its shortest duration."""
     shortest = shortest_durations(instance)
     return max(r + d for r, d in zip(earliest_releases(instance), shortest))
+
+
+def least_busy_bound(instance: Instance, params: BoundsParams = BOUNDS) -> float | None:
+    """A dimension's least possible busy time, latency included, with no solver: every chunk at the
+    order that costs the dimension least, between the least head and the least tail over all orders
+    (the fill-and-drain bound with every choice relaxed), and for every issue time the work issued
+    then or later; the largest over the dimensions. ``None`` where the orders are too many to list.
+    """
+    if not load_programs_fit(instance, params):
+        return None
+    profiles = order_profiles(instance)
+    best = 0.0
+    for d in range(instance.network.num_dims):
+        least = {cls: min(p.busy[d] for p in per.values()) for cls, per in profiles.items()}
+        for t, later in _issue_cuts(instance):
+            best = max(best, t + sum(len(cls.chunks) * least[cls] for cls in later))
+        used = [p for per in profiles.values() for p in per.values() if p.head[d] is not None]
+        if used:
+            load = sum(len(cls.chunks) * least[cls] for cls in profiles)
+            head = min(p.head[d] for p in used)  # type: ignore[type-var]
+            tail = min(p.tail[d] for p in used)  # type: ignore[type-var]
+            best = max(best, head + load + tail)  # type: ignore[operator]
+    return best * (1 - SAFETY)
 
 
 def compute_bound(instance: Instance) -> float | None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from themis_opt.bounds.formulas import (
     BOUNDS,
+    SAFETY,
     _issue_cuts,
     _origin,
     fill_drain_value,
@@ -26,7 +27,6 @@ from themis_opt.params import BoundsParams
 
 logger = logging.getLogger(__name__)
 
-SAFETY = 1e-8  # relative: covers the LP and MIP solvers' float tolerances (a margin, not a tuning number)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ortools.linear_solver import pywraplp
