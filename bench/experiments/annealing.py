@@ -3,12 +3,12 @@
     python -m bench.experiments.annealing [--evaluations 8000] [--seeds 0,1,2] [--temperatures 0.0015,0.003]
                                     [--walks shared,each] [--level] [--shape 4x8x8x4] [--chunks 16]
 
-The 8-collective instance of ``bench/exact_scale.py`` (1,024 phases; ``--shape`` and
+The 8-collective instance of ``bench.figures.exact_scale`` (1,024 phases; ``--shape`` and
 ``--chunks`` for its variants), the assignment search alone
-(``search.improve_assignment``, 2 workers) from the starts cpsat gave it before
-issue 11's tenth pass: the best heuristic's orders and the fill-and-drain counts spread
+(``search.improve_assignment``, 2 workers) from the starts cpsat gave it before the level
+counts: the best heuristic's orders and the fill-and-drain counts spread
 evenly; ``--level`` adds the third it has since, the level counts
-(``bounds.level_counts``) spread evenly. ``shared``: one walk of ``--evaluations`` simulations
+(``search.counts.level_counts``) spread evenly. ``shared``: one walk of ``--evaluations`` simulations
 timed by both workers; ``each``: one walk of half as many per worker. No
 deadline (the heuristics get 600 s, more than they take): every cell is
 decided by its seed alone and is the same on every run. Each cell: the gap to the best lower bound, and the wall time.

@@ -2,7 +2,7 @@
 
     python -m bench.experiments.exact_seeds [--stage sequence|counts-fixed|at-bound] [--seeds 0,1,2] [--limit 10]
 
-The five 16-chunk instances of ``bench/exact_scale.py``, each solved by
+The five 16-chunk instances of ``bench.figures.exact_scale``, each solved by
 ``solve(..., "cpsat", workers=2)`` once per seed, with the stage (the
 default) and without it (``enabled = false`` in its
 :class:`~themis_opt.params.Stage`): the sequence search, the counts-fixed

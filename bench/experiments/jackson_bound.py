@@ -2,7 +2,7 @@
 
     python -m bench.experiments.jackson_bound
 
-For each 16-chunk instance of ``bench/exact_scale.py``: the fill-and-drain
+For each 16-chunk instance of ``bench.figures.exact_scale``: the fill-and-drain
 bound against the strongest per-dimension bound we know, the preemptive
 one-machine bound (Jackson's) with every phase's own head and tail: for every
 dimension d and every pair of levels (h, q) among its phases' heads and tails,

@@ -3,7 +3,7 @@
     python -m bench.experiments.start_counts [--cuts 2,4] [--restarts 800] [--walk 8000] [--seeds 0,1]
                                        [--count 8] [--chunks 16] [--shape 4x8x8x4]
 
-The 8-collective instance of ``bench/exact_scale.py`` (or its variants). The assignment search starts from SCIP's
+The 8-collective instance of ``bench.figures.exact_scale`` (or its variants). The assignment search starts from SCIP's
 integer-program counts spread evenly over the chunks; a ``solve`` call may cut SCIP by its time
 share before its node limit. Per source of counts (SCIP cut after each of ``--cuts`` seconds, SCIP at
 its node limit, ``bounds.level_counts`` from those): their value in the fill-and-drain program, the

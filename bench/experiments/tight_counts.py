@@ -10,7 +10,7 @@
 3. CP-SAT with each vector fixed (the counts-fixed restriction, ``--fixed`` seconds, seeds 0-2,
    from the vector spread evenly and timed with fifo and scf): how far above the bound it ends.
 
-Measured so in issue 11's ninth pass (before the at-bound stage, whose questions come from it): two
+Measured so before the at-bound stage existed (its questions come from this result): two
 count vectors with the same load on every dimension, of which only the call's admits a schedule at
 the bound. Since the at-bound stage the long call meets the bound within seconds, with whichever
 of the program's optimal assignments admits it first.

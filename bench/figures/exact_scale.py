@@ -1,4 +1,4 @@
-"""Where the exact solver stands at scale (issue 11's targets), measured.
+"""Where the exact solver stands at scale, measured against its targets.
 
     python -m bench.figures.exact_scale [--workers 2] [--quick] [--variants]
 

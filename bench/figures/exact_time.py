@@ -1,4 +1,4 @@
-"""Time to proven optimality of the CP-SAT method (issue 3's benchmark).
+"""Time to proven optimality of the CP-SAT method.
 
     python -m bench.figures.exact_time [--workers 2] [--time-limit 60] [--seed 0]
 

@@ -8,7 +8,7 @@ shim, which adds its own start-up) on the 8x8x8 paper instance at 64 chunks
 prints the median and the best of --repeat runs, after one untimed run of
 each (which writes Python's bytecode cache, as any installed package has it).
 ``--no-bytecode-cache`` keeps PYTHONDONTWRITEBYTECODE (set on this project's
-machines) so that every run compiles every module again. Goal (issue 7): at
+machines) so that every run compiles every module again. Goal: at
 most 0.35 s for the 64-chunk solve.
 """
 
