@@ -201,3 +201,26 @@ def test_makespan_only_runs_match_simulate(name: str) -> None:
             built = build()
             assert built == schedule
             assert validate(instance, built) == []
+
+
+def _crowd(active: int, chunks: int = 3) -> Instance:
+    """Reduce-scatters of equal chunks on one ring, up to ``active`` phases at once."""
+    network = Network((Dimension(4, "ring", 100.0, 500.0),), congestion_unaware=True, active_chunks=active)
+    return Instance(network, (Collective("reduce_scatter", chunks * 2**20, chunks),))
+
+
+def test_a_dimension_runs_as_many_phases_at_once_as_it_has_room_for() -> None:
+    one = simulate(_crowd(1), baseline_orders(_crowd(1)), "fifo")
+    phase = one.chunks[0].phases[0].duration
+    assert one.makespan == pytest.approx(3 * phase)
+    for active, rounds in ((2, 2), (3, 1), (8, 1)):
+        instance = _crowd(active)
+        schedule = simulate(instance, baseline_orders(instance), "fifo")
+        assert schedule.makespan == pytest.approx(rounds * phase) and validate(instance, schedule) == []
+        # re-timing its sequences gives it back: the left shift fills every free place
+        assert retime(instance, schedule.orders, sequences_of(instance, schedule)) == schedule
+
+
+def test_several_at_once_needs_a_congestion_unaware_network() -> None:
+    with pytest.raises(InputError, match="active_chunks: above 1 needs congestion_unaware"):
+        Network((Dimension(4, "ring", 100.0, 500.0),), active_chunks=2)

@@ -213,8 +213,20 @@ def _shapes() -> dict[str, Instance]:
         all_reduce_phases="per_dimension",
         **unaware,  # type: ignore[arg-type]
     )
+    two_at_once = Network(
+        (Dimension(4, "ring", 100.0, 500.0), Dimension(4, "switch", 50.0, 1000.0, "direct")),
+        all_reduce_phases="local_bw_aware",
+        phase_delay_ns=10.0,
+        congestion_unaware=True,
+        integer_message_sums=True,
+        reduction_gbps=1600.0,
+        active_chunks=2,
+    )
     mib = 2**20
     return {
+        "two_at_once": Instance(
+            two_at_once, (Collective("all_reduce", 8 * mib, 5), Collective("reduce_scatter", 2 * mib, 3, issue_ns=2e4))
+        ),
         "trees": Instance(
             trees, (Collective("all_reduce", 8 * mib, 4), Collective("all_reduce", 2 * mib, 2, issue_ns=3e4))
         ),
@@ -224,7 +236,7 @@ def _shapes() -> dict[str, Instance]:
     }
 
 
-@pytest.mark.parametrize("shape", ["trees", "flat", "carved", "mixed"])
+@pytest.mark.parametrize("shape", ["trees", "flat", "carved", "mixed", "two_at_once"])
 def test_every_method_runs_on_every_shape_and_every_bound_holds(shape: str) -> None:
     instance = _shapes()[shape]
     results = [solve(instance, m, intra=i) for m in ("baseline", "themis") for i in ("fifo", "scf")]

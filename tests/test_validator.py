@@ -103,3 +103,27 @@ def test_idle_time_shows_on_the_critical_path(worked: Instance) -> None:
     assert delayed.makespan == pytest.approx(schedule.makespan + 5000.0)
     graph = precedence_graph(worked, schedule)
     assert graph.number_of_nodes() == 2 + worked.num_phases
+
+
+def test_more_phases_at_once_than_a_dimension_has_room_for_are_caught() -> None:
+    import dataclasses
+
+    from themis_opt.instance import Collective, Dimension, Network
+    from themis_opt.policies import baseline_orders
+    from themis_opt.simulator import simulate
+
+    network = Network((Dimension(4, "ring", 100.0, 500.0),), congestion_unaware=True, active_chunks=2)
+    instance = Instance(network, (Collective("reduce_scatter", 3 * 2**20, 3),))
+    schedule = simulate(instance, baseline_orders(instance), "fifo")
+    assert validate(instance, schedule) == []
+    # the third chunk moved back to 0: three phases at once where two fit
+    third = schedule.chunks[2]
+    shift = third.phases[0].start_ns
+    moved = dataclasses.replace(
+        third,
+        phases=tuple(
+            dataclasses.replace(p, start_ns=p.start_ns - shift, end_ns=p.end_ns - shift) for p in third.phases
+        ),
+    )
+    crowded = dataclasses.replace(schedule, chunks=(*schedule.chunks[:2], moved))
+    assert any("while 2 other phases run there" in v for v in validate(instance, crowded))

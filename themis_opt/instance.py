@@ -114,6 +114,7 @@ MAX_TIME_NS = 1e15  # latencies, delays and issue times: about 11.6 days
 MAX_SIZE_BYTES = 2**50  # 1 PiB per collective
 MAX_COLLECTIVES = 10_000
 MAX_PHASES = 2**18  # chunk phases over the whole instance: the simulator's scale (seconds)
+MAX_ACTIVE_CHUNKS = 1024  # chunks a dimension runs at once
 MAX_FLATTENED_NPUS = 2**16  # a flattened (one_*) algorithm's cost is found by visiting every NPU
 
 
@@ -310,6 +311,10 @@ class Network:
     integer_message_sums
         Whether every message's hop latency plus bytes-over-bandwidth time is
         truncated to whole ns as one sum (ASTRA-sim 2.x's analytical backend).
+    active_chunks
+        How many chunks' phases each dimension runs at once, each at full
+        speed (ASTRA-sim 2.x's ``active-chunks-per-dimension``); above 1 only
+        on a congestion-unaware network.
     reduction_gbps
         The local memory bandwidth reductions run at, decimal GB/s (ASTRA-sim
         2.x's ``local-mem-bw``): every received message that is reduced adds
@@ -325,6 +330,7 @@ class Network:
     integer_messages: bool = False
     integer_message_sums: bool = False
     reduction_gbps: float | None = None
+    active_chunks: int = 1
 
     def __post_init__(self) -> None:
         dims = self.dimensions
@@ -350,6 +356,9 @@ class Network:
         if self.reduction_gbps is not None:
             rate = check_number("reduction_gbps", self.reduction_gbps, positive=True, maximum=MAX_BANDWIDTH_GBPS)
             object.__setattr__(self, "reduction_gbps", rate)
+        check_int("active_chunks", self.active_chunks, 1, MAX_ACTIVE_CHUNKS)
+        if self.active_chunks > 1 and not self.congestion_unaware:
+            raise InputError("active_chunks", "above 1 needs congestion_unaware: chunks at once would share bandwidth")
         for flag in ("congestion_unaware", "integer_messages", "integer_message_sums"):
             if not isinstance(getattr(self, flag), bool):
                 raise InputError(flag, f"must be true or false, got {getattr(self, flag)!r}")

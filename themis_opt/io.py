@@ -227,6 +227,7 @@ def _network(raw: Any) -> Network:
             "integer_messages",
             "integer_message_sums",
             "reduction_gbps",
+            "active_chunks",
         },
     )
     dims = []
@@ -276,6 +277,7 @@ def _network(raw: Any) -> Network:
         net.get("integer_messages", False),
         net.get("integer_message_sums", False),
         net.get("reduction_gbps"),
+        net.get("active_chunks", 1),
     )
     return network
 
@@ -386,6 +388,7 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
             **({"phase_delay_ns": _num(network.phase_delay_ns)} if network.phase_delay_ns else {}),
             **({"integer_messages": True} if network.integer_messages else {}),
             **({"integer_message_sums": True} if network.integer_message_sums else {}),
+            **({"active_chunks": network.active_chunks} if network.active_chunks != 1 else {}),
             **({"reduction_gbps": _num(network.reduction_gbps)} if network.reduction_gbps is not None else {}),
             **(
                 {"all_reduce_phases": network.all_reduce_phases.value}

@@ -42,6 +42,7 @@ from __future__ import annotations
 import functools
 import gc
 import heapq
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
@@ -332,7 +333,8 @@ def _simulate(
     next_phase = [0] * len(ids)
     fifo: list[list[tuple[int, int, int]]] = [[] for _ in range(num_dims)]
     scf: list[ScfQueue] = [ScfQueue() for _ in range(num_dims)]
-    busy = [False] * num_dims
+    busy = [0] * num_dims  # phases running on each dimension
+    capacity = instance.network.active_chunks
     compute_busy = False
     compute_ready: list[int] = []
     seq = 0
@@ -376,7 +378,7 @@ def _simulate(
         return p > 0 and plan[i][p - 1].dim == plan[i][p].dim
 
     def start_head(d: int) -> None:
-        if busy[d]:
+        if busy[d] >= capacity:
             return
         if intra is Intra.FIFO:
             if not fifo[d]:
@@ -387,7 +389,7 @@ def _simulate(
                 return
             i = scf[d].pop()
         starts[i].append(now)
-        busy[d] = True
+        busy[d] += 1
         heapq.heappush(events, (now + plan[i][next_phase[i]].duration, _PHASE_DONE, d, i))
 
     handled = 0
@@ -401,7 +403,7 @@ def _simulate(
             if not handled & 4095:
                 deadline.check("simulator")
             if what == _PHASE_DONE:
-                busy[a] = False
+                busy[a] -= 1
                 freed.append(a)
                 next_phase[b] += 1
                 if next_phase[b] < len(plan[b]):
@@ -533,6 +535,8 @@ def left_shift(
     task_of_coll = [t for t, task in enumerate(tasks) if isinstance(task, Collective)]
     task_of_compute = [t for t, task in enumerate(tasks) if not isinstance(task, Collective)]
     seen_phase = [False] * phases
+    capacity = instance.network.active_chunks
+    lane_of: dict[int, int] = {}  # with several phases at once: a phase node's dimension
     for d, seq in sequences.items():
         for pos, (i, p) in enumerate(seq):
             if not (0 <= i < len(ids) and 0 <= p < len(plan[i])) or plan[i][p].dim != d:
@@ -540,9 +544,14 @@ def left_shift(
             if seen_phase[offset[i] + p]:
                 raise InputError(f"sequences[{d}][{pos}]", f"phase ({i}, {p}) is sequenced twice")
             seen_phase[offset[i] + p] = True
+            if capacity > 1:
+                lane_of[offset[i] + p] = d
             if pos:
                 j, q = seq[pos - 1]
-                succ[offset[j] + q].append((offset[i] + p, 0.0))
+                # one at a time: after the one before ends; several: no earlier than it starts (below:
+                # and once fewer than ``capacity`` of the ones before are still running)
+                gap = 0.0 if capacity == 1 else -math.inf
+                succ[offset[j] + q].append((offset[i] + p, gap))
     if not all(seen_phase):
         raise InputError("sequences", f"must sequence all {phases} phases, got {sum(seen_phase)}")
     if sorted(compute_sequence) != list(range(computes)):
@@ -571,12 +580,23 @@ def left_shift(
     start = list(base)
     stack = [v for v in range(size) if not indegree[v]]
     done = 0
+    running: dict[int, list[float]] = {d: [] for d in sequences}  # the latest ends on each dimension
     while stack:
         u = stack.pop()
         done += 1
+        if u in lane_of:  # every phase before it on its dimension is placed: wait for a free place
+            ends = running[lane_of[u]]  # the ``capacity`` latest ends so far, least first
+            if len(ends) == capacity:
+                start[u] = max(start[u], ends[0])
+                heapq.heappushpop(ends, start[u] + length[u])
+            else:
+                heapq.heappush(ends, start[u] + length[u])
         end = start[u] + length[u]
         for v, extra in succ[u]:
-            if end + extra > start[v]:
+            if extra == -math.inf:  # start after start
+                if start[u] > start[v]:
+                    start[v] = start[u]
+            elif end + extra > start[v]:
                 start[v] = end + extra
             indegree[v] -= 1
             if not indegree[v]:

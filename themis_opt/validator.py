@@ -21,6 +21,7 @@ Times are compared with a tolerance for float rounding only.
 
 from __future__ import annotations
 
+import heapq
 import math
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,7 @@ from themis_opt.cost import chunk_phases, merges
 from themis_opt.errors import counted
 from themis_opt.instance import Compute, Instance, Kind
 from themis_opt.policies import baseline_order
-from themis_opt.schedule import Schedule
+from themis_opt.schedule import Phase, Schedule
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -123,6 +124,10 @@ def validate(instance: Instance, schedule: Schedule) -> list[str]:
     for d, entries in sorted(schedule.by_dimension().items()):
         if d >= instance.network.num_dims:
             continue  # already reported as a phase on the wrong dimension
+        capacity = instance.network.active_chunks
+        if capacity > 1:
+            violations += _crowded(d, entries, capacity)
+            continue
         for (prev, pc, pk), (cur, cc, ck) in zip(entries, entries[1:]):
             if not _before(prev.end_ns, cur.start_ns):
                 violations.append(
@@ -158,6 +163,21 @@ def _releases(instance: Instance, schedule: Schedule) -> list[float]:
         max([task.issue_ns, *(ends[instance.task_index[d.task]] + d.lag_ns for d in task.after)])
         for task in instance.tasks
     ]
+
+
+def _crowded(d: int, entries: list[tuple[Phase, int, int]], capacity: int) -> list[str]:
+    """More than ``capacity`` phases at once on dimension ``d`` (``entries`` by start)."""
+    ends: list[float] = []  # the running phases' ends, least first
+    for phase, c, k in entries:
+        while ends and _before(ends[0], phase.start_ns):
+            heapq.heappop(ends)
+        heapq.heappush(ends, phase.end_ns)
+        if len(ends) > capacity:
+            return [
+                f"dim {d}: collective {c} chunk {k} starts at {phase.start_ns:.6f} ns while {capacity} other "
+                f"phases run there (at most {capacity} at once)"
+            ]
+    return []
 
 
 def _compute_violations(instance: Instance, schedule: Schedule, release: list[float]) -> list[str]:

@@ -37,16 +37,18 @@ NETWORKS = {
     "3d": "topology: [ Ring, FullyConnected, Switch ]\nnpus_count: [ 4, 4, 4 ]\n"
     "bandwidth: [ 200.0, 100.0, 50.0 ]\nlatency: [ 500.0, 500.0, 1000.0 ]\n",
 }
-# (network, splits, collective-optimization, one algorithm per dimension); "frac": hop latencies of
-# fractional ns (a message's latency and bytes are truncated as one sum)
+# (network, splits, collective-optimization, one algorithm per dimension, chunks at once); "frac": hop
+# latencies of fractional ns (a message's latency and bytes are truncated as one sum)
 SYSTEMS = [
-    ("2d", 16, "localBWAware", ["ring", "ring"]),
-    ("2d", 64, "baseline", ["ring", "ring"]),
-    ("2d", 16, "localBWAware", ["direct", "halvingDoubling"]),
-    ("3d", 16, "localBWAware", ["ring", "ring", "ring"]),
-    ("3d", 64, "localBWAware", ["ring", "direct", "halvingDoubling"]),
-    ("3d", 16, "baseline", ["ring", "direct", "ring"]),
-    ("frac", 16, "localBWAware", ["direct", "ring"]),
+    ("2d", 16, "localBWAware", ["ring", "ring"], 1),
+    ("2d", 64, "baseline", ["ring", "ring"], 1),
+    ("2d", 16, "localBWAware", ["direct", "halvingDoubling"], 1),
+    ("3d", 16, "localBWAware", ["ring", "ring", "ring"], 1),
+    ("3d", 64, "localBWAware", ["ring", "direct", "halvingDoubling"], 1),
+    ("3d", 16, "baseline", ["ring", "direct", "ring"], 1),
+    ("frac", 16, "localBWAware", ["direct", "ring"], 1),
+    ("2d", 16, "localBWAware", ["ring", "ring"], 2),
+    ("3d", 64, "localBWAware", ["ring", "direct", "halvingDoubling"], 3),
 ]
 
 
@@ -109,13 +111,13 @@ def main() -> None:
         for mib in (64, 1024):
             args_ = ["--npus-count", str(npus), "--coll-size", str(mib)]
             subprocess.run([sys.executable, str(generator), *args_], cwd=work, env=env, check=True)
-    for n, (net, splits, optimization, algorithms) in enumerate(SYSTEMS):
+    for n, (net, splits, optimization, algorithms, at_once) in enumerate(SYSTEMS):
         network = work / f"{net}.yml"
         network.write_text(NETWORKS[net])
         spec = {
             "scheduling-policy": "LIFO",
             "endpoint-delay": 10,
-            "active-chunks-per-dimension": 1,
+            "active-chunks-per-dimension": at_once,
             "preferred-dataset-splits": splits,
             "collective-optimization": optimization,
             "local-mem-bw": 1600,
@@ -126,8 +128,25 @@ def main() -> None:
         npus = {"2d": 16, "3d": 64, "frac": 32}[net]
         for mib in (64, 1024):
             prefix = work / f"all_reduce/{npus}npus_{mib}MB/all_reduce"
-            name = f"{net} {'/'.join(algorithms)}, {optimization}, {splits} splits, {mib} MiB"
+            name = f"{net} {'/'.join(algorithms)}, {optimization}, {splits} splits, {at_once} at once, {mib} MiB"
             row(name, astra_time(binary, astra, network, system, prefix), network, system, prefix)
+    network = examples / "network/analytical/HGX-H100-validated.yml"
+    system = examples / "system/native_collectives/HGX-H100-validated.json"
+    for mib in (64, 1024):  # ASTRA-sim's own validated configuration: 2 chunks at once
+        subprocess.run(
+            [sys.executable, str(generator), "--npus-count", "8", "--coll-size", str(mib)],
+            cwd=work,
+            env=env,
+            check=True,
+        )
+        prefix = work / f"all_reduce/8npus_{mib}MB/all_reduce"
+        row(
+            f"HGX-H100-validated, {mib} MiB",
+            astra_time(binary, astra, network, system, prefix),
+            network,
+            system,
+            prefix,
+        )
     if args.astra1 is not None:
         network, system = work / "2d.yml", work / "system0.json"
         for workload in WORKLOADS:

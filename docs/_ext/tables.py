@@ -4,7 +4,8 @@ On ``builder-inited`` this writes, under ``docs/_generated/``:
 
 * ``parameters.md``: every tuning parameter, from :func:`themis_opt.params.parameter_table`;
 * ``stages.md``: the cpsat method's stages, from :func:`themis_opt.pipeline.describe`;
-* ``exports.md``: the names ``import themis_opt`` gives, from ``themis_opt.__all__``.
+* ``exports.md``: the names ``import themis_opt`` gives, from ``themis_opt.__all__``;
+* ``astra2_keys.md``: every ASTRA-sim 2.x system key, from ``themis_opt.astra.v2.SYSTEM_KEYS``.
 
 The pages ``{include}`` them. A file is rewritten only when its text changes, so that an
 unchanged build stays incremental.
@@ -94,6 +95,13 @@ def exports_table() -> str:
     return _table(["module", "names"], rows)
 
 
+def astra2_keys_table() -> str:
+    """Markdown: every key of an ASTRA-sim 2.x system file and what themis_opt does with it."""
+    from themis_opt.astra.v2 import SYSTEM_KEYS
+
+    return _table(["key", "ASTRA-sim 2.x, and themis_opt"], [[f"`{k}`", v] for k, v in SYSTEM_KEYS.items()])
+
+
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists() or path.read_text(encoding="utf-8") != text:
@@ -107,10 +115,10 @@ def generate(app: Sphinx) -> None:
     _write(out / "parameters.md", note + parameters_table())
     _write(out / "stages.md", note + stages_table())
     _write(out / "exports.md", note + exports_table())
+    _write(out / "astra2_keys.md", note + astra2_keys_table())
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    """Register the tables' writer with Sphinx."""
     """Register the extension: the tables are written before the pages are read."""
     app.connect("builder-inited", generate)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -114,7 +114,7 @@ def _version_2(instance: Instance) -> tuple[dict[str, str], dict[str, list[Trace
     system = {
         "scheduling-policy": "LIFO",
         "endpoint-delay": int(network.endpoint_delay_ns),
-        "active-chunks-per-dimension": 1,
+        "active-chunks-per-dimension": network.active_chunks,
         "preferred-dataset-splits": splits,
         **{key: [_name_of(d.algorithm_for(kind)) for d in dims] for kind, key in KEYS.items()},
         "collective-optimization": "baseline"
@@ -165,7 +165,14 @@ def _splits(instance: Instance) -> int:
     first = instance.collectives[0]
     implementations = {kind: tuple(d.algorithm_for(kind) for d in network.dimensions) for kind in Kind}
     system = SystemV2(
-        first.chunks, network.endpoint_delay_ns, network.all_reduce_phases, "LIFO", implementations, None, None
+        first.chunks,
+        network.endpoint_delay_ns,
+        network.active_chunks,
+        network.all_reduce_phases,
+        "LIFO",
+        implementations,
+        None,
+        None,
     )
     for c, coll in enumerate(instance.collectives):
         dims = instance.active_dims[c]

@@ -42,7 +42,7 @@ from themis_opt.instance import (
 SYSTEM_KEYS: dict[str, str] = {
     "scheduling-policy": "LIFO, FIFO or EXPLICIT: a collective's priority; one collective runs at a time, so no effect",
     "collective-optimization": "baseline (an all-reduce per dimension) or localBWAware: the all-reduce's phases",
-    "active-chunks-per-dimension": "chunks a dimension runs at once: 1 is modelled, more is refused",
+    "active-chunks-per-dimension": "chunks a dimension runs at once, each at full speed (0: refused, 2.x stalls)",
     "endpoint-delay": "ns at the start of every phase and after every received message (times --injection-scale)",
     "preferred-dataset-splits": "the chunk count: a collective's size over it, inflated to the NPU count",
     "local-mem-bw": "decimal GB/s: every reduced message adds 3 x its bytes over it; also the roofline's memory",
@@ -82,6 +82,7 @@ class SystemV2:
 
     splits: int
     endpoint_delay: float
+    active_chunks: int
     phases: AllReducePhases
     policy: str
     implementations: dict[Kind, tuple[Algorithm, ...]]
@@ -182,11 +183,10 @@ def read_system(path: Path, physical: int, *, ignore_unknown: bool = False, inje
     if optimization not in phases:
         problem = "missing: ASTRA-sim 2.x leaves it undefined" if optimization is None else f"unknown {optimization!r}"
         raise InputError(f"{path}: collective-optimization", f"{problem} (known: baseline, localBWAware)")
-    active = _number(system, "active-chunks-per-dimension", path, 1.0)
-    if int(active) != 1:
+    active = int(_number(system, "active-chunks-per-dimension", path, 1.0))
+    if active < 1:
         raise InputError(
-            f"{path}: active-chunks-per-dimension",
-            f"{active:g} chunks at once on a dimension are not modelled (only 1)",
+            f"{path}: active-chunks-per-dimension", f"{active}: no chunk ever starts (ASTRA-sim 2.x stalls)"
         )
     if _number(system, "model-shared-bus", path, 0.0) == 1:
         raise InputError(f"{path}: model-shared-bus", "1 (LogGP buses between NPU and memory) is not modelled")
@@ -221,6 +221,7 @@ def read_system(path: Path, physical: int, *, ignore_unknown: bool = False, inje
     return SystemV2(
         splits,
         delay,
+        active,
         phases[optimization],
         policy,
         _implementations(system, path, physical),
@@ -268,6 +269,7 @@ def network_of(dims: list[dict[str, Any]], system: SystemV2) -> Network:
         phase_delay_ns=system.endpoint_delay,
         integer_message_sums=True,
         reduction_gbps=system.reduction_gbps,
+        active_chunks=system.active_chunks,
     )
 
 

@@ -39,7 +39,8 @@ class OrderProfile:
     Parameters
     ----------
     busy
-        Per dimension, total duration of the chunk's phases on it, ns.
+        Per dimension, total duration of the chunk's phases on it, ns, over
+        the phases the dimension runs at once (``active_chunks``).
     head
         Per dimension, issue time plus the time the chunk spends before its
         first phase on it (``None`` where it has no phase).
@@ -274,7 +275,7 @@ def ideal_bound(instance: Instance) -> float:
     for t in sorted(set(releases)):
         later = [c for c, r in enumerate(releases) if r >= t]
         used = {d for c in later for d in instance.active_dims[c]}
-        rate = sum(dims[d].bytes_per_ns for d in used)
+        rate = sum(dims[d].bytes_per_ns for d in used) * instance.network.active_chunks
         best = max(best, t + sum(traffic_bytes(instance, c) for c in later) / rate)
     return best
 
@@ -286,6 +287,7 @@ def order_profiles(instance: Instance) -> dict[ChunkClass, dict[tuple[int, ...],
     """
     releases = collective_releases(instance)
     num_dims = instance.network.num_dims
+    at_once = instance.network.active_chunks
     profiles: dict[ChunkClass, dict[tuple[int, ...], OrderProfile]] = {}
     for cls in instance.chunk_classes:
         issue = releases[cls.collective]
@@ -295,19 +297,20 @@ def order_profiles(instance: Instance) -> dict[ChunkClass, dict[tuple[int, ...],
             if order == baseline_order(instance, cls.collective) and merges(instance, cls.collective, baseline=True):
                 # the baseline's way to run that order: its least costs count too
                 ways.append(chunk_phases(instance, cls.collective, cls.chunk_bytes, order, merged=True))
-            per_order[order] = _least_profile([_profile(phases, issue, num_dims) for phases in ways])
+            per_order[order] = _least_profile([_profile(phases, issue, num_dims, at_once) for phases in ways])
         profiles[cls] = per_order
     return profiles
 
 
-def _profile(phases: tuple[PhaseSpec, ...], issue: float, num_dims: int) -> OrderProfile:
+def _profile(phases: tuple[PhaseSpec, ...], issue: float, num_dims: int, at_once: int) -> OrderProfile:
+    """One way's profile; a dimension that runs ``at_once`` phases at once is busy a share of each."""
     total = sum(p.duration for p in phases)
     busy = [0.0] * num_dims
     head: list[float | None] = [None] * num_dims
     tail: list[float | None] = [None] * num_dims
     elapsed = 0.0
     for p in phases:
-        busy[p.dim] += p.duration
+        busy[p.dim] += p.duration / at_once
         if head[p.dim] is None:
             head[p.dim] = issue + elapsed
         elapsed += p.duration

@@ -230,14 +230,17 @@ class CpsatModel:
                         m.add(self.start[i][place] >= self.end[i][places[p - 1]]).only_enforce_if(lit)
 
     def _resource_constraints(self) -> None:
-        """One phase at a time on each dimension, one compute task at a time."""
+        """``active_chunks`` phases at a time on each dimension (one: no overlap), one compute task at a time."""
+        capacity = self.instance.network.active_chunks
         for d, intervals in enumerate(self.intervals):
             held = [
                 self.model.new_fixed_size_interval_var(start, size, f"busy{d}_{n}")
                 for n, (start, size) in enumerate(self.busy.get(d, ()))
             ]
-            if intervals:
+            if intervals and capacity == 1:
                 self.model.add_no_overlap(intervals + held)
+            elif intervals:
+                self.model.add_cumulative(intervals + held, [1] * (len(intervals) + len(held)), capacity)
         if self.compute_intervals:
             self.model.add_no_overlap(self.compute_intervals)
 
@@ -299,10 +302,11 @@ class CpsatModel:
                     elapsed += dur[p]
                     if all(q.dim != ph.dim for q in plan[p + 1 :]):
                         least_tail[ph.dim] = min(least_tail[ph.dim], total - elapsed)
+        capacity = instance.network.active_chunks
         for d in range(num_dims):
             if self.intervals[d]:
                 sizes = [self.size[i][key] for i in range(len(self.size)) for key in self.size[i] if key[0] == d]
-                self.model.add(self.makespan >= least_head[d] + sum(sizes) + least_tail[d])
+                self.model.add(capacity * (self.makespan - least_head[d] - least_tail[d]) >= sum(sizes))
 
     def _symmetry_constraints(self) -> None:
         """Chunks of one class are interchangeable: order indices do not

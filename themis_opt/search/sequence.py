@@ -25,8 +25,10 @@ SEARCH = SearchParams()  # the defaults
 
 
 def sequences_searchable(instance: Instance) -> bool:
-    """Whether :func:`improve_sequences` handles ``instance``: collectives only, no dependencies."""
-    return not instance.is_task_graph
+    """Whether :func:`improve_sequences` handles ``instance``: collectives only, no dependencies,
+    one phase at a time on a dimension (its moves follow one critical path).
+    """
+    return not instance.is_task_graph and instance.network.active_chunks == 1
 
 
 class _Sequences:
