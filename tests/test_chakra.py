@@ -257,7 +257,6 @@ def test_the_cli_imports_a_trace_and_says_so_without_the_extra(
     assert code == 2 and 'pip install -e ".[chakra]"' in err and err.count("\n") == 1
 
 
-
 def test_an_export_imports_as_the_same_instance(tmp_path: Path) -> None:
     from themis_opt.astra import export_astra
 

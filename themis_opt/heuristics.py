@@ -6,12 +6,12 @@ starts its searches from the best of them.
 
 from __future__ import annotations
 
-from themis_opt.bounds import BOUNDS, Memo, integer_load_bound
+from themis_opt.bounds import Memo, integer_load_bound
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.instance import Instance
 from themis_opt.methods import Intra
 from themis_opt.orders import Orders, Planner
-from themis_opt.params import SolveParams
+from themis_opt.params import DEFAULT, SolveParams
 from themis_opt.policies import ThemisTracker, baseline_orders, spread_orders
 from themis_opt.schedule import Schedule
 from themis_opt.simulator import simulate
@@ -52,13 +52,13 @@ def balanced_schedule(
         If not even one candidate could be timed before ``deadline``.
     """
     deadline = deadline or Deadline()
-    bounds = params.bounds if params is not None else BOUNDS
-    share = params.pipeline.balanced_share if params is not None else SolveParams().pipeline.balanced_share
+    params = params or DEFAULT
+    share = params.pipeline.balanced_share
     policies = [Intra(intra)] if intra is not None else [Intra.FIFO, Intra.SCF]
     candidates: list[Orders | Planner] = []
     for fill_drain in (True, False):
         solution = integer_load_bound(
-            instance, fill_drain=fill_drain, deadline=deadline.share(share), memo=memo, params=bounds
+            instance, fill_drain=fill_drain, deadline=deadline.share(share), memo=memo, params=params.bounds
         )
         if solution is not None:
             candidates.append(spread_orders(instance, solution.counts))

@@ -235,7 +235,7 @@ def changes(params: SolveParams) -> dict[str, Any]:
             elif value != base:
                 found[f"{prefix}{f.name}"] = value
 
-    walk(params, DEFAULT if "DEFAULT" in globals() else SolveParams(), "")
+    walk(params, SolveParams(), "")
     return found
 
 

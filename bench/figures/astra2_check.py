@@ -73,8 +73,9 @@ def astra_time(binary: Path, astra: Path, network: Path, system: Path, prefix: P
     return int(found.group(1))
 
 
-def row(name: str, astra_ns: int, network: Path, system: Path, prefix: Path) -> None:
-    """One line of the table."""
+def row(name: str, binary: Path, astra: Path, network: Path, system: Path, prefix: Path) -> None:
+    """One line of the table: ASTRA-sim's time, ours, the difference."""
+    astra_ns = astra_time(binary, astra, network, system, prefix)
     ours = solve(import_astra(network, system, workload=prefix), "baseline").makespan
     assert ours is not None
     print(f"| {name} | {astra_ns} | {ours:.0f} | {100 * (ours / astra_ns - 1):.3f}% |", flush=True)
@@ -98,13 +99,7 @@ def main() -> None:
         for npus in (4, 8, 16):
             network = examples / f"network/analytical/Ring_{npus}npus.yml"
             prefix = examples / f"workload/microbenchmarks/{kind}/{npus}npus_1MB/{kind}"
-            row(
-                f"{kind}, Ring {npus}, 1 MiB",
-                astra_time(binary, astra, network, system, prefix),
-                network,
-                system,
-                prefix,
-            )
+            row(f"{kind}, Ring {npus}, 1 MiB", binary, astra, network, system, prefix)
     generator = examples / "workload/microbenchmarks/generator_scripts/all_reduce.py"
     env = {**os.environ, "PYTHONPATH": str(astra)}
     for npus in (16, 32, 64):
@@ -129,7 +124,7 @@ def main() -> None:
         for mib in (64, 1024):
             prefix = work / f"all_reduce/{npus}npus_{mib}MB/all_reduce"
             name = f"{net} {'/'.join(algorithms)}, {optimization}, {splits} splits, {at_once} at once, {mib} MiB"
-            row(name, astra_time(binary, astra, network, system, prefix), network, system, prefix)
+            row(name, binary, astra, network, system, prefix)
     network = examples / "network/analytical/HGX-H100-validated.yml"
     system = examples / "system/native_collectives/HGX-H100-validated.json"
     for mib in (64, 1024):  # ASTRA-sim's own validated configuration: 2 chunks at once
@@ -140,20 +135,14 @@ def main() -> None:
             check=True,
         )
         prefix = work / f"all_reduce/8npus_{mib}MB/all_reduce"
-        row(
-            f"HGX-H100-validated, {mib} MiB",
-            astra_time(binary, astra, network, system, prefix),
-            network,
-            system,
-            prefix,
-        )
+        row(f"HGX-H100-validated, {mib} MiB", binary, astra, network, system, prefix)
     if args.astra1 is not None:
         network, system = work / "2d.yml", work / "system0.json"
         for workload in WORKLOADS:
             for scale in (1, 1000):
                 prefix = convert(args.astra1 / "inputs/workload" / f"{workload}.txt", scale, work)
                 name = f"{workload}, 2d ring/ring, compute / {scale}"
-                row(name, astra_time(binary, astra, network, system, prefix), network, system, prefix)
+                row(name, binary, astra, network, system, prefix)
 
 
 WORKLOADS = ("Resnet50_DataParallel", "MLP_HybridParallel_Data_Model", "MLP_ModelParallel", "DLRM_HybridParallel")
