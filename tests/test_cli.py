@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -219,6 +220,19 @@ def test_solve_all_prints_bounds_and_busy_shares(capsys: pytest.CaptureFixture[s
     assert code == 0
     assert "lower bounds" in out and "fill_drain" in out and "busy share per dimension" in out
     assert "themis-scf" in out and "cpsat" in out and max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_the_time_limit_counts_from_when_the_command_started(capsys: pytest.CaptureFixture[str]) -> None:
+    # the console script passes the process's start: here the whole limit has gone before main runs
+    argv = ["solve", WORKED, "--method", "all", "--time-limit", "5"]
+
+    def lp_row(out: str) -> str:
+        return next(line for line in out.splitlines() if line.startswith("│ lp "))
+
+    assert main(argv) == 0
+    assert "not computed" not in lp_row(capsys.readouterr().out)
+    assert main(argv, started=time.perf_counter() - 5) == 0
+    assert "not computed" in lp_row(capsys.readouterr().out)
 
 
 def test_show_fits_the_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

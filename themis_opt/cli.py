@@ -307,9 +307,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``themis-opt``; returns the exit status (0 ok, 1 invalid schedule, 2 bad input, 130 interrupted)."""
-    started = time.perf_counter()  # --time-limit counts from here: loading and printing are stages too
+def main(argv: Sequence[str] | None = None, *, started: float | None = None) -> int:
+    """Run ``themis-opt``; returns the exit status (0 ok, 1 invalid schedule, 2 bad input, 130 interrupted).
+
+    ``--time-limit`` counts from ``started`` (a ``time.perf_counter()``
+    reading; default now): loading and printing are stages too.
+    """
+    started = time.perf_counter() if started is None else started
     parser = build_parser()
     args = parser.parse_args(argv)
     args.started = started
@@ -383,20 +387,22 @@ def _solve_outputs(args: argparse.Namespace) -> dict[str, Path]:
 
 
 def _run_solve(args: argparse.Namespace, console: Console, instance: Instance, params: SolveParams | None) -> int:
-    from themis_opt.bounds import compute_bounds
+    from themis_opt.bounds import compute_bounds, solvers_loaded
     from themis_opt.io import save_result
     from themis_opt.params import SolveParams
     from themis_opt.report import comparison_table, result_summary
     from themis_opt.solve import solve, solve_all
 
-    deadline = Deadline(args.started + args.time_limit)
+    settings = params or SolveParams()
+    reserve = min(settings.pipeline.exit_reserve, settings.pipeline.exit_reserve_share * args.time_limit)
+    deadline = Deadline(args.started + args.time_limit - reserve)
+    if args.method in ("all", "cpsat") or args.bounds:
+        solvers_loaded(deadline, settings.bounds)  # before the stages share out the time that is left
     options = {"workers": args.workers, "seed": args.seed, "quantum_ns": args.quantum_ns, "log": args.log}
     outputs = _solve_outputs(args)
     if args.method != "all":
-        settings = (params or SolveParams()).bounds
-        bounds = (
-            compute_bounds(instance, deadline.share(settings.cheap_share), params=settings) if args.bounds else None
-        )
+        share = deadline.share(settings.bounds.cheap_share)
+        bounds = compute_bounds(instance, share, params=settings.bounds) if args.bounds else None
         result = solve(
             instance, args.method, intra=args.intra, time_limit=_left(deadline), bounds=bounds, params=params, **options
         )
@@ -770,19 +776,30 @@ def _show(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _process_age() -> float:
+    """Seconds since this process started (Python's own start-up is part of the command), 0 if unknown."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as stat:
+            ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime", encoding="ascii") as uptime:
+            return max(0.0, float(uptime.read().split()[0]) - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):  # not Linux
+        return 0.0
+
+
 def entry() -> NoReturn:  # pragma: no cover - the console script; tests call main()
     """The ``themis-opt`` console script: :func:`main`, then exit with its status.
 
-    After Ctrl-C the process ends without running native destructors: a
-    CP-SAT search stopped from another thread can abort the interpreter's
-    teardown, and everything worth keeping (rows, output) is flushed already.
+    The process ends without running native destructors: they took a tenth
+    of a second and more after CP-SAT (time a ``--time-limit`` promises), and
+    a CP-SAT search stopped from another thread can abort the interpreter's
+    teardown. Everything worth keeping (rows, output files) is closed already.
     """
-    code = main()
-    if code == 130:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    raise SystemExit(code)
+    code = main(started=time.perf_counter() - _process_age())
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

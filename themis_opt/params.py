@@ -66,6 +66,7 @@ class BoundsParams(_Group):
     seconds: float = knob(11.0, "and at most this: SCIP reaches its node limit on 8 all-reduces of 16 chunks", 0)
     cheap_share: float = knob(0.5, "of baseline's, themis's and balanced's time: their bounds, if asked for", 0, 1)
     share_all: float = knob(0.3, "of the time of every method in one call: the bounds first, the methods after", 0, 1)
+    solver_load: float = knob(0.6, "seconds OR-Tools takes to load, cold: with less left the programs are skipped", 0)
     lp_share: float = knob(0.1, "of the bounds' time for the LP: GLOP needs a fraction of it", 0, 1)
     fill_drain_share: float = knob(
         0.6, "of the bounds' time for fill-and-drain, run first: its counts seed the searches", 0, 1
@@ -182,6 +183,8 @@ class PipelineParams(_Group):
     )
     counts_share: float = knob(0.1, "of a stage's time for the load programs' counts, when not yet known", 0, 1)
     balanced_share: float = knob(0.3, "of balanced's time for each load program", 0, 1)
+    exit_reserve: float = knob(0.3, "seconds of a command's --time-limit kept for printing, saving and exit", 0)
+    exit_reserve_share: float = knob(0.15, "and at most this share of it: short limits keep most of their time", 0, 1)
 
 
 @dataclass(frozen=True)

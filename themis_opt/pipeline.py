@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from themis_opt.bounds import Bounds, LoadSolution, Memo, integer_load_bound
+from themis_opt.bounds import Bounds, LoadSolution, Memo, integer_load_bound, solvers_loaded
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.cost import merging_shortens
 from themis_opt.errors import counted
@@ -128,6 +128,8 @@ class Context:
 
     def cpsat(self, start: Schedule, deadline: Deadline, **options: Any) -> CpsatOutcome:
         """CP-SAT from ``start`` with this call's options (see :func:`~themis_opt.cpsat.solve_cpsat`)."""
+        if not solvers_loaded(deadline, self.params.bounds):
+            raise OutOfTime("cpsat: out of time before CP-SAT was loaded")
         from themis_opt.cpsat import solve_cpsat  # CP-SAT is imported only when it runs
 
         return solve_cpsat(
@@ -263,6 +265,8 @@ def windows(ctx: Context, budget: Deadline) -> None:
     """The exact model would be too large: the large-neighbourhood search from the best schedule
     (windows of collectives re-solved by CP-SAT) until the deadline; the method ends here.
     """
+    if not solvers_loaded(budget, ctx.params.bounds):
+        raise OutOfTime("cpsat: out of time before CP-SAT was loaded")
     from themis_opt.cpsat import improve_by_windows
 
     assert ctx.best is not None

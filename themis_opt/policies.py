@@ -68,6 +68,11 @@ class ThemisTracker:
         self._entries: list[list[float]] = []  # [dimension, load]; the dimension stays an int
         self._reset_at: float | None = None
 
+    @property
+    def fresh(self) -> bool:
+        """Whether the tracker has planned nothing yet."""
+        return self._reset_at is None
+
     def plan(self, c: int, release_ns: float, waited: bool = False) -> list[tuple[int, ...]]:
         """The order of every chunk of collective ``c``, released at ``release_ns``
         (``waited``: the NPU has waited for a collective before).

@@ -7,8 +7,12 @@ can still be built, read and reported on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
+
+import numpy as np
 
 from themis_opt.errors import InputError
 from themis_opt.instance import Op, check_enum, check_int, check_number
@@ -129,6 +133,25 @@ class ComputeSchedule:
 
 
 @dataclass(frozen=True)
+class PhaseColumns:
+    """Every phase of a schedule as columns, in (chunk, phase) order: the compiled
+    simulator's answer, read without a Python object per phase.
+
+    Parameters
+    ----------
+    collective, dim
+        Each phase's collective and dimension.
+    start_ns, end_ns
+        When each phase runs.
+    """
+
+    collective: np.ndarray
+    dim: np.ndarray
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+
+
+@dataclass(frozen=True)
 class Schedule:
     """A timed schedule of every chunk and every compute task.
 
@@ -138,10 +161,45 @@ class Schedule:
         One entry per chunk, in (collective, chunk) order.
     computes
         One entry per compute task, in index order (none without them).
+
+    Notes
+    -----
+    The simulator returns schedules made by :meth:`lazy`: their chunks are
+    built on first use, their makespan, busy times and collective ends are
+    read from the phase columns.
     """
 
     chunks: tuple[ChunkSchedule, ...]
     computes: tuple[ComputeSchedule, ...] = ()
+
+    @classmethod
+    def lazy(
+        cls,
+        build: Callable[[], tuple[ChunkSchedule, ...]],
+        columns: PhaseColumns,
+        computes: tuple[ComputeSchedule, ...] = (),
+    ) -> Schedule:
+        """A schedule whose chunks ``build`` makes when they are first asked for.
+
+        ``columns`` must hold the phases ``build`` makes, in the same order.
+        """
+        schedule = object.__new__(cls)
+        object.__setattr__(schedule, "computes", computes)
+        object.__setattr__(schedule, "_build", build)
+        object.__setattr__(schedule, "_columns", columns)
+        return schedule
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for what is not set: the chunks of a lazy schedule
+        build = self.__dict__.get("_build")
+        if name != "chunks" or build is None:
+            raise AttributeError(name)
+        chunks = build()
+        object.__setattr__(self, "chunks", chunks)
+        return chunks
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Schedule, (self.chunks, self.computes))
 
     def __post_init__(self) -> None:
         if not isinstance(self.chunks, (tuple, list)):
@@ -160,6 +218,10 @@ class Schedule:
     @cached_property
     def makespan(self) -> float:
         """End of the last phase or compute task."""
+        columns = self.__dict__.get("_columns")
+        if columns is not None:
+            phases = float(columns.end_ns.max()) if len(columns.end_ns) else 0.0
+            return max(phases, max((compute.end_ns for compute in self.computes), default=0.0))
         return max(
             max((chunk.end_ns for chunk in self.chunks), default=0.0),
             max((compute.end_ns for compute in self.computes), default=0.0),
@@ -167,6 +229,12 @@ class Schedule:
 
     def collective_ends(self, num_collectives: int) -> tuple[float, ...]:
         """When each collective ends: its last chunk's last phase."""
+        columns = self.__dict__.get("_columns")
+        if columns is not None:
+            found = np.zeros(num_collectives)
+            inside = columns.collective < num_collectives
+            np.maximum.at(found, columns.collective[inside], columns.end_ns[inside])
+            return tuple(found.tolist())
         ends = [0.0] * num_collectives
         for chunk in self.chunks:
             if chunk.collective < num_collectives:
@@ -195,6 +263,11 @@ class Schedule:
 
     def busy_ns(self, num_dims: int) -> tuple[float, ...]:
         """Total busy time of each of ``num_dims`` dimensions."""
+        columns = self.__dict__.get("_columns")
+        if columns is not None:
+            inside = columns.dim < num_dims
+            durations = (columns.end_ns - columns.start_ns)[inside]
+            return tuple(np.bincount(columns.dim[inside], weights=durations, minlength=num_dims).tolist())
         busy = [0.0] * num_dims
         for chunk in self.chunks:
             for phase in chunk.phases:

@@ -45,13 +45,16 @@ import heapq
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import Literal
 
+from themis_opt import simcore
 from themis_opt.budget import Deadline
 from themis_opt.cost import PhaseSpec, chunk_phases, merges
 from themis_opt.errors import InputError
 from themis_opt.instance import Collective, Instance, Kind, Op
 from themis_opt.methods import Intra
 from themis_opt.orders import Orders, Planner
+from themis_opt.policies import ThemisTracker
 from themis_opt.schedule import ChunkSchedule, ComputeSchedule, Phase, Schedule
 
 
@@ -159,10 +162,11 @@ def check_orders(instance: Instance, orders: Orders) -> None:
     ascending one for an all-to-all).
     """
     for c, k in instance.chunk_ids:
-        _check_order(instance, c, k, orders.get((c, k)))
+        check_order(instance, c, k, orders.get((c, k)))
 
 
-def _check_order(instance: Instance, c: int, k: int, order: tuple[int, ...] | None) -> None:
+def check_order(instance: Instance, c: int, k: int, order: Sequence[int] | None) -> None:
+    """Raise :class:`InputError` unless ``order`` is one chunk ``(c, k)`` may take (see :func:`check_orders`)."""
     if order is None:
         raise InputError(f"orders[{c}, {k}]", "missing: every chunk needs an order")
     dims = instance.active_dims[c]
@@ -225,6 +229,42 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+Engine = Literal["auto", "core", "python"]
+
+
+def _core_orders(instance: Instance, orders: Orders | Planner, engine: Engine) -> tuple[bool, Orders | None]:
+    """Whether the compiled core runs these orders, and the orders it takes (``None``: Themis's planner)."""
+    if engine == "python" or not simcore.available():
+        if engine == "core":
+            raise RuntimeError("the compiled simulator core is not available")
+        return False, None
+    if not callable(orders):
+        return True, orders
+    tracker = getattr(orders, "__self__", None)
+    if isinstance(tracker, ThemisTracker) and tracker.fresh and simcore.plannable(instance):
+        return True, None
+    if engine == "core":
+        raise RuntimeError("the compiled simulator core plans only with a fresh ThemisTracker")
+    return False, None
+
+
+def _core_builder(instance: Instance, run: simcore.CoreRun) -> Callable[..., Schedule]:
+    """The schedule of a run of the core: its chunks are built when first asked for."""
+
+    def build(deadline: Deadline | None = None) -> Schedule:
+        computes = tuple(
+            ComputeSchedule(j, start, start + task.duration_ns)
+            for j, (task, start) in enumerate(zip(instance.computes, run.compute_starts.tolist()))
+        )
+        return Schedule.lazy(
+            lambda: _build(instance, run.orders(instance), run.plan(), run.phase_starts(), ()).chunks,
+            run.columns(simcore.collective_of_chunks(instance)),
+            computes,
+        )
+
+    return build
+
+
 def simulate(
     instance: Instance,
     orders: Orders | Planner,
@@ -232,6 +272,7 @@ def simulate(
     deadline: Deadline | None = None,
     *,
     baseline: bool = False,
+    engine: Engine = "auto",
 ) -> Schedule:
     """Time every task's phases and compute under an intra-dimension policy.
 
@@ -250,6 +291,11 @@ def simulate(
     baseline
         Cut all-reduces into phases as the baseline does (under
         ``local_bw_aware`` its last dimension runs one all-reduce phase).
+    engine
+        ``auto``: the compiled core (:mod:`themis_opt.simcore`) for fixed
+        orders and for a fresh :class:`~themis_opt.policies.ThemisTracker`'s
+        ``plan`` (which it leaves untouched), else Python; ``core`` or
+        ``python`` to choose (the same schedule either way).
 
     Returns
     -------
@@ -264,11 +310,16 @@ def simulate(
     InputError
         If ``orders`` misses a chunk or gives one an order it cannot take.
     """
-    if not callable(orders):
+    deadline = deadline or Deadline()
+    in_core, core_orders = _core_orders(instance, orders, engine)
+    if not callable(orders) and not in_core:  # the core checks each distinct order as it meets it
         check_orders(instance, orders)
     with _gc_paused():
-        deadline = deadline or Deadline()
-        _, build = _simulate(instance, orders, Intra(intra), deadline, {}, baseline)
+        if in_core:
+            run = simcore.run(instance, core_orders, Intra(intra), deadline, baseline=baseline)
+            build = _core_builder(instance, run)
+        else:
+            _, build = _simulate(instance, orders, Intra(intra), deadline, {}, baseline)
         return build(deadline=deadline)
 
 
@@ -276,15 +327,19 @@ PhaseMemo = dict[tuple[int, int, tuple[int, ...]], tuple[PhaseSpec, ...]]
 
 
 def simulate_makespan(
-    instance: Instance, orders: Orders, intra: Intra, deadline: Deadline, memo: PhaseMemo
+    instance: Instance, orders: Orders, intra: Intra, deadline: Deadline, memo: PhaseMemo, engine: Engine = "auto"
 ) -> tuple[float, Callable[..., Schedule]]:
     """:func:`simulate`'s makespan, and a function that builds its schedule.
 
-    For searches that time many assignments and keep few: building the
-    schedule is about a fifth of a run, and ``memo`` (an empty dict to begin
-    with, then passed again for the same instance) keeps every chunk's phases
-    from run to run. ``orders`` are trusted (:func:`check_orders` is not run).
+    For searches that time many assignments and keep few: the schedule is
+    built only when asked, and ``memo`` (an empty dict to begin with, then
+    passed again for the same instance) keeps every chunk's phases from run
+    to run in Python (the core keeps its own per instance). ``orders`` are
+    trusted (:func:`check_orders` is not run).
     """
+    if _core_orders(instance, orders, engine)[0]:
+        run = simcore.run(instance, orders, intra, deadline)
+        return run.makespan, _core_builder(instance, run)
     with _gc_paused():
         return _simulate(instance, orders, intra, deadline, memo)
 
@@ -362,7 +417,7 @@ def _simulate(
         for k, order in enumerate(planned):
             order = tuple(order)
             if callable(orders):
-                _check_order(instance, c, k, order)
+                check_order(instance, c, k, order)
             key = (c, coll.bytes_of(k), order)
             if key not in memo:
                 memo[key] = chunk_phases(instance, c, key[1], order, merges(instance, c, baseline))

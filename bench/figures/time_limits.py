@@ -59,7 +59,7 @@ def instances() -> dict[str, dict[str, object]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limits", default="2,5,10")
-    parser.add_argument("--methods", default="baseline,themis,balanced,cpsat")
+    parser.add_argument("--methods", default="baseline,themis,balanced,cpsat,all")
     parser.add_argument("--instances", default=None, help="comma-separated subset of the names above")
     args = parser.parse_args()
     limits = [float(x) for x in args.limits.split(",")]

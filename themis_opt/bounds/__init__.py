@@ -51,7 +51,7 @@ from themis_opt.bounds.formulas import (
     shortest_durations,
     traffic_bytes,
 )
-from themis_opt.bounds.programs import LoadSolution, Memo, _adopt_counts, integer_load_bound, lp_bound
+from themis_opt.bounds.programs import LoadSolution, Memo, _adopt_counts, integer_load_bound, lp_bound, solvers_loaded
 from themis_opt.budget import Deadline
 from themis_opt.instance import Instance
 from themis_opt.orders import Counts
@@ -79,6 +79,7 @@ __all__ = [
     "lp_bound",
     "order_profiles",
     "shortest_durations",
+    "solvers_loaded",
     "traffic_bytes",
 ]
 
@@ -147,6 +148,8 @@ def compute_bounds(
         least_busy=least_busy_bound(instance, params),
     )
     if not full or not load_programs_fit(instance, params):
+        return cheap
+    if not solvers_loaded(deadline, params):  # loaded first: the programs' shares are of the time then left
         return cheap
     lp = lp_bound(instance, deadline.share(params.lp_share), params)
     # fill-and-drain first: CP-SAT proves it in a fraction of the time SCIP needs for the weaker integer bound

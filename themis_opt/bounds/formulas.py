@@ -271,12 +271,13 @@ def ideal_bound(instance: Instance) -> float:
     """
     dims = instance.network.dimensions
     releases = collective_releases(instance)
+    traffic = [traffic_bytes(instance, c) for c in range(len(instance.collectives))]
     best = 0.0
     for t in sorted(set(releases)):
         later = [c for c, r in enumerate(releases) if r >= t]
         used = {d for c in later for d in instance.active_dims[c]}
         rate = sum(dims[d].bytes_per_ns for d in used) * instance.network.active_chunks
-        best = max(best, t + sum(traffic_bytes(instance, c) for c in later) / rate)
+        best = max(best, t + sum(traffic[c] for c in later) / rate)
     return best
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -85,7 +86,7 @@ def lp_bound(instance: Instance, deadline: Deadline | None = None, params: Bound
     ``None`` when the program is too large or not solved before ``deadline``.
     """
     deadline = deadline or Deadline()
-    if not load_programs_fit(instance, params):
+    if not load_programs_fit(instance, params) or not solvers_loaded(deadline, params):
         return None
     try:
         solver, _ = _load_model(instance, "GLOP", integer=False, deadline=deadline)
@@ -117,6 +118,19 @@ class LoadSolution:
     bound: float
     counts: Counts
     optimal: bool
+
+
+def solvers_loaded(deadline: Deadline, params: BoundsParams = BOUNDS) -> bool:
+    """Load OR-Tools' solvers unless that would take longer than ``deadline`` leaves.
+
+    Loading them takes about half a second, cold, and cannot be stopped.
+    """
+    if "ortools.sat.python.cp_model" not in sys.modules:
+        if deadline.remaining() < params.solver_load:
+            return False
+        import ortools.linear_solver.pywraplp
+        import ortools.sat.python.cp_model  # noqa: F401
+    return True
 
 
 _CACHE: OrderedDict[tuple[Instance, bool, BoundsParams], LoadSolution] = OrderedDict()
@@ -172,7 +186,7 @@ def integer_load_bound(
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
-    if not load_programs_fit(instance, params):
+    if not load_programs_fit(instance, params) or not solvers_loaded(deadline, params):
         return None
     if fill_drain:
         # fill-and-drain only adds constraints to the integer program: an integer

@@ -1,0 +1,116 @@
+"""The simulator in-process: an earlier commit's, today's Python reference and the compiled core.
+
+    python -m bench.figures.simulator_speed                 # against 99d703f
+    python -m bench.figures.simulator_speed --old REV --repeat 5
+
+Three cases, each built by the package that times it (its own zoo, task
+graph and suite network, so an earlier commit needs none of today's files):
+
+* ResNet-50, 2 passes x 64 chunks on the training suite's 8x8x8 switches;
+* Transformer-1T, 2 passes x 16 chunks on the same network;
+* one 1 GiB all-reduce in 1,024 chunks on the same network.
+
+Each is timed with ``simulate`` (the schedule built as well) for the
+baseline (fifo) and Themis (scf), best of ``--repeat`` runs. The earlier
+commit runs in a subprocess from ``git archive`` of ``--old``; today's
+Python reference is ``engine="python"``, the core ``engine="core"``. The
+table gives the times, the ratios to the earlier commit and to today's
+Python, and whether today's two engines give the same schedule (they must).
+The makespans of the earlier commit are printed as well: they differ where
+the cost model or Themis changed since.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Runs inside either package version: prints one JSON line of {case: {method: [seconds, makespan]}}.
+TIMER = r"""
+import json, sys, time
+from themis_opt.io import load_instance
+from themis_opt.instance import Collective, Instance
+from themis_opt.policies import ThemisTracker, baseline_orders
+from themis_opt.simulator import simulate
+from themis_opt.workloads import task_graph
+from themis_opt.zoo import ZooOptions, model_workload
+
+repeat, engine = int(sys.argv[1]), sys.argv[2]
+options = {} if engine == "old" else {"engine": engine}
+network = load_instance("themis_opt/suites/training/resnet50-sw8x8x8-falling.json").network
+cases = {
+    "resnet50 2x64": task_graph(model_workload("resnet50", ZooOptions(batch=4)), network, passes=2, chunks=64),
+    "transformer1t 2x16": task_graph(
+        model_workload("transformer1t", ZooOptions(batch=1)), network, passes=2, chunks=16
+    ),
+    "1 GiB / 1024": Instance(network, (Collective("all_reduce", 2**30, 1024),), "allreduce"),
+}
+out = {}
+for name, instance in cases.items():
+    row = {}
+    for method in ("baseline-fifo", "themis-scf"):
+        best, makespan = float("inf"), None
+        for _ in range(repeat):
+            orders = baseline_orders(instance) if method.startswith("baseline") else ThemisTracker(instance).plan
+            t0 = time.perf_counter()
+            schedule = simulate(instance, orders, method.split("-")[1], **options)
+            best = min(best, time.perf_counter() - t0)
+            makespan = schedule.makespan
+        row[method] = [best, makespan, hash(schedule) if engine != "old" else 0]
+    out[name] = row
+print(json.dumps(out))
+"""
+
+
+def _time(tree: Path, engine: str, repeat: int) -> dict[str, dict[str, list[float]]]:
+    done = subprocess.run(
+        [sys.executable, "-c", TIMER, str(repeat), engine],
+        cwd=tree,
+        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, dict[str, list[float]]] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--old", default="99d703f", help="the earlier commit (default 99d703f)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per case, the best counts (default 5)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Path(tmp) / "old.tar"
+        subprocess.run(["git", "archive", "-o", str(archive), args.old, "themis_opt"], cwd=ROOT, check=True)
+        old_tree = Path(tmp) / "old"
+        with tarfile.open(archive) as tar:
+            tar.extractall(old_tree, filter="data")
+        old = _time(old_tree, "old", args.repeat)
+    python = _time(ROOT, "python", args.repeat)
+    core = _time(ROOT, "core", args.repeat)
+    print(f"| case | method | {args.old} | Python today | core | vs {args.old} | vs Python | same schedule |")
+    print("|---|---|---|---|---|---|---|---|")
+    for case, row in core.items():
+        for method, (seconds, makespan, digest) in row.items():
+            before, now_py = old[case][method], python[case][method]
+            same = "yes" if (digest == now_py[2] and makespan == now_py[1]) else "NO"
+            print(
+                f"| {case} | {method} | {before[0] * 1e3:.1f} ms | {now_py[0] * 1e3:.1f} ms | {seconds * 1e3:.2f} ms "
+                f"| {before[0] / seconds:.0f}x | {now_py[0] / seconds:.0f}x | {same} |"
+            )
+    print("\nmakespans (ns): case, method, earlier commit, today")
+    for case, row in core.items():
+        for method, (_, makespan, _) in row.items():
+            print(f"  {case}, {method}: {old[case][method][1]:.1f}, {makespan:.1f}")
+
+
+if __name__ == "__main__":
+    main()

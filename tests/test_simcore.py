@@ -1,0 +1,157 @@
+"""The compiled simulator core against the Python reference: the same schedules, bit for bit."""
+
+from __future__ import annotations
+
+import pickle
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from themis_opt import simcore
+from themis_opt.budget import Deadline, OutOfTime
+from themis_opt.errors import InputError
+from themis_opt.instance import After, AllReducePhases, Collective, Compute, Dimension, Instance, Kind, Network
+from themis_opt.io import load_instance
+from themis_opt.methods import Intra
+from themis_opt.policies import ThemisTracker, baseline_orders
+from themis_opt.simulator import simulate, simulate_makespan
+from themis_opt.suites import SUITES, suite_folder
+from themis_opt.validator import validate
+
+from .conftest import DATA
+
+SUITE_FILES = sorted(p for name in SUITES for p in suite_folder(name).glob("*.json")) + sorted(DATA.glob("*.json"))
+
+
+def test_the_install_built_the_core() -> None:
+    assert simcore.available()
+
+
+def _instances() -> list[Instance]:
+    found = []
+    for path in SUITE_FILES:
+        try:
+            found.append(load_instance(path))
+        except InputError:  # tests/data holds bad files too
+            continue
+    return found
+
+
+def _both(instance: Instance, planner: bool, intra: Intra, baseline: bool = False) -> tuple[object, object]:
+    def orders() -> object:
+        return ThemisTracker(instance).plan if planner else baseline_orders(instance)
+
+    python = simulate(instance, orders(), intra, baseline=baseline, engine="python")  # type: ignore[arg-type]
+    core = simulate(instance, orders(), intra, baseline=baseline, engine="core")  # type: ignore[arg-type]
+    return python, core
+
+
+def test_every_bundled_instance_gets_the_same_schedules() -> None:
+    instances = _instances()
+    assert len(instances) > 50
+    for instance in instances:
+        for intra in Intra:
+            for planner in (False, True):
+                python, core = _both(instance, planner, intra, baseline=not planner)
+                assert core == python, (instance.name, intra, planner)
+                assert core.makespan == python.makespan  # type: ignore[attr-defined]
+
+
+def test_a_lazy_schedule_reads_its_columns_as_its_phases_say(worked: Instance) -> None:
+    schedule = simulate(worked, ThemisTracker(worked).plan, Intra.SCF)
+    dims = worked.network.num_dims
+    # from the columns (the chunks are not built yet), then from the phases
+    first = (schedule.makespan, schedule.busy_ns(dims), schedule.collective_ends(len(worked.collectives)))
+    rebuilt = pickle.loads(pickle.dumps(schedule))  # a plain schedule: its values come from its phases
+    assert rebuilt == schedule
+    assert (rebuilt.makespan, rebuilt.busy_ns(dims), rebuilt.collective_ends(len(worked.collectives))) == first
+    assert validate(worked, schedule) == []
+
+
+def test_bad_orders_are_refused_as_in_python(worked: Instance) -> None:
+    orders = dict(baseline_orders(worked))
+    first = next(iter(orders))
+    for bad in ((9, 9), None):
+        if bad is None:
+            del orders[first]
+        else:
+            orders[first] = bad
+        messages = []
+        for engine in ("python", "core"):
+            with pytest.raises(InputError) as caught:
+                simulate(worked, orders, Intra.FIFO, engine=engine)  # type: ignore[arg-type]
+            messages.append(str(caught.value))
+        assert messages[0] == messages[1]
+
+
+def test_the_core_stops_at_the_deadline() -> None:
+    network = Network((Dimension(8, "ring", 100.0, 500.0), Dimension(8, "switch", 50.0, 700.0)))
+    instance = Instance(network, (Collective("all_reduce", 2**30, 20_000),))
+    with pytest.raises(OutOfTime):
+        simulate(instance, ThemisTracker(instance).plan, Intra.SCF, Deadline.after(0.0), engine="core")
+
+
+def test_a_used_tracker_runs_in_python(worked: Instance) -> None:
+    tracker = ThemisTracker(worked)
+    tracker.plan(0, 0.0)
+    with pytest.raises(RuntimeError, match="fresh ThemisTracker"):
+        simulate(worked, tracker.plan, Intra.FIFO, engine="core")
+    simulate(worked, tracker.plan, Intra.FIFO)  # auto: Python
+
+
+def random_task_graph(seed: int) -> tuple[Instance, int]:
+    """A small random task graph (any kind, priorities, compute tasks, dependencies with lags) and a
+    number that picks the policies."""
+    rng = random.Random(seed)
+    num_dims = rng.randint(1, 3)
+    capacity = rng.choice([1, 1, 2])
+    topologies = [rng.choice(["ring", "switch", "fully_connected"]) for _ in range(num_dims)]
+    dims = tuple(
+        Dimension(
+            rng.choice([2, 4]) if topology == "switch" else rng.randint(2, 4),  # halving-doubling: powers of 2
+            topology,
+            float(rng.choice([25, 50, 100, 200])),
+            float(rng.choice([0, 300, 700])),
+        )
+        for topology in topologies
+    )
+    network = Network(
+        dims,
+        congestion_unaware=capacity > 1 or rng.random() < 0.3,
+        active_chunks=capacity,
+        all_reduce_phases=rng.choice(list(AllReducePhases)),
+    )
+    tasks: list[Collective | Compute] = []
+    for t in range(rng.randint(1, 7)):
+        after = tuple(After(f"t{u}", float(rng.choice([0, 0, 1000]))) for u in range(t) if rng.random() < 0.3)
+        issue = float(rng.choice([0, 0, 2000, 5000]))
+        if t and rng.random() < 0.3:  # the first task is a collective: every instance has one
+            tasks.append(Compute(float(rng.randint(1, 20) * 1000), f"t{t}", issue, after))
+        else:
+            kind = rng.choice(list(Kind))
+            tasks.append(
+                Collective(
+                    kind,
+                    rng.choice([2**16, 2**20, 3 * 2**20 + 5]),
+                    rng.randint(1, 6),
+                    issue,
+                    id=f"t{t}",
+                    priority=rng.randint(0, 2),
+                    after=after,
+                )
+            )
+    return Instance(network, tuple(tasks)), rng.randint(0, 3)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32))
+def test_random_task_graphs_get_the_same_valid_schedules(seed: int) -> None:
+    instance, which = random_task_graph(seed)
+    intra = Intra.SCF if which & 1 else Intra.FIFO
+    python, core = _both(instance, planner=bool(which & 2), intra=intra, baseline=not which & 2)
+    assert core == python
+    assert validate(instance, core) == []  # type: ignore[arg-type]
+    makespan, build = simulate_makespan(instance, baseline_orders(instance), intra, Deadline(), {})
+    assert makespan == simulate(instance, baseline_orders(instance), intra, engine="python").makespan
+    assert build() == simulate(instance, baseline_orders(instance), intra, engine="python")

@@ -1,0 +1,516 @@
+/* The simulator's event loop in C: the same rules as themis_opt/simulator.py's _simulate
+ * (read its docstring for them), step for step, so that makespans and schedules agree
+ * exactly. themis_opt/simcore.py prepares the arrays and reads the answers; it loads
+ * this file's shared library with ctypes, so no Python header is needed to build it.
+ *
+ * Phases come from tables prepared in Python (one table per distinct chunk size,
+ * kind and order: its phases' dimensions, durations, scf keys and rules). A chunk
+ * takes its table when its collective is released: a fixed table, or the one of
+ * the order Themis's planner (ASTRA-sim's OfflineGreedy, ported from
+ * themis_opt/policies.py's ThemisTracker) picks then.
+ */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PHASE_DONE 0
+#define COMPUTE_DONE 1
+#define RELEASE 2
+#define MIB 1048576.0
+
+enum { AR = 0, RS = 1, AG = 2, A2A = 3 };
+
+typedef struct {
+    double t;
+    int what, a, b;
+} Event;
+
+static int event_less(const Event *x, const Event *y) {
+    if (x->t != y->t) return x->t < y->t;
+    if (x->what != y->what) return x->what < y->what;
+    if (x->a != y->a) return x->a < y->a;
+    return x->b < y->b;
+}
+
+typedef struct {
+    Event *data;
+    int64_t len, cap;
+} EventHeap;
+
+static int heap_push(EventHeap *h, Event e) {
+    if (h->len == h->cap) {
+        int64_t cap = h->cap ? 2 * h->cap : 1024;
+        Event *data = realloc(h->data, (size_t)cap * sizeof(Event));
+        if (!data) return -1;
+        h->data = data;
+        h->cap = cap;
+    }
+    int64_t i = h->len++;
+    while (i > 0) {
+        int64_t parent = (i - 1) / 2;
+        if (!event_less(&e, &h->data[parent])) break;
+        h->data[i] = h->data[parent];
+        i = parent;
+    }
+    h->data[i] = e;
+    return 0;
+}
+
+static Event heap_pop(EventHeap *h) {
+    Event top = h->data[0], last = h->data[--h->len];
+    int64_t i = 0, n = h->len;
+    for (;;) {
+        int64_t child = 2 * i + 1;
+        if (child >= n) break;
+        if (child + 1 < n && event_less(&h->data[child + 1], &h->data[child])) child++;
+        if (!event_less(&h->data[child], &last)) break;
+        h->data[i] = h->data[child];
+        i = child;
+    }
+    if (n) h->data[i] = last;
+    return top;
+}
+
+/* fifo: a heap per dimension on (-priority, arrival sequence) */
+typedef struct {
+    int64_t neg_priority, seq;
+    int item;
+} FifoEntry;
+
+static int fifo_less(const FifoEntry *x, const FifoEntry *y) {
+    if (x->neg_priority != y->neg_priority) return x->neg_priority < y->neg_priority;
+    return x->seq < y->seq;
+}
+
+static void fifo_push(FifoEntry *heap, int64_t *len, FifoEntry e) {
+    int64_t i = (*len)++;
+    while (i > 0) {
+        int64_t parent = (i - 1) / 2;
+        if (!fifo_less(&e, &heap[parent])) break;
+        heap[i] = heap[parent];
+        i = parent;
+    }
+    heap[i] = e;
+}
+
+static int fifo_pop(FifoEntry *heap, int64_t *len) {
+    FifoEntry top = heap[0], last = heap[--(*len)];
+    int64_t i = 0, n = *len;
+    for (;;) {
+        int64_t child = 2 * i + 1;
+        if (child >= n) break;
+        if (child + 1 < n && fifo_less(&heap[child + 1], &heap[child])) child++;
+        if (!fifo_less(&heap[child], &last)) break;
+        heap[i] = heap[child];
+        i = child;
+    }
+    if (n) heap[i] = last;
+    return top.item;
+}
+
+/* scf: a sequence per dimension, items in [head, head + len) of a buffer of cap */
+typedef struct {
+    double *keys;
+    int64_t *ranks;
+    int *items;
+    int64_t head, len, cap;
+} Scf;
+
+static void scf_insert(Scf *q, int64_t j, double key, int item, int64_t rank) {
+    if (q->head + q->len == q->cap) { /* room at the tail: move everything to the front */
+        memmove(q->keys, q->keys + q->head, (size_t)q->len * sizeof(double));
+        memmove(q->ranks, q->ranks + q->head, (size_t)q->len * sizeof(int64_t));
+        memmove(q->items, q->items + q->head, (size_t)q->len * sizeof(int));
+        q->head = 0;
+    }
+    int64_t at = q->head + j, tail = q->len - j;
+    memmove(q->keys + at + 1, q->keys + at, (size_t)tail * sizeof(double));
+    memmove(q->ranks + at + 1, q->ranks + at, (size_t)tail * sizeof(int64_t));
+    memmove(q->items + at + 1, q->items + at, (size_t)tail * sizeof(int));
+    q->keys[at] = key;
+    q->ranks[at] = rank;
+    q->items[at] = item;
+    q->len++;
+}
+
+static void scf_insert_before_ge(Scf *q, double key, int item, int64_t rank) {
+    int64_t j = 0;
+    while (j < q->len && q->keys[q->head + j] < key) j++;
+    scf_insert(q, j, key, item, rank);
+}
+
+static void scf_insert_before_lower_rank(Scf *q, int64_t rank, double key, int item) {
+    int64_t j = 0;
+    while (j < q->len && q->ranks[q->head + j] >= rank) j++;
+    scf_insert(q, j, key, item, rank);
+}
+
+static int scf_pop(Scf *q) {
+    int item = q->items[q->head];
+    q->head++;
+    q->len--;
+    if (!q->len) q->head = 0;
+    return item;
+}
+
+static double monotonic(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Themis's planner: a permutation of the dimensions (by load) and their loads */
+typedef struct {
+    int num_dims;
+    const int64_t *size;
+    const double *bandwidth;
+    int *entry_dim; /* the tracker's list: entry i is dimension entry_dim[i] ... */
+    double *load;   /* ... and load[entry_dim[i]] its load */
+    int has_reset;
+    double reset_at;
+} Planner;
+
+static void planner_reset(Planner *p) {
+    for (int d = 0; d < p->num_dims; d++) {
+        p->entry_dim[d] = d;
+        p->load[d] = 0.0;
+    }
+}
+
+static void sort_entries_by_load(Planner *p) { /* stable insertion sort, as Python's sort */
+    for (int i = 1; i < p->num_dims; i++) {
+        int e = p->entry_dim[i], j = i - 1;
+        while (j >= 0 && p->load[p->entry_dim[j]] > p->load[e]) {
+            p->entry_dim[j + 1] = p->entry_dim[j];
+            j--;
+        }
+        p->entry_dim[j + 1] = e;
+    }
+}
+
+static void reverse_entries(Planner *p) {
+    for (int i = 0, j = p->num_dims - 1; i < j; i++, j--) {
+        int t = p->entry_dim[i];
+        p->entry_dim[i] = p->entry_dim[j];
+        p->entry_dim[j] = t;
+    }
+}
+
+/* One chunk's order (into order[], k dimensions) under ThemisTracker._plan's rule; charges its loads. */
+static void plan_chunk(Planner *p, int kind, const int *active, int k, const unsigned char *involved,
+                       int64_t nominal, int *order) {
+    int is_ag = kind == AG;
+    int ranked[64], charged[64]; /* dimensions of the entries, in list order */
+    sort_entries_by_load(p);
+    if (is_ag) reverse_entries(p);
+    int r = 0;
+    for (int i = 0; i < p->num_dims; i++)
+        if (involved[p->entry_dim[i]]) ranked[r++] = p->entry_dim[i];
+    double b0 = p->bandwidth[0];
+    int64_t diff;
+    if (is_ag) {
+        int last = ranked[k - 1];
+        double gap = fabs(p->load[ranked[k - 1]] - p->load[ranked[0]]);
+        diff = (int64_t)(gap * (p->bandwidth[last] / b0) / (double)(p->size[last] - 1) * MIB);
+        for (int i = 0; i < k - 1; i++) diff /= p->size[ranked[i]];
+    } else {
+        int first = ranked[0];
+        double gap = fabs(p->load[p->entry_dim[p->num_dims - 1]] - p->load[ranked[0]]);
+        diff = (int64_t)(gap * (p->bandwidth[first] / b0) /
+                         ((double)(p->size[first] - 1) / (double)p->size[first]) * MIB);
+    }
+    if (diff < nominal / 16) { /* fall back: ascending; charged by position in dimension order */
+        for (int i = 0; i < k; i++) order[i] = active[i];
+        for (int d = 0; d < p->num_dims; d++) p->entry_dim[d] = d;
+        if (is_ag) reverse_entries(p);
+        int c = 0;
+        for (int d = 0; d < p->num_dims; d++)
+            if (involved[d]) charged[c++] = p->entry_dim[d];
+    } else {
+        for (int i = 0; i < k; i++) order[i] = charged[i] = ranked[i];
+    }
+    int64_t size = nominal;
+    for (int i = 0; i < k; i++) {
+        int d = order[i];
+        int64_t n = p->size[d];
+        double share = p->bandwidth[d] / b0;
+        if (is_ag) {
+            p->load[charged[i]] += ((double)size / MIB) * (double)(n - 1) / share;
+            size *= n;
+        } else {
+            p->load[charged[i]] += ((double)size / MIB) * ((double)(n - 1) / (double)n) / share;
+            size /= n;
+        }
+    }
+}
+
+/* The lexicographic rank of order[] among the permutations of active[] (k! of them). */
+static int64_t perm_rank(const int *active, int k, const int *order) {
+    int pos[64], used[64] = {0};
+    for (int i = 0; i < k; i++)
+        for (int j = 0; j < k; j++)
+            if (active[j] == order[i]) pos[i] = j;
+    int64_t rank = 0;
+    for (int i = 0; i < k; i++) {
+        int smaller = 0;
+        for (int j = 0; j < pos[i]; j++) smaller += !used[j];
+        used[pos[i]] = 1;
+        int64_t fact = 1;
+        for (int m = 2; m <= k - 1 - i; m++) fact *= m;
+        rank += smaller * fact;
+    }
+    return rank;
+}
+
+/*
+ * Returns 0 and the makespan in *makespan, -1 when deadline (CLOCK_MONOTONIC seconds)
+ * passed first, -2 when out of memory.
+ *
+ * Tasks: is_coll[t], which[t] (collective or compute index), issue[t], pending[t]
+ * (dependencies), successors of t at succ_ptr[t]..succ_ptr[t+1] (succ_task, succ_lag).
+ * Collectives: chunks, first_chunk, priority, kind, task_of_coll; active dimensions at
+ * active_ptr[c]..; fixed tables per chunk (fixed_table[i]) unless use_planner, then
+ * perm_table[perm_ptr[c] + size_class * k! + rank] (size_class 1: the last chunk).
+ * Tables: table_ptr[x]..table_ptr[x+1] into ph_dim, ph_dur, ph_key, ph_rule.
+ * Out: table_of[i] per chunk, starts[i * max_phases + p], compute_starts[j].
+ */
+int simulate_core(
+    int num_tasks, const unsigned char *is_coll, const int *which, const double *issue, const int *pending_in,
+    const int64_t *succ_ptr, const int *succ_task, const double *succ_lag,
+    int num_colls, const int *chunks, const int *first_chunk, const int64_t *priority, const int *kind,
+    const int *task_of_coll, const int64_t *active_ptr, const int *active, const int64_t *nominal,
+    int num_computes, const double *compute_dur, const int *task_of_compute,
+    int num_dims, const int64_t *dim_size, const double *dim_bandwidth, int capacity,
+    const int64_t *table_ptr, const int *ph_dim, const double *ph_dur, const double *ph_key,
+    const unsigned char *ph_rule,
+    int use_planner, const int *fixed_table, const int64_t *perm_ptr, const int *perm_table,
+    int scf, double deadline, int max_phases,
+    int *table_of, double *starts, double *compute_starts, double *makespan) {
+    int num_chunks = num_colls ? first_chunk[num_colls - 1] + chunks[num_colls - 1] : 0;
+    int status = -2;
+    int *pending = malloc(sizeof(int) * (size_t)(num_tasks + 1));
+    double *earliest = malloc(sizeof(double) * (size_t)(num_tasks + 1));
+    unsigned char *held = calloc((size_t)num_tasks + 1, 1);
+    int *left = malloc(sizeof(int) * (size_t)(num_colls + 1));
+    int *next_phase = calloc((size_t)num_chunks + 1, sizeof(int));
+    int *coll_of = malloc(sizeof(int) * (size_t)(num_chunks + 1));
+    int *busy = calloc((size_t)num_dims + 1, sizeof(int));
+    int *arrivals = malloc(sizeof(int) * (size_t)(num_chunks + 1));
+    int *freed = malloc(sizeof(int) * (size_t)(2 * num_chunks + 1));
+    int *compute_ready = malloc(sizeof(int) * (size_t)(num_computes + 1));
+    FifoEntry *fifo = NULL;
+    int64_t *fifo_len = calloc((size_t)num_dims + 1, sizeof(int64_t));
+    Scf *queues = calloc((size_t)num_dims + 1, sizeof(Scf));
+    int *entry_dim = malloc(sizeof(int) * (size_t)(num_dims + 1));
+    double *load = malloc(sizeof(double) * (size_t)(num_dims + 1));
+    EventHeap events = {0};
+    if (!pending || !earliest || !held || !left || !next_phase || !coll_of || !busy || !arrivals || !freed ||
+        !compute_ready || !fifo_len || !queues || !entry_dim || !load)
+        goto done;
+    if (!scf) {
+        fifo = malloc(sizeof(FifoEntry) * (size_t)num_dims * (size_t)(num_chunks + 1));
+        if (!fifo) goto done;
+    } else {
+        for (int d = 0; d < num_dims; d++) {
+            int64_t cap = 2 * (int64_t)num_chunks + 2;
+            queues[d].cap = cap;
+            queues[d].keys = malloc(sizeof(double) * (size_t)cap);
+            queues[d].ranks = malloc(sizeof(int64_t) * (size_t)cap);
+            queues[d].items = malloc(sizeof(int) * (size_t)cap);
+            if (!queues[d].keys || !queues[d].ranks || !queues[d].items) goto done;
+        }
+    }
+    Planner planner = {num_dims, dim_size, dim_bandwidth, entry_dim, load, 0, 0.0};
+    planner_reset(&planner);
+    for (int t = 0; t < num_tasks; t++) {
+        pending[t] = pending_in[t];
+        earliest[t] = issue[t];
+    }
+    for (int c = 0; c < num_colls; c++) {
+        left[c] = chunks[c];
+        for (int k = 0; k < chunks[c]; k++) coll_of[first_chunk[c] + k] = c;
+    }
+    for (int t = 0; t < num_tasks; t++)
+        if (!pending[t] && heap_push(&events, (Event){earliest[t], RELEASE, t, 0})) goto done;
+    int64_t seq = 0, handled = 0, num_ready = 0;
+    int compute_busy = 0, waited = 0;
+    double now = 0.0;
+    int order[64];
+/* the head of dimension d's queue starts now if d has room (simulator.py's start_head) */
+#define START_HEAD(dim_expr)                                                                          \
+    do {                                                                                              \
+        int dim = (dim_expr), i = -1;                                                                 \
+        if (busy[dim] >= capacity) break;                                                             \
+        if (!scf && fifo_len[dim]) i = fifo_pop(fifo + (size_t)dim * (size_t)(num_chunks + 1), &fifo_len[dim]); \
+        if (scf && queues[dim].len) i = scf_pop(&queues[dim]);                                       \
+        if (i < 0) break;                                                                             \
+        starts[(int64_t)i * max_phases + next_phase[i]] = now;                                        \
+        busy[dim]++;                                                                                  \
+        if (heap_push(&events, (Event){now + ph_dur[table_ptr[table_of[i]] + next_phase[i]], PHASE_DONE, dim, i})) \
+            goto done;                                                                                \
+    } while (0)
+    while (events.len) {
+        now = events.data[0].t;
+        int num_arrivals = 0, num_freed = 0;
+        while (events.len && events.data[0].t == now) {
+            Event e = heap_pop(&events);
+            if (!(++handled & 4095) && monotonic() >= deadline) {
+                status = -1;
+                goto done;
+            }
+            int ended = -1;
+            if (e.what == PHASE_DONE) {
+                busy[e.a]--;
+                freed[num_freed++] = e.a;
+                int i = e.b;
+                next_phase[i]++;
+                int x = table_of[i];
+                if (next_phase[i] < table_ptr[x + 1] - table_ptr[x]) {
+                    arrivals[num_arrivals++] = i;
+                } else if (!--left[coll_of[i]]) {
+                    ended = task_of_coll[coll_of[i]];
+                }
+            } else if (e.what == COMPUTE_DONE) {
+                compute_busy = 0;
+                ended = task_of_compute[e.a];
+            } else if (is_coll[e.a]) {
+                int c = which[e.a];
+                const int *act = active + active_ptr[c];
+                int k = (int)(active_ptr[c + 1] - active_ptr[c]);
+                if (use_planner) {
+                    int fresh = !planner.has_reset || now != planner.reset_at;
+                    if (fresh && !waited) planner_reset(&planner);
+                    planner.has_reset = 1;
+                    planner.reset_at = now;
+                    unsigned char involved[64] = {0};
+                    for (int j = 0; j < k; j++) involved[act[j]] = 1;
+                    int64_t fact = 1;
+                    for (int m = 2; m <= k; m++) fact *= m;
+                    for (int kk = 0; kk < chunks[c]; kk++) {
+                        if (kind[c] == A2A) {
+                            for (int j = 0; j < k; j++) order[j] = act[j];
+                        } else {
+                            plan_chunk(&planner, kind[c], act, k, involved, nominal[c], order);
+                        }
+                        int size_class = kk == chunks[c] - 1;
+                        table_of[first_chunk[c] + kk] =
+                            perm_table[perm_ptr[c] + size_class * fact + perm_rank(act, k, order)];
+                    }
+                    if (fresh && waited) planner_reset(&planner);
+                } else {
+                    for (int kk = 0; kk < chunks[c]; kk++) table_of[first_chunk[c] + kk] = fixed_table[first_chunk[c] + kk];
+                }
+                for (int kk = 0; kk < chunks[c]; kk++) arrivals[num_arrivals++] = first_chunk[c] + kk;
+            } else { /* a compute task: the ready list is a heap on its index */
+                int j = which[e.a], at = (int)num_ready++;
+                while (at > 0 && compute_ready[(at - 1) / 2] > j) {
+                    compute_ready[at] = compute_ready[(at - 1) / 2];
+                    at = (at - 1) / 2;
+                }
+                compute_ready[at] = j;
+            }
+            if (ended >= 0) {
+                for (int64_t s = succ_ptr[ended]; s < succ_ptr[ended + 1]; s++) {
+                    int dep = succ_task[s];
+                    if (now + succ_lag[s] > earliest[dep]) {
+                        earliest[dep] = now + succ_lag[s];
+                        held[dep] = is_coll[ended];
+                    }
+                    if (!--pending[dep] && heap_push(&events, (Event){earliest[dep], RELEASE, dep, 0})) goto done;
+                }
+            }
+        }
+        /* (collective, chunk) order, except that a chunk going on on the dimension it frees goes first */
+        int stay_end = 0;
+        for (int a = 0; a < num_arrivals; a++) {
+            int i = arrivals[a], p = next_phase[i];
+            int64_t base = table_ptr[table_of[i]];
+            if (p > 0 && ph_dim[base + p - 1] == ph_dim[base + p]) {
+                arrivals[a] = arrivals[stay_end];
+                arrivals[stay_end++] = i;
+            }
+        }
+        /* both groups by chunk index (insertion sort: arrivals come nearly sorted) */
+        for (int g = 0; g < 2; g++) {
+            int lo = g ? stay_end : 0, hi = g ? num_arrivals : stay_end;
+            for (int a = lo + 1; a < hi; a++) {
+                int v = arrivals[a], b = a - 1;
+                while (b >= lo && arrivals[b] > v) {
+                    arrivals[b + 1] = arrivals[b];
+                    b--;
+                }
+                arrivals[b + 1] = v;
+            }
+        }
+        for (int a = 0; a < num_arrivals; a++) {
+            int i = arrivals[a], p = next_phase[i];
+            int64_t at = table_ptr[table_of[i]] + p;
+            int c = coll_of[i], d = ph_dim[at];
+            if (!scf) {
+                fifo_push(fifo + (size_t)d * (size_t)(num_chunks + 1), &fifo_len[d], (FifoEntry){-priority[c], seq++, i});
+            } else if (ph_rule[at]) {
+                scf_insert_before_lower_rank(&queues[d], priority[c], ph_key[at], i);
+            } else if (p == table_ptr[table_of[i] + 1] - table_ptr[table_of[i]] - 2) { /* one phase after it */
+                scf_insert(&queues[d], queues[d].len, ph_key[at], i, priority[c]);
+            } else {
+                scf_insert_before_ge(&queues[d], ph_key[at], i, priority[c]);
+            }
+            START_HEAD(d); /* an idle dimension starts at once */
+        }
+        /* then every freed dimension, by index (a dimension freed twice is tried twice) */
+        for (int f = 1; f < num_freed; f++) {
+            int v = freed[f], b = f - 1;
+            while (b >= 0 && freed[b] > v) {
+                freed[b + 1] = freed[b];
+                b--;
+            }
+            freed[b + 1] = v;
+        }
+        for (int f = 0; f < num_freed; f++) START_HEAD(freed[f]);
+        if (!compute_busy && num_ready) {
+            int j = compute_ready[0], last = compute_ready[--num_ready], at = 0;
+            for (;;) { /* pop the heap's least index */
+                int child = 2 * at + 1;
+                if (child >= num_ready) break;
+                if (child + 1 < num_ready && compute_ready[child + 1] < compute_ready[child]) child++;
+                if (compute_ready[child] >= last) break;
+                compute_ready[at] = compute_ready[child];
+                at = child;
+            }
+            if (num_ready) compute_ready[at] = last;
+            waited = waited || held[task_of_compute[j]];
+            compute_starts[j] = now;
+            compute_busy = 1;
+            if (heap_push(&events, (Event){now + compute_dur[j], COMPUTE_DONE, j, 0})) goto done;
+        }
+    }
+    *makespan = now;
+    status = 0;
+done:
+    free(pending);
+    free(earliest);
+    free(held);
+    free(left);
+    free(next_phase);
+    free(coll_of);
+    free(busy);
+    free(arrivals);
+    free(freed);
+    free(compute_ready);
+    free(fifo);
+    free(fifo_len);
+    if (queues)
+        for (int d = 0; d < num_dims; d++) {
+            free(queues[d].keys);
+            free(queues[d].ranks);
+            free(queues[d].items);
+        }
+    free(queues);
+    free(entry_dim);
+    free(load);
+    free(events.data);
+    return status;
+}
