@@ -15,7 +15,8 @@ from themis_opt.instance import After, AllReducePhases, Collective, Compute, Dim
 from themis_opt.io import load_instance
 from themis_opt.methods import Intra
 from themis_opt.policies import ThemisTracker, baseline_orders
-from themis_opt.simulator import simulate, simulate_makespan
+from themis_opt.schedule import Schedule
+from themis_opt.simulator import phase_plan, sequences_of, simulate, simulate_makespan
 from themis_opt.suites import SUITES, suite_folder
 from themis_opt.validator import validate
 
@@ -155,3 +156,39 @@ def test_random_task_graphs_get_the_same_valid_schedules(seed: int) -> None:
     makespan, build = simulate_makespan(instance, baseline_orders(instance), intra, Deadline(), {})
     assert makespan == simulate(instance, baseline_orders(instance), intra, engine="python").makespan
     assert build() == simulate(instance, baseline_orders(instance), intra, engine="python")
+
+
+def _phase_graph(instance: Instance, schedule: Schedule) -> tuple[simcore.PhaseGraph, list[list[int]], list[float]]:
+    plan = phase_plan(instance, schedule.orders)
+    offset, length, release, job_next, job_prev = [], [], [], [], []
+    for i, (c, _) in enumerate(instance.chunk_ids):
+        offset.append(len(length))
+        for p, spec in enumerate(plan[i]):
+            node = len(length)
+            length.append(spec.duration)
+            release.append(instance.collectives[c].issue_ns)
+            job_prev.append(node - 1 if p else -1)
+            job_next.append(node + 1 if p + 1 < len(plan[i]) else -1)
+    sequences = [[offset[i] + p for i, p in seq] for seq in sequences_of(instance, schedule).values()]
+    starts = [phase.start_ns for chunk in schedule.chunks for phase in chunk.phases]
+    return simcore.PhaseGraph(length, release, job_next, job_prev), sequences, starts
+
+
+def test_the_phase_graph_times_a_simulated_schedule_as_the_simulator_did() -> None:
+    for instance in _instances():
+        if instance.is_task_graph or instance.network.active_chunks > 1:
+            continue
+        schedule = simulate(instance, baseline_orders(instance), Intra.FIFO)
+        graph, sequences, starts = _phase_graph(instance, schedule)
+        timed = graph.time(sequences)
+        assert timed is not None
+        makespan, head, tail = timed
+        assert makespan == schedule.makespan and list(head) == starts
+        assert all(h + t <= makespan * (1 + 1e-12) for h, t in zip(head, tail))
+
+
+def test_the_phase_graph_finds_a_cycle() -> None:
+    instance = Instance(Network((Dimension(4, "ring", 100.0, 500.0),)), (Collective("all_reduce", 2**20, 1),))
+    graph, sequences, _ = _phase_graph(instance, simulate(instance, baseline_orders(instance)))
+    assert graph.time(sequences) is not None
+    assert graph.time([list(reversed(sequences[0]))]) is None  # the all-gather before the reduce-scatter

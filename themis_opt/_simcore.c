@@ -266,7 +266,7 @@ static int64_t perm_rank(const int *active, int k, const int *order) {
 }
 
 /*
- * Returns 0 and the makespan in *makespan, -1 when deadline (CLOCK_MONOTONIC seconds)
+ * Returns 0, -1 when deadline (CLOCK_MONOTONIC seconds)
  * passed first, -2 when out of memory.
  *
  * Tasks: is_coll[t], which[t] (collective or compute index), issue[t], pending[t]
@@ -275,7 +275,9 @@ static int64_t perm_rank(const int *active, int k, const int *order) {
  * active_ptr[c]..; fixed tables per chunk (fixed_table[i]) unless use_planner, then
  * perm_table[perm_ptr[c] + size_class * k! + rank] (size_class 1: the last chunk).
  * Tables: table_ptr[x]..table_ptr[x+1] into ph_dim, ph_dur, ph_key, ph_rule.
- * Out: table_of[i] per chunk, starts[i * max_phases + p], compute_starts[j].
+ * Out: table_of[i] per chunk, starts[i * max_phases + p], compute_starts[j]; makespan[0] the
+ * last event's time, makespan[1] the last end of a phase or compute task; busy_out[d] each
+ * dimension's busy time, coll_end[c] each collective's end.
  */
 int simulate_core(
     int num_tasks, const unsigned char *is_coll, const int *which, const double *issue, const int *pending_in,
@@ -288,7 +290,7 @@ int simulate_core(
     const unsigned char *ph_rule,
     int use_planner, const int *fixed_table, const int64_t *perm_ptr, const int *perm_table,
     int scf, double deadline, int max_phases,
-    int *table_of, double *starts, double *compute_starts, double *makespan) {
+    int *table_of, double *starts, double *compute_starts, double *makespan, double *busy_out, double *coll_end) {
     int num_chunks = num_colls ? first_chunk[num_colls - 1] + chunks[num_colls - 1] : 0;
     int status = -2;
     int *pending = malloc(sizeof(int) * (size_t)(num_tasks + 1));
@@ -487,7 +489,25 @@ int simulate_core(
             if (heap_push(&events, (Event){now + compute_dur[j], COMPUTE_DONE, j, 0})) goto done;
         }
     }
-    *makespan = now;
+    /* the summary, summed in (chunk, phase) order as Schedule.busy_ns sums it */
+    double latest = 0.0;
+    for (int d = 0; d < num_dims; d++) busy_out[d] = 0.0;
+    for (int c = 0; c < num_colls; c++) coll_end[c] = 0.0;
+    for (int i = 0; i < num_chunks; i++) {
+        int64_t base = table_ptr[table_of[i]], count = table_ptr[table_of[i] + 1] - base;
+        for (int64_t p = 0; p < count; p++) {
+            double start = starts[(int64_t)i * max_phases + p], end = start + ph_dur[base + p];
+            busy_out[ph_dim[base + p]] += end - start;
+            if (end > coll_end[coll_of[i]]) coll_end[coll_of[i]] = end;
+            if (end > latest) latest = end;
+        }
+    }
+    for (int j = 0; j < num_computes; j++) {
+        double end = compute_starts[j] + compute_dur[j];
+        if (end > latest) latest = end;
+    }
+    makespan[0] = now;
+    makespan[1] = latest;
     status = 0;
 done:
     free(pending);
@@ -513,4 +533,67 @@ done:
     free(load);
     free(events.data);
     return status;
+}
+
+/*
+ * The sequence search's timing (themis_opt/search/sequence.py, _Sequences.time): earliest
+ * starts (head) and tails of a graph of phases, each after its chunk's previous phase
+ * (job_prev/job_next) and after the phase before it on its dimension (the sequences: seq
+ * holds them one after another, seq_ptr[d]..seq_ptr[d+1] for dimension d). Returns the
+ * makespan, or -1 when the sequences contradict the chunk orders (a cycle).
+ */
+double sequence_times(int size, const double *length, const double *release, const int *job_next,
+                      const int *job_prev, int num_seqs, const int64_t *seq_ptr, const int *seq, double *head,
+                      double *tail) {
+    int *machine_next = malloc(sizeof(int) * (size_t)(size + 1));
+    int *indegree = malloc(sizeof(int) * (size_t)(size + 1));
+    int *order = malloc(sizeof(int) * (size_t)(size + 1)); /* the topological order, as Python pops it */
+    int *stack = malloc(sizeof(int) * (size_t)(size + 1));
+    double makespan = -1.0;
+    if (!machine_next || !indegree || !order || !stack) goto done;
+    for (int v = 0; v < size; v++) {
+        machine_next[v] = -1;
+        indegree[v] = job_prev[v] >= 0;
+        head[v] = release[v];
+    }
+    for (int d = 0; d < num_seqs; d++)
+        for (int64_t j = seq_ptr[d]; j + 1 < seq_ptr[d + 1]; j++) {
+            machine_next[seq[j]] = seq[j + 1];
+            indegree[seq[j + 1]]++;
+        }
+    int stack_len = 0, done_len = 0;
+    for (int v = 0; v < size; v++)
+        if (!indegree[v]) stack[stack_len++] = v;
+    while (stack_len) {
+        int u = stack[--stack_len];
+        order[done_len++] = u;
+        double end = head[u] + length[u];
+        int next[2] = {job_next[u], machine_next[u]};
+        for (int e = 0; e < 2; e++) {
+            int v = next[e];
+            if (v < 0) continue;
+            if (end > head[v]) head[v] = end;
+            if (!--indegree[v]) stack[stack_len++] = v;
+        }
+    }
+    if (done_len != size) goto done;
+    for (int at = size - 1; at >= 0; at--) {
+        int u = order[at];
+        double after = 0.0;
+        int next[2] = {job_next[u], machine_next[u]};
+        for (int e = 0; e < 2; e++) {
+            int v = next[e];
+            if (v >= 0 && length[v] + tail[v] > after) after = length[v] + tail[v];
+        }
+        tail[u] = after;
+    }
+    makespan = 0.0;
+    for (int v = 0; v < size; v++)
+        if (v == 0 || head[v] + length[v] > makespan) makespan = head[v] + length[v];
+done:
+    free(machine_next);
+    free(indegree);
+    free(order);
+    free(stack);
+    return makespan;
 }

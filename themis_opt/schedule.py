@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-import numpy as np
-
 from themis_opt.errors import InputError
 from themis_opt.instance import Op, check_enum, check_int, check_number
 
@@ -133,25 +131,6 @@ class ComputeSchedule:
 
 
 @dataclass(frozen=True)
-class PhaseColumns:
-    """Every phase of a schedule as columns, in (chunk, phase) order: the compiled
-    simulator's answer, read without a Python object per phase.
-
-    Parameters
-    ----------
-    collective, dim
-        Each phase's collective and dimension.
-    start_ns, end_ns
-        When each phase runs.
-    """
-
-    collective: np.ndarray
-    dim: np.ndarray
-    start_ns: np.ndarray
-    end_ns: np.ndarray
-
-
-@dataclass(frozen=True)
 class Schedule:
     """A timed schedule of every chunk and every compute task.
 
@@ -164,9 +143,9 @@ class Schedule:
 
     Notes
     -----
-    The simulator returns schedules made by :meth:`lazy`: their chunks are
-    built on first use, their makespan, busy times and collective ends are
-    read from the phase columns.
+    The simulator's compiled core returns schedules made by :meth:`lazy`:
+    their chunks (one object per phase) are built on first use; their
+    makespan, busy times and collective ends come with them.
     """
 
     chunks: tuple[ChunkSchedule, ...]
@@ -176,17 +155,22 @@ class Schedule:
     def lazy(
         cls,
         build: Callable[[], tuple[ChunkSchedule, ...]],
-        columns: PhaseColumns,
-        computes: tuple[ComputeSchedule, ...] = (),
+        computes: tuple[ComputeSchedule, ...],
+        makespan: float,
+        busy_ns: tuple[float, ...],
+        collective_ends: tuple[float, ...],
     ) -> Schedule:
         """A schedule whose chunks ``build`` makes when they are first asked for.
 
-        ``columns`` must hold the phases ``build`` makes, in the same order.
+        ``makespan``, ``busy_ns`` (per dimension) and ``collective_ends`` must
+        be what :attr:`makespan`, :meth:`busy_ns` and :meth:`collective_ends`
+        would compute from those chunks.
         """
         schedule = object.__new__(cls)
         object.__setattr__(schedule, "computes", computes)
         object.__setattr__(schedule, "_build", build)
-        object.__setattr__(schedule, "_columns", columns)
+        object.__setattr__(schedule, "makespan", makespan)  # what the cached property would hold
+        object.__setattr__(schedule, "_summary", (busy_ns, collective_ends))
         return schedule
 
     def __getattr__(self, name: str) -> Any:
@@ -218,10 +202,6 @@ class Schedule:
     @cached_property
     def makespan(self) -> float:
         """End of the last phase or compute task."""
-        columns = self.__dict__.get("_columns")
-        if columns is not None:
-            phases = float(columns.end_ns.max()) if len(columns.end_ns) else 0.0
-            return max(phases, max((compute.end_ns for compute in self.computes), default=0.0))
         return max(
             max((chunk.end_ns for chunk in self.chunks), default=0.0),
             max((compute.end_ns for compute in self.computes), default=0.0),
@@ -229,12 +209,10 @@ class Schedule:
 
     def collective_ends(self, num_collectives: int) -> tuple[float, ...]:
         """When each collective ends: its last chunk's last phase."""
-        columns = self.__dict__.get("_columns")
-        if columns is not None:
-            found = np.zeros(num_collectives)
-            inside = columns.collective < num_collectives
-            np.maximum.at(found, columns.collective[inside], columns.end_ns[inside])
-            return tuple(found.tolist())
+        summary = self.__dict__.get("_summary")
+        if summary is not None and len(summary[1]) == num_collectives:
+            known: tuple[float, ...] = summary[1]
+            return known
         ends = [0.0] * num_collectives
         for chunk in self.chunks:
             if chunk.collective < num_collectives:
@@ -263,11 +241,10 @@ class Schedule:
 
     def busy_ns(self, num_dims: int) -> tuple[float, ...]:
         """Total busy time of each of ``num_dims`` dimensions."""
-        columns = self.__dict__.get("_columns")
-        if columns is not None:
-            inside = columns.dim < num_dims
-            durations = (columns.end_ns - columns.start_ns)[inside]
-            return tuple(np.bincount(columns.dim[inside], weights=durations, minlength=num_dims).tolist())
+        summary = self.__dict__.get("_summary")
+        if summary is not None and len(summary[0]) == num_dims:
+            known_busy: tuple[float, ...] = summary[0]
+            return known_busy
         busy = [0.0] * num_dims
         for chunk in self.chunks:
             for phase in chunk.phases:

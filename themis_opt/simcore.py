@@ -23,17 +23,16 @@ import itertools
 import logging
 import math
 import weakref
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
-
-import numpy as np
 
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.cost import PhaseSpec, chunk_phases, merges
 from themis_opt.instance import Collective, Instance, Kind, Op
 from themis_opt.methods import Intra
 from themis_opt.orders import Order, Orders
-from themis_opt.schedule import PhaseColumns
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +63,11 @@ _ARGTYPES: list[Any] = [
     _P, _P, _P, _P, _P,  # phase tables
     ctypes.c_int, _P, _P, _P,  # orders
     ctypes.c_int, ctypes.c_double, ctypes.c_int,  # policy, deadline, row width
-    _P, _P, _P, _P,  # out
+    _P, _P, _P, _P, _P, _P,  # out
 ]  # fmt: skip
+
+
+_SEQUENCE_ARGTYPES: list[Any] = [ctypes.c_int, _P, _P, _P, _P, ctypes.c_int, _P, _P, _P, _P]
 
 
 def _load() -> Any:
@@ -78,21 +80,27 @@ def _load() -> Any:
     except OSError as error:
         logger.info("the compiled simulator core cannot be loaded (%s): the simulator runs in Python", error)
         return None
-    function = library.simulate_core
-    function.argtypes = _ARGTYPES
-    function.restype = ctypes.c_int
-    return function
+    library.simulate_core.argtypes = _ARGTYPES
+    library.simulate_core.restype = ctypes.c_int
+    library.sequence_times.argtypes = _SEQUENCE_ARGTYPES
+    library.sequence_times.restype = ctypes.c_double
+    return library
 
 
-_CORE: Any = None
+_LIBRARY: Any = None
 _LOADED = False
 
 
-def _core() -> Any:
-    global _CORE, _LOADED
+def _library() -> Any:
+    global _LIBRARY, _LOADED
     if not _LOADED:
-        _CORE, _LOADED = _load(), True
-    return _CORE
+        _LIBRARY, _LOADED = _load(), True
+    return _LIBRARY
+
+
+def _core() -> Any:
+    library = _library()
+    return None if library is None else library.simulate_core
 
 
 def available() -> bool:
@@ -100,8 +108,13 @@ def available() -> bool:
     return _core() is not None
 
 
-def _ptr(array: np.ndarray) -> int:
-    return int(array.ctypes.data)
+def _ptr(values: array[Any]) -> int:
+    return int(values.buffer_info()[0])
+
+
+def _offsets(lengths: list[int]) -> array[int]:
+    """Where each of ``lengths`` starts, and the total (CSR offsets)."""
+    return array("q", [0, *itertools.accumulate(lengths)])
 
 
 @dataclass
@@ -111,7 +124,7 @@ class _Tables:
     index: dict[tuple[Kind, int, Order, bool], int] = field(default_factory=dict)
     specs: list[tuple[PhaseSpec, ...]] = field(default_factory=list)
     orders: list[Order] = field(default_factory=list)
-    arrays: tuple[np.ndarray, ...] | None = None
+    arrays: tuple[array[Any], ...] | None = None
     widest: int = 1
 
     def table(self, instance: Instance, c: int, nbytes: int, order: Order, merged: bool) -> int:
@@ -125,17 +138,15 @@ class _Tables:
             self.arrays = None
         return found
 
-    def columns(self) -> tuple[np.ndarray, ...]:
+    def columns(self) -> tuple[array[Any], ...]:
         if self.arrays is None:
             phases = [p for table in self.specs for p in table]
-            ptr = np.zeros(len(self.specs) + 1, dtype=np.int64)
-            ptr[1:] = np.cumsum([len(t) for t in self.specs])
             self.arrays = (
-                ptr,
-                np.array([p.dim for p in phases], dtype=np.int32),
-                np.array([p.duration for p in phases], dtype=np.float64),
-                np.array([max(p.bytes_in, p.bytes_out) for p in phases], dtype=np.float64),
-                np.array([p.op in (Op.ALL_TO_ALL, Op.ALL_REDUCE) for p in phases], dtype=np.uint8),
+                _offsets([len(t) for t in self.specs]),
+                array("i", [p.dim for p in phases]),
+                array("d", [p.duration for p in phases]),
+                array("d", [max(p.bytes_in, p.bytes_out) for p in phases]),
+                array("B", [p.op in (Op.ALL_TO_ALL, Op.ALL_REDUCE) for p in phases]),
             )
         return self.arrays
 
@@ -144,11 +155,18 @@ class _Tables:
 class _Prepared:
     """One instance's arrays for the core, its phase tables and its chunks' orders' tables."""
 
-    static: tuple[Any, ...]
+    static: tuple[array[Any], ...]
     tables: _Tables
-    by_order: dict[tuple[int, bool], dict[tuple[int, Order], int]]  # (collective, merged) -> (bytes, order) -> table
-    planned: tuple[np.ndarray, np.ndarray] | None = None  # every order's table per collective, for Themis
-    collective_of: np.ndarray | None = None
+    by_order: dict[tuple[int, bool, int], dict[Order, int]]  # (collective, merged, chunk bytes) -> order -> table
+    planned: tuple[array[int], array[int]] | None = None  # every order's table per collective, for Themis
+
+    @property
+    def pointers(self) -> list[int]:
+        """The addresses of :attr:`static` (they do not move: the arrays never grow)."""
+        found: list[int] | None = self.__dict__.get("_pointers")
+        if found is None:
+            found = self.__dict__["_pointers"] = [_ptr(a) for a in self.static]
+        return found
 
 
 _PREPARED: dict[int, tuple[weakref.ref[Instance], _Prepared]] = {}
@@ -164,63 +182,47 @@ def _prepared(instance: Instance) -> _Prepared:
     return prepared
 
 
-def _static(instance: Instance) -> tuple[Any, ...]:
+def _static(instance: Instance) -> tuple[array[Any], ...]:
     tasks = instance.tasks
     index = instance.task_index
     colls = instance.collectives
-    is_coll = np.array([isinstance(t, Collective) for t in tasks], dtype=np.uint8)
-    which = np.zeros(len(tasks), dtype=np.int32)
-    which[is_coll == 1] = np.arange(int(is_coll.sum()))
-    which[is_coll == 0] = np.arange(len(tasks) - int(is_coll.sum()))
+    is_coll = [isinstance(t, Collective) for t in tasks]
+    which, counts = [], [0, 0]
+    for flag in is_coll:
+        which.append(counts[flag])
+        counts[flag] += 1
     successors: list[list[tuple[int, float]]] = [[] for _ in tasks]
     for t, task in enumerate(tasks):
         for dep in task.after:
             successors[index[dep.task]].append((t, dep.lag_ns))
-    succ_ptr = np.zeros(len(tasks) + 1, dtype=np.int64)
-    succ_ptr[1:] = np.cumsum([len(s) for s in successors])
-    succ_task = np.array([t for s in successors for t, _ in s], dtype=np.int32)
-    succ_lag = np.array([lag for s in successors for _, lag in s], dtype=np.float64)
-    chunks = np.array([c.chunks for c in colls], dtype=np.int32)
-    first = np.zeros(len(colls), dtype=np.int32)
-    first[1:] = np.cumsum(chunks)[:-1]
     dims = instance.network.dimensions
     active = instance.active_dims
-    active_ptr = np.zeros(len(colls) + 1, dtype=np.int64)
-    active_ptr[1:] = np.cumsum([len(a) for a in active])
     nominal = [
         c.chunk_bytes // math.prod(dims[d].size for d in active[i]) if c.kind is Kind.ALL_GATHER else c.chunk_bytes
         for i, c in enumerate(colls)
     ]
-    arrays = (
-        is_coll,
-        which,
-        np.array([t.issue_ns for t in tasks], dtype=np.float64),
-        np.array([len(t.after) for t in tasks], dtype=np.int32),
-        succ_ptr,
-        succ_task,
-        succ_lag,
-        chunks,
-        first,
-        np.array([c.priority for c in colls], dtype=np.int64),
-        np.array([_kind_code(c.kind) for c in colls], dtype=np.int32),
-        np.flatnonzero(is_coll).astype(np.int32),
-        active_ptr,
-        np.array([d for a in active for d in a], dtype=np.int32),
-        np.array(nominal, dtype=np.int64),
-        np.array([t.duration_ns for t in instance.computes], dtype=np.float64),
-        np.flatnonzero(is_coll == 0).astype(np.int32),
-        np.array([d.size for d in dims], dtype=np.int64),
-        np.array([d.bandwidth_gbps for d in dims], dtype=np.float64),
+    chunks = [c.chunks for c in colls]
+    return (
+        array("B", is_coll),
+        array("i", which),
+        array("d", [t.issue_ns for t in tasks]),
+        array("i", [len(t.after) for t in tasks]),
+        _offsets([len(s) for s in successors]),
+        array("i", [t for s in successors for t, _ in s]),
+        array("d", [lag for s in successors for _, lag in s]),
+        array("i", chunks),
+        array("i", _offsets(chunks)[:-1]),
+        array("q", [c.priority for c in colls]),
+        array("i", [_kind_code(c.kind) for c in colls]),
+        array("i", [t for t, flag in enumerate(is_coll) if flag]),
+        _offsets([len(a) for a in active]),
+        array("i", [d for a in active for d in a]),
+        array("q", nominal),
+        array("d", [t.duration_ns for t in instance.computes]),
+        array("i", [t for t, flag in enumerate(is_coll) if not flag]),
+        array("q", [d.size for d in dims]),
+        array("d", [d.bandwidth_gbps for d in dims]),
     )
-    return arrays
-
-
-def collective_of_chunks(instance: Instance) -> np.ndarray:
-    """Each chunk's collective, in ``instance.chunk_ids`` order."""
-    prepared = _prepared(instance)
-    if prepared.collective_of is None:
-        prepared.collective_of = np.repeat(np.arange(len(instance.collectives)), prepared.static[7])
-    return prepared.collective_of
 
 
 def plannable(instance: Instance) -> bool:
@@ -230,11 +232,11 @@ def plannable(instance: Instance) -> bool:
     return all(len(a) <= MAX_PLANNED_DIMS for a in instance.active_dims)
 
 
-def _planned_tables(instance: Instance, prepared: _Prepared) -> tuple[np.ndarray, np.ndarray]:
+def _planned_tables(instance: Instance, prepared: _Prepared) -> tuple[array[int], array[int]]:
     """Per collective, the table of every order of its dimensions (lexicographic), for a chunk and the last."""
     if prepared.planned is None:
         blocks: dict[tuple[Kind, int, int, tuple[int, ...]], int] = {}
-        perm_ptr = np.zeros(len(instance.collectives), dtype=np.int64)
+        perm_ptr = array("q", [0]) * len(instance.collectives)
         table: list[int] = []
         for c, coll in enumerate(instance.collectives):
             dims = instance.active_dims[c]
@@ -245,45 +247,52 @@ def _planned_tables(instance: Instance, prepared: _Prepared) -> tuple[np.ndarray
                     for order in itertools.permutations(dims):
                         table.append(prepared.tables.table(instance, c, nbytes, order, False))
             perm_ptr[c] = blocks[key]
-        prepared.planned = (perm_ptr, np.array(table, dtype=np.int32))
+        prepared.planned = (perm_ptr, array("i", table))
     return prepared.planned
 
 
 @dataclass(frozen=True)
 class CoreRun:
-    """What one run of the core found: the makespan, each chunk's table, every start."""
+    """What one run of the core found.
+
+    Parameters
+    ----------
+    makespan
+        The last event's time (what :func:`~themis_opt.simulator.simulate_makespan` returns).
+    schedule_makespan, busy_ns, collective_ends
+        The schedule's makespan (its last end), each dimension's busy time and
+        each collective's end, as :class:`~themis_opt.schedule.Schedule` computes them.
+    table_of, starts, width, compute_starts
+        Each chunk's phase table, every phase's start (``width`` per chunk),
+        each compute task's start.
+    tables
+        The phase tables.
+    """
 
     makespan: float
-    table_of: np.ndarray
-    starts: np.ndarray  # chunk x phase position
-    compute_starts: np.ndarray
+    schedule_makespan: float
+    busy_ns: tuple[float, ...]
+    collective_ends: tuple[float, ...]
+    table_of: array[int]
+    starts: array[float]
+    width: int
+    compute_starts: array[float]
     tables: _Tables
 
     def orders(self, instance: Instance) -> dict[tuple[int, int], Order]:
         """Each chunk's order."""
         tables = self.tables.orders
-        return {cid: tables[x] for cid, x in zip(instance.chunk_ids, self.table_of.tolist())}
+        return {cid: tables[x] for cid, x in zip(instance.chunk_ids, self.table_of)}
 
     def plan(self) -> list[tuple[PhaseSpec, ...]]:
         """Each chunk's phases."""
         specs = self.tables.specs
-        return [specs[x] for x in self.table_of.tolist()]
-
-    def columns(self, collective_of: np.ndarray) -> PhaseColumns:
-        """Every phase as columns, in (chunk, phase) order (``collective_of``: each chunk's collective)."""
-        ptr, dim, duration = self.tables.columns()[:3]
-        first = ptr[self.table_of]
-        count = ptr[self.table_of + 1] - first
-        position = np.arange(self.starts.shape[1])
-        inside = position[None, :] < count[:, None]
-        index = (first[:, None] + position[None, :])[inside]
-        start = self.starts[inside]
-        return PhaseColumns(np.repeat(collective_of, count), dim[index], start, start + duration[index])
+        return [specs[x] for x in self.table_of]
 
     def phase_starts(self) -> list[list[float]]:
         """Each chunk's phase starts."""
-        rows = self.starts.tolist()
-        return [row[: len(p)] for row, p in zip(rows, self.plan())]
+        starts, width = self.starts.tolist(), self.width
+        return [starts[i * width : i * width + len(p)] for i, p in enumerate(self.plan())]
 
 
 def run(
@@ -309,65 +318,88 @@ def run(
     n = len(ids)
     if orders is None:
         perm_ptr, perm_table = _planned_tables(instance, prepared)
-        fixed = np.zeros(1, dtype=np.int32)
+        fixed = array("i", [0])
     else:
-        perm_ptr, perm_table = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int32)
-        chosen = _fixed_tables(instance, prepared, orders, baseline)
-        fixed = np.array(chosen, dtype=np.int32)
+        perm_ptr, perm_table = array("q", [0]), array("i", [0])
+        fixed = _fixed_tables(instance, prepared, orders, baseline)
     columns = tables.columns()
     width = tables.widest
-    table_of = np.zeros(max(n, 1), dtype=np.int32)
-    starts = np.zeros((max(n, 1), width), dtype=np.float64)
-    compute_starts = np.zeros(max(len(instance.computes), 1), dtype=np.float64)
-    makespan = ctypes.c_double(0.0)
-    s = prepared.static
     network = instance.network
+    table_of = array("i", [0]) * max(n, 1)
+    starts = array("d", [0.0]) * (max(n, 1) * width)
+    compute_starts = array("d", [0.0]) * max(len(instance.computes), 1)
+    makespan = array("d", [0.0, 0.0])
+    busy = array("d", [0.0]) * max(network.num_dims, 1)
+    ends = array("d", [0.0]) * max(len(instance.collectives), 1)
+    s = prepared.pointers
     # fmt: off
     status = core(
-        len(instance.tasks), _ptr(s[0]), _ptr(s[1]), _ptr(s[2]), _ptr(s[3]), _ptr(s[4]), _ptr(s[5]), _ptr(s[6]),
-        len(instance.collectives), _ptr(s[7]), _ptr(s[8]), _ptr(s[9]), _ptr(s[10]), _ptr(s[11]), _ptr(s[12]),
-        _ptr(s[13]), _ptr(s[14]),
-        len(instance.computes), _ptr(s[15]), _ptr(s[16]),
-        network.num_dims, _ptr(s[17]), _ptr(s[18]), network.active_chunks,
+        len(instance.tasks), *s[0:7],
+        len(instance.collectives), *s[7:15],
+        len(instance.computes), *s[15:17],
+        network.num_dims, *s[17:19], network.active_chunks,
         *(_ptr(a) for a in columns),
         int(orders is None), _ptr(fixed), _ptr(perm_ptr), _ptr(perm_table),
-        _policy_code(intra), deadline.at if not math.isinf(deadline.at) else math.inf, width,
-        _ptr(table_of), _ptr(starts), _ptr(compute_starts), ctypes.addressof(makespan),
+        _policy_code(intra), deadline.at, width,
+        _ptr(table_of), _ptr(starts), _ptr(compute_starts), _ptr(makespan), _ptr(busy), _ptr(ends),
     )
     # fmt: on
     if status == -1:
         raise OutOfTime("simulator: out of time")
     if status != 0:
         raise MemoryError("the simulator core ran out of memory")
-    return CoreRun(makespan.value, table_of[:n], starts[:n], compute_starts[: len(instance.computes)], tables)
+    return CoreRun(
+        makespan[0],
+        makespan[1],
+        tuple(busy[: network.num_dims]),
+        tuple(ends[: len(instance.collectives)]),
+        table_of[:n],
+        starts,
+        width,
+        compute_starts[: len(instance.computes)],
+        tables,
+    )
 
 
-_UNSEEN = object()
-
-
-def _fixed_tables(instance: Instance, prepared: _Prepared, orders: Orders, baseline: bool) -> list[int]:
+def _fixed_tables(instance: Instance, prepared: _Prepared, orders: Orders, baseline: bool) -> array[int]:
     """Each chunk's table; each distinct order of a collective is checked once (then kept)."""
-    from themis_opt.simulator import check_order
-
-    tables = prepared.tables
-    chosen: list[int] = []
+    chosen = array("i")
+    get = orders.get
     for c, coll in enumerate(instance.collectives):
         merged = merges(instance, c, baseline)
-        per = prepared.by_order.setdefault((c, merged), {})
-        last: Any = _UNSEEN  # the order object seen last: the chunks of a collective often share one
-        x = -1
-        for k in range(coll.chunks):
-            order = orders.get((c, k))
-            nbytes = coll.bytes_of(k)
-            if order is not last or k == coll.chunks - 1:
-                key = (nbytes, order if isinstance(order, tuple) else tuple(order or ()))
-                found = per.get(key)
-                if found is None:
-                    check_order(instance, c, k, order)
-                    found = per[key] = tables.table(instance, c, nbytes, key[1], merged)
-                x, last = found, order
-            chosen.append(x)
+        for ks, nbytes in ((range(coll.chunks - 1), coll.chunk_bytes), ((coll.chunks - 1,), coll.last_chunk_bytes)):
+            known = prepared.by_order.setdefault((c, merged, nbytes), {})
+            for k in ks:
+                order = get((c, k))
+                try:
+                    x = known.get(order)  # type: ignore[arg-type]
+                except TypeError:  # a list: not a key
+                    x = None
+                if x is None:
+                    x = _new_table(instance, prepared, known, c, k, order, nbytes, merged)
+                chosen.append(x)
     return chosen
+
+
+def _new_table(
+    instance: Instance,
+    prepared: _Prepared,
+    known: dict[Order, int],
+    c: int,
+    k: int,
+    order: Sequence[int] | None,
+    nbytes: int,
+    merged: bool,
+) -> int:
+    """The table of an order not met before for this collective and size, once it is checked."""
+    from themis_opt.simulator import check_order
+
+    check_order(instance, c, k, order)
+    assert order is not None
+    key = tuple(order)
+    if key not in known:
+        known[key] = prepared.tables.table(instance, c, nbytes, key, merged)
+    return known[key]
 
 
 def _policy_code(intra: Intra) -> int:
@@ -378,3 +410,34 @@ def _policy_code(intra: Intra) -> int:
             return 1
         case _ as unreachable:
             assert_never(unreachable)
+
+
+class PhaseGraph:
+    """The sequence search's graph of phases in arrays: each phase's length and release, and the
+    phases before and after it in its chunk (-1: none). :meth:`time` times dimension sequences.
+    """
+
+    def __init__(
+        self, length: Sequence[float], release: Sequence[float], job_next: Sequence[int], job_prev: Sequence[int]
+    ):
+        self.size = len(length)
+        self._arrays = (array("d", length), array("d", release), array("i", job_next), array("i", job_prev))
+        self._pointers = [_ptr(a) for a in self._arrays]
+
+    def time(self, sequences: Sequence[Sequence[int]]) -> tuple[float, array[float], array[float]] | None:
+        """Makespan, earliest starts and tails of ``sequences`` (each dimension's phases in
+        order), as ``_Sequences.time`` in :mod:`themis_opt.search.sequence` computes them;
+        ``None`` if they contradict the chunk orders (a cycle).
+        """
+        library = _library()
+        assert library is not None, "the compiled core is not available"
+        flat = array("i", itertools.chain.from_iterable(sequences))
+        offsets = _offsets([len(seq) for seq in sequences])
+        head = array("d", [0.0]) * max(self.size, 1)
+        tail = array("d", [0.0]) * max(self.size, 1)
+        makespan = library.sequence_times(
+            self.size, *self._pointers, len(sequences), _ptr(offsets), _ptr(flat), _ptr(head), _ptr(tail)
+        )
+        if makespan < 0:
+            return None
+        return makespan, head, tail

@@ -254,12 +254,14 @@ def _core_builder(instance: Instance, run: simcore.CoreRun) -> Callable[..., Sch
     def build(deadline: Deadline | None = None) -> Schedule:
         computes = tuple(
             ComputeSchedule(j, start, start + task.duration_ns)
-            for j, (task, start) in enumerate(zip(instance.computes, run.compute_starts.tolist()))
+            for j, (task, start) in enumerate(zip(instance.computes, run.compute_starts))
         )
         return Schedule.lazy(
             lambda: _build(instance, run.orders(instance), run.plan(), run.phase_starts(), ()).chunks,
-            run.columns(simcore.collective_of_chunks(instance)),
             computes,
+            run.schedule_makespan,
+            run.busy_ns,
+            run.collective_ends,
         )
 
     return build

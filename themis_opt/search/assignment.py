@@ -333,6 +333,7 @@ def _search(
 
     for orders in starts:
         check_orders(instance, orders)  # every later assignment rearranges these or draws valid orders
+    searched = time.perf_counter()
     try:
         for orders in starts:
             for policy in Intra:
@@ -394,5 +395,13 @@ def _search(
         pass
     if best is None:
         return None
-    logger.info("assignment search: %s timed, best %.3f ns (%s)", counted(used, "schedule"), best[0], best[3].value)
+    took = time.perf_counter() - searched
+    logger.info(
+        "assignment search: %s timed in %.2f s (%.0f a second), best %.3f ns (%s)",
+        counted(used, "schedule"),
+        took,
+        used / took if took > 0 else 0.0,
+        best[0],
+        best[3].value,
+    )
     return best[1]()  # one schedule built, of thousands timed

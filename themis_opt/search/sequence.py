@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from themis_opt import simcore
 from themis_opt.budget import Deadline
 from themis_opt.errors import counted
 from themis_opt.instance import Instance
@@ -57,12 +58,17 @@ class _Sequences:
                 self.job_prev.append(node - 1 if p else -1)
                 self.job_next.append(node + 1 if p + 1 < len(plan[i]) else -1)
         self.start = {d: [offset[i] + p for i, p in seq] for d, seq in sequences_of(instance, schedule).items()}
+        self.compiled = (
+            simcore.PhaseGraph(self.length, self.release, self.job_next, self.job_prev) if simcore.available() else None
+        )
 
     def time(self, sequences: dict[int, list[int]]) -> tuple[float, list[float], list[float]] | None:
         """Makespan, earliest starts and tails (time from each phase's start
         to the end, past its own duration) of ``sequences``; ``None`` if they
-        contradict the chunk orders (a cycle).
+        contradict the chunk orders (a cycle). In the compiled core where it is built.
         """
+        if self.compiled is not None:
+            return self.compiled.time(list(sequences.values()))  # type: ignore[return-value]
         size = len(self.length)
         length, job_next, job_prev = self.length, self.job_next, self.job_prev
         machine_next = [-1] * size
