@@ -1,6 +1,6 @@
 """Write the bundled suites under themis_opt/suites/ (instances/ links there; fixed seeds).
 
-    python -m bench.make_suites            # quick/ and paper/ instances, exact/ instances
+    python -m bench.make_suites            # every suite's instances (exact/ without its optima)
     python -m bench.make_suites --optima   # also prove exact/ optima and write optima.json
 
 The exact suite's optima are proven by `solve(..., "cpsat", workers=1, seed=0)`
@@ -205,6 +205,47 @@ def training() -> list[Instance]:
     return out
 
 
+# today's clusters (themis_opt/suites/clusters/README.md says where each number comes from):
+# (size, topology, per-NPU GB/s, latency ns) per dimension, innermost first
+CLUSTERS = {
+    "hgx-h100-8x32x4": ((8, "switch", 400.0, 936.25), (32, "switch", 50.0, 2_000.0), (4, "switch", 25.0, 4_000.0)),
+    "tpu-v4-4x4x4": ((4, "ring", 100.0, 1_000.0), (4, "ring", 100.0, 1_000.0), (4, "ring", 100.0, 1_000.0)),
+    "tpu-v4-4x4x4x4": (
+        (4, "ring", 100.0, 1_000.0),
+        (4, "ring", 100.0, 1_000.0),
+        (4, "ring", 100.0, 1_000.0),
+        (4, "switch", 25.0, 10_000.0),
+    ),
+}
+# (cluster, model, tp, ep, dp, data parallelism): tensor parallelism inside the fastest dimensions,
+# experts inside the node or the first ring, data parallelism over the rest
+CLUSTER_LAYOUTS = (
+    ("hgx-h100-8x32x4", "llama3-8b", 8, 1, 128, "ddp"),
+    ("hgx-h100-8x32x4", "llama3-70b", 8, 1, 128, "fsdp"),
+    ("hgx-h100-8x32x4", "mixtral-8x7b", 1, 8, 128, "fsdp"),
+    ("tpu-v4-4x4x4", "llama3-8b", 4, 1, 16, "fsdp"),
+    ("tpu-v4-4x4x4", "mixtral-8x7b", 4, 4, 4, "fsdp"),
+    ("tpu-v4-4x4x4", "gpt3-175b", 16, 1, 4, "fsdp"),
+    ("tpu-v4-4x4x4x4", "llama3-8b", 4, 1, 64, "ddp"),
+    ("tpu-v4-4x4x4x4", "llama3-70b", 16, 1, 16, "fsdp"),
+)
+
+
+def clusters() -> list[Instance]:
+    """LLM training iterations on today's clusters: one pass, 4 chunks per collective, batch 1, bf16,
+    989 TFLOP/s at 40% (the workload command's defaults), sequence 2048 (so that the compute of one
+    iteration stays near the communication's)."""
+    from themis_opt.llm import LLMS, Layout, llm_task_graph
+
+    out = []
+    for cluster, model, tp, ep, dp, data_parallel in CLUSTER_LAYOUTS:
+        network = Network(tuple(Dimension(n, t, b, lat) for n, t, b, lat in CLUSTERS[cluster]))
+        layout = Layout(tp=tp, ep=ep, dp=dp, data_parallel=data_parallel, sequence=2048)  # type: ignore[arg-type]
+        name = f"{model}-{data_parallel}-tp{tp}-ep{ep}-dp{dp}-{cluster}"
+        out.append(llm_task_graph(LLMS[model], network, layout, name=name))
+    return out
+
+
 def write(folder: str, instances: list[Instance]) -> None:
     out = ROOT / folder
     out.mkdir(parents=True, exist_ok=True)
@@ -245,6 +286,7 @@ def main() -> None:
     write("exact", exact())
     write("astra", astra())
     write("training", training())
+    write("clusters", clusters())
     if args.optima:
         prove_optima()
 

@@ -99,11 +99,14 @@ def test_stops_once_it_meets_the_target() -> None:
 
 
 def test_default_evaluations_grow_with_the_square_of_a_class() -> None:
-    assert default_evaluations(_three_dims(8)) == SEARCH.min_evaluations  # 56 ordered pairs, 560: the floor
-    assert default_evaluations(_three_dims(32)) == 10 * 32 * 31
+    per_pair = SEARCH.evaluations_per_pair
+    assert 2 * per_pair < SEARCH.min_evaluations < 56 * per_pair
+    assert default_evaluations(_three_dims(2)) == SEARCH.min_evaluations  # 2 ordered pairs: the floor
+    assert default_evaluations(_three_dims(8)) == per_pair * 8 * 7
+    assert default_evaluations(_three_dims(32)) == per_pair * 32 * 31
     network = _three_dims().network
     two = Instance(network, tuple(Collective("all_reduce", 256 * MIB, 32, issue_ns=1e3 * i) for i in range(2)))
-    assert default_evaluations(two) == 2 * 10 * 32 * 31  # pairs within each class, none across
+    assert default_evaluations(two) == 2 * per_pair * 32 * 31  # pairs within each class, none across
 
 
 def test_a_hot_search_still_returns_the_best_it_timed() -> None:

@@ -30,7 +30,7 @@ CONNECT_TIMEOUT_S = 10.0  # seconds bench waits for a --scheduler to answer
 
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt import bench as benchmod
-    from themis_opt.instance import Instance
+    from themis_opt.instance import Instance, Network
     from themis_opt.params import SolveParams
 
 
@@ -206,10 +206,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("workload", help="make a training-iteration task graph from a zoo model or a workload file")
     p.add_argument(
-        "model", help="a zoo model (resnet50, resnet152, gnmt, dlrm, transformer1t) or an ASTRA-sim 1.0 file"
+        "model",
+        help="a zoo model (resnet50, resnet152, gnmt, dlrm, transformer1t; LLMs: gpt3-175b, llama3-8b, "
+        "llama3-70b, llama3-405b, mixtral-8x7b) or an ASTRA-sim 1.0 file",
     )
     p.add_argument("--network", required=True, help="an instance file of any version: its network is used")
-    p.add_argument("--passes", type=_int_in("--passes", 1, 100), default=2, help="training passes (default 2)")
+    p.add_argument(
+        "--passes",
+        type=_int_in("--passes", 1, 100),
+        default=None,
+        help="training passes (default 2; LLMs 1)",
+    )
     p.add_argument(
         "--chunks",
         type=_int_in("--chunks", 1, 4096),
@@ -220,24 +227,55 @@ def build_parser() -> argparse.ArgumentParser:
         "--policy",
         choices=("LIFO", "FIFO"),
         default=None,
-        help="collective priorities (default: the network instance's scheduling-policy, else LIFO)",
+        help="collective priorities (default: the network instance's scheduling-policy, else LIFO; LLMs: none)",
     )
     p.add_argument(
         "--batch",
         type=_int_in("--batch", 1, 1_000_000),
         default=None,
-        help="zoo: samples per NPU (default: the model's)",
+        help="zoo: samples per NPU (default: the model's; LLMs: sequences per data-parallel rank, 1)",
     )
     p.add_argument(
-        "--precision", choices=("fp16", "fp32"), default="fp16", help="zoo: gradient element size (default fp16)"
+        "--precision",
+        choices=("bf16", "fp16", "fp32"),
+        default=None,
+        help="zoo: gradient element size (default fp16; LLMs bf16)",
     )
-    p.add_argument("--peak-tflops", type=_number_in("--peak-tflops", 0, 1e9), default=100.0, help="zoo (default 100)")
-    p.add_argument("--efficiency", type=_number_in("--efficiency", 0, 1), default=0.5, help="zoo (default 0.5)")
+    p.add_argument(
+        "--peak-tflops",
+        type=_number_in("--peak-tflops", 0, 1e9),
+        default=None,
+        help="zoo: the NPU's peak (default 100; LLMs 989, an H100 SXM's dense bf16)",
+    )
+    p.add_argument(
+        "--efficiency",
+        "--mfu",
+        dest="efficiency",
+        type=_number_in("--efficiency", 0, 1),
+        default=None,
+        help="zoo: share of the peak reached, the model FLOPs utilisation (default 0.5; LLMs 0.4)",
+    )
     p.add_argument(
         "--model-parallel",
         type=_int_in("--model-parallel", 1, 2**20),
-        default=8,
-        help="zoo: Transformer's model-parallel group (default 8)",
+        default=None,
+        help="zoo: Transformer-1T's model-parallel group (default 8)",
+    )
+    for group, default in (("tp", "1"), ("ep", "1"), ("dp", "the NPUs left")):
+        p.add_argument(
+            f"--{group}",
+            type=_int_in(f"--{group}", 1, 2**20),
+            default=None,
+            help=f"LLMs: the {dict(tp='tensor', ep='expert', dp='data')[group]}-parallel group (default {default})",
+        )
+    p.add_argument(
+        "--data-parallel",
+        choices=("ddp", "fsdp"),
+        default=None,
+        help="LLMs: gradient all-reduces in 25 MiB buckets, or sharded all-gathers and reduce-scatters (default ddp)",
+    )
+    p.add_argument(
+        "--seq", type=_int_in("--seq", 1, 2**24), default=None, help="LLMs: tokens a sequence (default: the model's)"
     )
     p.add_argument("--name", default=None, help="the instance's name (default: the model's)")
     _out(p, "instance JSON file to write")
@@ -648,8 +686,13 @@ def _run_local(
     pool.shutdown(wait=True)
 
 
+_LLM_ONLY = ("tp", "ep", "dp", "data_parallel", "seq")
+_ZOO_ONLY = ("model_parallel", "policy")
+
+
 def _workload(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.io import check_writable, load_instance, save_instance
+    from themis_opt.llm import LLMS
     from themis_opt.workloads import Cut, parse_workload, task_graph
     from themis_opt.zoo import MODELS, ZooOptions, model_workload
 
@@ -658,26 +701,65 @@ def _workload(args: argparse.Namespace, console: Console) -> int:
     network = source.network
     meta = dict(source.metadata)
     chunks = args.chunks if args.chunks is not None else int(meta.get("astra_splits", source.collectives[0].chunks))
+    if args.model in LLMS:
+        return _llm_workload(args, console, network, chunks)
+    for name in _LLM_ONLY:
+        if getattr(args, name) is not None:
+            raise InputError(f"--{name.replace('_', '-')}", f"is for the LLMs ({', '.join(LLMS)}), not {args.model}")
     policy = args.policy or meta.get("astra_scheduling_policy", "LIFO")
+    passes = args.passes if args.passes is not None else 2
     if args.model in MODELS:
         options = ZooOptions(
             **({"batch": args.batch} if args.batch is not None else {}),
-            bytes_per_element=2 if args.precision == "fp16" else 4,
-            peak_tflops=args.peak_tflops,
-            efficiency=args.efficiency,
-            model_parallel=args.model_parallel,
+            bytes_per_element=4 if args.precision == "fp32" else 2,
+            peak_tflops=args.peak_tflops if args.peak_tflops is not None else 100.0,
+            efficiency=args.efficiency if args.efficiency is not None else 0.5,
+            model_parallel=args.model_parallel if args.model_parallel is not None else 8,
         )
         workload = model_workload(args.model, options)
     elif Path(args.model).is_file():
         workload = parse_workload(args.model)
     else:
-        raise InputError(args.model, f"is neither a zoo model ({', '.join(MODELS)}) nor a workload file")
+        raise InputError(args.model, f"is neither a zoo model ({', '.join([*MODELS, *LLMS])}) nor a workload file")
     cut = Cut(chunks, astra="astra_splits" in meta and args.model not in MODELS, policy=policy)
-    instance = task_graph(workload, network, passes=args.passes, cut=cut, name=args.name)
+    instance = task_graph(workload, network, passes=passes, cut=cut, name=args.name)
     save_instance(instance, args.out)
     console.print(
         f"wrote {args.out}: {workload.parallelism}, {counted(len(workload.layers), 'layer')} x "
-        f"{counted(args.passes, 'pass', 'passes')}: {counted(len(instance.computes), 'compute task')}, "
+        f"{counted(passes, 'pass', 'passes')}: {counted(len(instance.computes), 'compute task')}, "
+        f"{counted(len(instance.collectives), 'collective')}, {counted(instance.num_phases, 'phase')}"
+    )
+    return 0
+
+
+def _llm_workload(args: argparse.Namespace, console: Console, network: Network, chunks: int) -> int:
+    from themis_opt.io import save_instance
+    from themis_opt.llm import LLMS, Layout, llm_task_graph
+
+    for name in _ZOO_ONLY:
+        if getattr(args, name) is not None:
+            raise InputError(f"--{name.replace('_', '-')}", f"is not for the LLMs ({args.model})")
+    tp, ep = args.tp or 1, args.ep or 1
+    dp = args.dp if args.dp is not None else max(1, network.num_npus // (tp * ep))
+    layout = Layout(
+        tp=tp,
+        ep=ep,
+        dp=dp,
+        data_parallel=args.data_parallel or "ddp",
+        batch=args.batch or 1,
+        sequence=args.seq,
+        bytes_per_element=4 if args.precision == "fp32" else 2,
+        peak_tflops=args.peak_tflops if args.peak_tflops is not None else 989.0,
+        mfu=args.efficiency if args.efficiency is not None else 0.4,
+        passes=args.passes if args.passes is not None else 1,
+        chunks=chunks,
+    )
+    instance = llm_task_graph(LLMS[args.model], network, layout, name=args.name)
+    save_instance(instance, args.out)
+    meta = dict(instance.metadata)
+    console.print(
+        f"wrote {args.out}: {args.model} ({int(meta['parameters']):,} parameters), {meta['layout']}, "
+        f"{counted(layout.passes, 'pass', 'passes')}: {counted(len(instance.computes), 'compute task')}, "
         f"{counted(len(instance.collectives), 'collective')}, {counted(instance.num_phases, 'phase')}"
     )
     return 0

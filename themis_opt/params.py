@@ -88,9 +88,9 @@ class SearchParams(_Group):
         None, "simulations per search: a deterministic stop (default: the rule below, or the time)", 1, integer=True
     )
     evaluations_per_pair: int = knob(
-        10, "per ordered pair of interchangeable chunks: swaps grow with a class's square", 1
+        200, "per ordered pair of interchangeable chunks: swaps grow with a class's square", 1
     )
-    min_evaluations: int = knob(2400, "at least: fewer left the 16-chunk 4D all-reduces far from the bound", 1)
+    min_evaluations: int = knob(2400, "at least: a class of a few chunks still gets restarts and moves", 1)
     descent_restart_share: float = knob(0.5, "one collective: restarts for half the simulations, then a descent", 0, 1)
     annealing_restart_share: float = knob(0.1, "several collectives: restarts for a tenth, then annealing", 0, 1)
     annealing_temperature: float = knob(0.0015, "annealing's start, times the best makespan: 0.15% walked best", 0)

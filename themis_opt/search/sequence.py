@@ -240,6 +240,7 @@ def _sequence_search(
     """
     if deadline.expired():
         return None
+    searched = time.perf_counter()
     graph = _Sequences(instance, start)
     rng = random.Random(seed)
     budget = evaluations if evaluations is not None else params.sequence_evaluations_per_phase * len(graph.length)
@@ -295,5 +296,12 @@ def _sequence_search(
         if makespan < best:
             best, best_sequences = makespan, {d: list(seq) for d, seq in current.items()}
             last_best = used
-    logger.info("sequence search: %s timed, best %.3f ns", counted(used, "candidate"), best)
+    took = time.perf_counter() - searched
+    logger.info(
+        "sequence search: %s timed in %.2f s (%.0f a second), best %.3f ns",
+        counted(used, "candidate"),
+        took,
+        used / took if took > 0 else 0.0,
+        best,
+    )
     return best, best_sequences

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from themis_opt.errors import InputError
 
-SUITES = ("quick", "paper", "exact", "astra", "training")
+SUITES = ("quick", "paper", "exact", "astra", "training", "clusters")
 
 
 def suite_folder(name: str) -> Path:

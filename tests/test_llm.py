@@ -1,0 +1,214 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from themis_opt.cli import main
+from themis_opt.errors import InputError
+from themis_opt.instance import Collective, Dimension, Instance, Kind, Network
+from themis_opt.io import load_instance
+from themis_opt.llm import BUCKET_BYTES, LLMS, Layout, LlmConfig, llm_task_graph, parameter_count
+from themis_opt.solve import solve
+from themis_opt.validator import validate
+
+from .conftest import DATA
+
+PUBLISHED = {
+    "gpt3-175b": 174_604_259_328,
+    "llama3-8b": 8_030_261_248,
+    "llama3-70b": 70_553_706_496,
+    "llama3-405b": 405_853_388_800,
+    "mixtral-8x7b": 46_702_792_704,
+}
+
+# two blocks, h 8, 2 heads of 4, one key-value head, SwiGLU 16: a block is q 64 + k 32 + v 32 + o 64 = 192,
+# MLP 3 x 8 x 16 = 384, two norms of 8; embedding and output 32 x 8 each, final norm 8
+TOY = LlmConfig("toy", 2, 8, 2, 1, 16, 32, 4, True)
+TOY_MOE = LlmConfig("toy-moe", 2, 8, 2, 1, 16, 32, 4, True, experts=2, top_k=1)
+NET = Network(tuple(Dimension(2, "switch", b, 500.0) for b in (400.0, 100.0, 25.0)))  # 8 NPUs
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_parameter_counts_come_out_of_the_shapes(name: str) -> None:
+    assert parameter_count(LLMS[name]) == PUBLISHED[name]
+
+
+def test_the_toy_model_counts_by_hand() -> None:
+    assert parameter_count(TOY) == 2 * (192 + 384 + 16) + 256 + 256 + 8
+    # the router (8 x 2) and a second expert's MLP
+    assert parameter_count(TOY_MOE) == 2 * (192 + 2 * 384 + 16 + 16) + 256 + 256 + 8
+
+
+def _colls(instance: Instance, part: str) -> list[Collective]:
+    return [c for c in instance.collectives if part in c.id]
+
+
+@pytest.mark.parametrize("data_parallel", ["ddp", "fsdp"])
+@pytest.mark.parametrize(("config", "tp", "ep", "dp"), [(TOY, 2, 1, 4), (TOY, 4, 1, 2), (TOY_MOE, 2, 2, 2)])
+def test_tensor_and_expert_parallel_collectives(
+    config: LlmConfig, tp: int, ep: int, dp: int, data_parallel: str
+) -> None:
+    layout = Layout(tp=tp, ep=ep, dp=dp, data_parallel=data_parallel, batch=3, passes=2)  # type: ignore[arg-type]
+    instance = llm_task_graph(config, NET, layout)
+    tp_dims = tuple(range({2: 1, 4: 2}[tp]))
+    activations = 3 * config.sequence * config.hidden * 2
+    for p in range(2):
+        for i in range(config.layers):
+            ars = [c for c in _colls(instance, f"p{p}.b{i}.ar_") if "bucket" not in c.id]
+            assert len(ars) == 4
+            assert all(c.kind is Kind.ALL_REDUCE and c.size_bytes == activations for c in ars)
+            assert all(c.dimensions == tp_dims for c in ars)
+            a2as = _colls(instance, f"p{p}.b{i}.a2a_")
+            assert len(a2as) == (4 if config.moe else 0)
+            assert all(c.kind is Kind.ALL_TO_ALL and c.dimensions == (1,) for c in a2as)
+            assert all(c.size_bytes == activations * config.top_k for c in a2as)
+    assert validate(instance, solve(instance, "baseline").schedule) == []  # type: ignore[arg-type]
+
+
+def _held_bytes(tp: int, ep: int, moe: bool) -> int:
+    """By hand: what one NPU holds of the toy models, bf16."""
+    experts = 2 * 384 if moe else 384
+    router = 16 if moe else 0
+    block = (192 + router) // tp + (experts // (tp * ep) if moe else experts // tp) + 16
+    return 2 * (2 * block + 256 + 256 + 8)
+
+
+@pytest.mark.parametrize(("config", "tp", "ep", "dp"), [(TOY, 2, 1, 4), (TOY_MOE, 2, 2, 2)])
+def test_fsdp_moves_what_one_npu_holds(config: LlmConfig, tp: int, ep: int, dp: int) -> None:
+    instance = llm_task_graph(config, NET, Layout(tp=tp, ep=ep, dp=dp, data_parallel="fsdp"))
+    held = _held_bytes(tp, ep, config.moe)
+    scattered = [c for c in instance.collectives if c.kind is Kind.REDUCE_SCATTER]
+    gathered = [c for c in instance.collectives if c.kind is Kind.ALL_GATHER]
+    assert sum(c.size_bytes for c in scattered) == held
+    assert sum(c.size_bytes for c in gathered) == 2 * held
+    # expert parameters over the data-parallel dimensions, the rest over the expert- and data-parallel ones
+    for c in scattered + gathered:
+        assert c.dimensions == ((2,) if c.id.endswith(".experts") else (1, 2))
+
+
+def test_ddp_reduces_what_one_npu_holds_in_buckets() -> None:
+    instance = llm_task_graph(TOY_MOE, NET, Layout(tp=2, ep=2, dp=2))
+    buckets = [c for c in instance.collectives if "bucket" in c.id]
+    assert sum(c.size_bytes for c in buckets) == _held_bytes(2, 2, True)
+    assert {c.dimensions for c in buckets} == {(1, 2), (2,)}
+    big = llm_task_graph(LLMS["llama3-8b"], Network((Dimension(8, "switch", 400.0, 900.0),)), Layout(dp=8))
+    sizes = [c.size_bytes for c in big.collectives if "bucket" in c.id]
+    assert sum(sizes) == 2 * PUBLISHED["llama3-8b"]
+    # at most 25 MiB, but a tensor larger than that is a bucket of its own (the embedding, the output, w1 ...)
+    assert max(sizes) == 128256 * 4096 * 2 and all(s <= BUCKET_BYTES or s in _tensor_bytes() for s in sizes)
+
+
+def _tensor_bytes() -> set[int]:
+    return {128256 * 4096 * 2, 4096 * 14336 * 2, 4096 * 4096 * 2}
+
+
+def _after(instance: Instance, task_id: str) -> set[str]:
+    task = next(t for t in instance.tasks if (t.id if hasattr(t, "id") else None) == task_id)
+    return {dep.task for dep in task.after}
+
+
+def test_dependencies_by_hand_on_two_blocks_ddp() -> None:
+    instance = llm_task_graph(TOY, NET, Layout(tp=2, dp=4, passes=2))
+    assert _after(instance, "p0.b0.attn_fwd") == set()
+    assert _after(instance, "p0.b0.ar_attn_fwd") == {"p0.b0.attn_fwd"}
+    assert _after(instance, "p0.b0.mlp_fwd") == {"p0.b0.ar_attn_fwd"}
+    assert _after(instance, "p0.b1.attn_fwd") == {"p0.b0.ar_mlp_fwd"}
+    assert _after(instance, "p0.head_fwd") == {"p0.b1.ar_mlp_fwd"}
+    assert _after(instance, "p0.head_bwd") == {"p0.head_fwd"}
+    assert _after(instance, "p0.b1.mlp_bwd") == {"p0.head_bwd"}
+    assert _after(instance, "p0.b1.ar_mlp_bwd") == {"p0.b1.mlp_bwd"}
+    assert _after(instance, "p0.b1.attn_bwd") == {"p0.b1.ar_mlp_bwd"}
+    assert _after(instance, "p0.b0.mlp_bwd") == {"p0.b1.ar_attn_bwd"}
+    buckets = [c.id for c in instance.collectives if c.id.startswith("p0.ar_bucket")]
+    # the next pass starts once every gradient is reduced and the backward pass is over
+    assert _after(instance, "p1.b0.attn_fwd") == {*buckets, "p0.b0.ar_attn_bwd"}
+
+
+def test_dependencies_by_hand_on_two_blocks_fsdp() -> None:
+    instance = llm_task_graph(TOY, NET, Layout(tp=2, dp=4, data_parallel="fsdp"))
+    assert _after(instance, "p0.ag_fwd.root") == set()
+    assert _after(instance, "p0.b0.ag_fwd") == set()
+    assert _after(instance, "p0.b1.ag_fwd") == {"p0.b0.ag_fwd"}  # prefetched while block 0 computes
+    assert _after(instance, "p0.b0.attn_fwd") == {"p0.b0.ag_fwd", "p0.ag_fwd.root"}
+    assert _after(instance, "p0.b1.attn_fwd") == {"p0.b0.ar_mlp_fwd", "p0.b1.ag_fwd"}
+    assert _after(instance, "p0.ag_bwd.root") == {"p0.head_fwd"}
+    assert _after(instance, "p0.head_bwd") == {"p0.head_fwd", "p0.ag_bwd.root"}
+    assert _after(instance, "p0.b1.ag_bwd") == {"p0.ag_bwd.root", "p0.head_fwd"}
+    assert _after(instance, "p0.b0.ag_bwd") == {"p0.b1.ag_bwd", "p0.head_fwd"}
+    assert _after(instance, "p0.b1.rs") == {"p0.b1.attn_bwd"}
+    assert _after(instance, "p0.rs.root") == {"p0.head_bwd", "p0.b0.ar_attn_bwd"}
+
+
+def test_a_third_block_waits_for_the_first_to_compute() -> None:
+    three = LlmConfig("toy3", 3, 8, 2, 1, 16, 32, 4, True)
+    instance = llm_task_graph(three, NET, Layout(tp=2, dp=4, data_parallel="fsdp"))
+    assert _after(instance, "p0.b2.ag_fwd") == {"p0.b1.ag_fwd", "p0.b0.mlp_fwd"}
+    assert _after(instance, "p0.b0.ag_bwd") == {"p0.b1.ag_bwd", "p0.head_fwd", "p0.b2.attn_bwd"}
+
+
+def test_the_metadata_records_the_model_and_layout() -> None:
+    meta = dict(llm_task_graph(TOY_MOE, NET, Layout(tp=2, ep=2, dp=2, data_parallel="fsdp")).metadata)
+    assert meta["model"] == "toy-moe" and meta["parameters"] == str(parameter_count(TOY_MOE))
+    assert meta["layout"] == "tp 2 x ep 2 x dp 2, fsdp"
+    assert (meta["tp_dims"], meta["ep_dims"], meta["dp_dims"]) == ("0", "1", "2")
+
+
+@pytest.mark.parametrize("method", ["baseline", "themis", "balanced", "cpsat"])
+def test_every_method_gives_a_valid_schedule(method: str) -> None:
+    instance = llm_task_graph(TOY_MOE, NET, Layout(tp=2, ep=2, dp=2, data_parallel="fsdp"))
+    result = solve(instance, method, time_limit=3, workers=1)
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+
+
+@pytest.mark.parametrize(
+    ("layout", "config", "message"),
+    [
+        (Layout(tp=2, dp=2), TOY, "--tp x --ep x --dp: 2 x 1 x 2 = 4, but the network has 8 NPUs"),
+        (Layout(tp=3, dp=1), TOY, "--tp x --ep x --dp"),
+        (Layout(tp=2, ep=2, dp=2), TOY, "--ep: toy has no experts"),
+        (Layout(tp=1, ep=8, dp=1), TOY_MOE, "--ep: toy-moe has 2 experts"),
+    ],
+)
+def test_bad_layouts_name_the_group(layout: Layout, config: LlmConfig, message: str) -> None:
+    with pytest.raises(InputError, match=message.replace("(", r"\(")):
+        llm_task_graph(config, NET, layout)
+
+
+def test_a_group_across_a_dimension_is_refused() -> None:
+    net = Network((Dimension(4, "switch", 400.0, 500.0), Dimension(2, "switch", 100.0, 500.0)))
+    with pytest.raises(InputError, match="--tp: a group of 2 NPUs is not a product of whole consecutive"):
+        llm_task_graph(TOY, net, Layout(tp=2, dp=4))
+
+
+def test_the_workload_command_lays_out_an_llm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "m.json"
+    network = str(DATA / "tiny_3d.json")  # 2 x 4 x 2
+    argv = ["workload", "mixtral-8x7b", "--network", network, "--tp", "2", "--ep", "4", "--seq", "64"]
+    assert main([*argv, "--data-parallel", "fsdp", "--chunks", "2", "--out", str(out)]) == 0
+    meta = dict(load_instance(out).metadata)
+    assert meta["layout"] == "tp 2 x ep 4 x dp 2, fsdp" and meta["parameters"] == str(PUBLISHED["mixtral-8x7b"])
+    assert meta["sequence"] == "64" and "46,702,792,704 parameters" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["llama3-8b", "--tp", "3"], "--tp x --ep x --dp: 3 x 1 x 5 = 15, but the network has 16 NPUs"),
+        (["llama3-8b", "--model-parallel", "2"], "--model-parallel: is not for the LLMs (llama3-8b)"),
+        (["resnet50", "--tp", "2"], "--tp: is for the LLMs"),
+        (["resnet50", "--data-parallel", "fsdp"], "--data-parallel: is for the LLMs"),
+        (["llama3-8b", "--mfu", "1.5"], "--efficiency"),
+    ],
+)
+def test_the_workload_command_refuses_what_does_not_apply(
+    options: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["workload", *options, "--network", str(DATA / "tiny_3d.json"), "--out", str(tmp_path / "o.json")]
+    try:
+        code = main(argv)
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o.json").exists()
