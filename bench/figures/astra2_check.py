@@ -19,7 +19,9 @@ extra.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import math
 import os
 import re
 import subprocess
@@ -136,6 +138,10 @@ def main() -> None:
         )
         prefix = work / f"all_reduce/8npus_{mib}MB/all_reduce"
         row(f"HGX-H100-validated, {mib} MiB", binary, astra, network, system, prefix)
+    for data_parallel in ("ddp", "fsdp"):
+        prefix = llm_case(work, work / "2d.yml", work / "system0.json", data_parallel)
+        name = f"llama3-8b, tp 4 x dp 4 ({data_parallel}), seq 256, 2d ring/ring"
+        row(name, binary, astra, prefix.parent / "network.yml", prefix.parent / "system.json", prefix)
     if args.astra1 is not None:
         network, system = work / "2d.yml", work / "system0.json"
         for workload in WORKLOADS:
@@ -143,6 +149,38 @@ def main() -> None:
                 prefix = convert(args.astra1 / "inputs/workload" / f"{workload}.txt", scale, work)
                 name = f"{workload}, 2d ring/ring, compute / {scale}"
                 row(name, binary, astra, network, system, prefix)
+
+
+def llm_case(work: Path, network: Path, system: Path, data_parallel: str) -> Path:
+    """An LLM layout made expressible by ASTRA-sim 2.x and exported with ``export_astra``: Llama 3
+    8B, tensor parallel 4 (the first dimension) x data parallel 4 (the second), sequences of 256,
+    one pass; compute rounded to whole microseconds (2.x replays microseconds), each collective
+    cut as 2.x cuts it and the collectives chained in the order 2.x runs them (one at a time).
+    Returns the traces' prefix.
+    """
+    from themis_opt.astra.chakra import serialised
+    from themis_opt.astra.export import export_astra
+    from themis_opt.astra.v2 import collective, read_network, read_system
+    from themis_opt.instance import Collective, Compute, Instance, Kind
+    from themis_opt.llm import LLMS, Layout, llm_task_graph
+
+    base = import_astra(network, system, all_reduce_bytes=2**20)
+    settings = read_system(system, len(read_network(network)))
+    layout = Layout(tp=4, dp=4, data_parallel=data_parallel, sequence=256)  # type: ignore[arg-type]
+    graph = llm_task_graph(LLMS["llama3-8b"], base.network, layout)
+    tasks: list[Collective | Compute] = []
+    for task in graph.tasks:
+        if isinstance(task, Compute):
+            tasks.append(dataclasses.replace(task, duration_ns=max(1000.0, 1000.0 * round(task.duration_ns / 1000))))
+            continue
+        group = math.prod(base.network.dimensions[d].size for d in task.dimensions or ())
+        size = task.size_bytes // group if task.kind is Kind.ALL_GATHER else task.size_bytes  # 2.x: the input
+        involved = tuple(d in (task.dimensions or ()) for d in range(base.network.num_dims))
+        cut, _ = collective(task.kind, size, involved, base.network, settings, task.id, id=task.id, after=task.after)
+        tasks.append(cut)
+    chained, _ = serialised(tasks, base.network)
+    export_astra(Instance(base.network, chained, "llama3-8b-2x"), 2, work / f"llm-{data_parallel}")
+    return work / f"llm-{data_parallel}" / "workload"
 
 
 WORKLOADS = ("Resnet50_DataParallel", "MLP_HybridParallel_Data_Model", "MLP_ModelParallel", "DLRM_HybridParallel")
