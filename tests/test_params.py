@@ -86,12 +86,14 @@ def test_a_bad_file_names_the_key(tmp_path: Path, text: str, message: str) -> No
 
 def test_switched_off_stages_do_not_run_and_the_answer_is_still_valid(caplog: pytest.LogCaptureFixture) -> None:
     instance = load("three_dim")
+    plain = SolveParams(pipeline=PipelineParams(balanced_evaluations=0))  # balanced's own search finds the optimum
     with caplog.at_level("INFO", logger="themis_opt.pipeline"):
-        solve(instance, "cpsat", time_limit=10, workers=1)
+        solve(instance, "cpsat", time_limit=10, workers=1, params=plain)
     assert "stage assignment search" in caplog.text  # the warm start is not optimal here
     caplog.clear()
     off = Stage(0.5, enabled=False)
-    params = SolveParams(pipeline=PipelineParams(assignment=off, at_bound=off, sequence=off, counts_fixed=off))
+    stages = {"assignment": off, "at_bound": off, "sequence": off, "counts_fixed": off}
+    params = SolveParams(pipeline=PipelineParams(balanced_evaluations=0, **stages))
     with caplog.at_level("INFO", logger="themis_opt.pipeline"):
         result = solve(instance, "cpsat", time_limit=10, workers=1, params=params)
     assert "stage warm start" in caplog.text and "stage full model" in caplog.text

@@ -52,11 +52,14 @@ def test_every_bundled_instance_gets_the_same_schedules() -> None:
     instances = _instances()
     assert len(instances) > 50
     for instance in instances:
-        for intra in Intra:
-            for planner in (False, True):
-                python, core = _both(instance, planner, intra, baseline=not planner)
-                assert core == python, (instance.name, intra, planner)
-                assert core.makespan == python.makespan  # type: ignore[attr-defined]
+        # both policies with both planners; on the large task graphs (seconds in Python) two of the four
+        pairs = [(i, p) for i in Intra for p in (False, True)]
+        if instance.num_phases > 3000:
+            pairs = [(Intra.FIFO, False), (Intra.SCF, True)]
+        for intra, planner in pairs:
+            python, core = _both(instance, planner, intra, baseline=not planner)
+            assert core == python, (instance.name, intra, planner)
+            assert core.makespan == python.makespan  # type: ignore[attr-defined]
 
 
 def test_a_lazy_schedule_reads_its_columns_as_its_phases_say(worked: Instance) -> None:

@@ -35,6 +35,7 @@ def balanced_schedule(
     deadline: Deadline | None = None,
     memo: Memo | None = None,
     params: SolveParams | None = None,
+    target: float | None = None,
 ) -> tuple[Schedule, Intra, str]:
     """The balanced policy's schedule, the intra-dimension policy that timed it, and a note.
 
@@ -44,7 +45,11 @@ def balanced_schedule(
     timed with ``intra``, or with both policies. The shortest schedule wins
     (ties: fill-and-drain counts first, then fifo). When neither program
     yields counts (too large, or out of time) Themis's orders stand in, and
-    the note says so.
+    the note says so. Last, a short assignment search from the winner's
+    orders (``pipeline.balanced_evaluations`` simulations, fewer on a small
+    or a large instance, seed 0: restarts, then annealing; it stops at
+    ``target``, a proven lower bound) keeps what it finds if that is shorter
+    under ``intra``.
 
     Raises
     ------
@@ -76,4 +81,49 @@ def balanced_schedule(
             raise
         note = "balanced: out of time before every candidate was timed"
     schedule, policy = min(timed, key=lambda entry: entry[0].makespan)
+    found = _short_search(instance, schedule, policies, deadline, params, target)
+    if found is not None and found[0].makespan < schedule.makespan:
+        schedule, policy = found
     return schedule, policy, note
+
+
+def _short_search(
+    instance: Instance,
+    start: Schedule,
+    policies: list[Intra],
+    deadline: Deadline,
+    params: SolveParams,
+    target: float | None,
+) -> tuple[Schedule, Intra] | None:
+    """Balanced's short assignment search from ``start``; its best orders timed under ``policies``."""
+    from themis_opt.result import is_proven
+    from themis_opt.search.assignment import Strategy, default_evaluations, improve_assignment
+
+    settings = params.pipeline
+    evaluations = min(
+        settings.balanced_evaluations,
+        settings.balanced_phases // max(1, instance.num_phases),
+        default_evaluations(instance, params.search),
+    )
+    if not evaluations or deadline.expired():
+        return None
+    if target is not None and is_proven(start.makespan, target, instance.origin_ns):
+        return None
+    try:
+        found = improve_assignment(
+            instance,
+            [start.orders],
+            seed=0,
+            evaluations=evaluations,
+            target=target,
+            deadline=deadline.share(settings.balanced_search_share),
+            workers=1,
+            strategy=Strategy(settings.balanced_restart_share, settings.balanced_temperature),
+            params=params.search,
+        )
+        if found is None:
+            return None
+        # the search times both policies: keep what ``policies`` (balanced-fifo, -scf, or both) give
+        return min(((simulate(instance, found.orders, p, deadline), p) for p in policies), key=lambda e: e[0].makespan)
+    except OutOfTime:
+        return None

@@ -159,7 +159,7 @@ def warm_start(ctx: Context, budget: Deadline) -> None:
         lambda d: baseline_schedule(instance, Intra.FIFO, d, merged=False),
         lambda d: themis_schedule(instance, Intra.FIFO, d),
         lambda d: themis_schedule(instance, Intra.SCF, d),
-        lambda d: balanced_schedule(instance, deadline=d, memo=ctx.memo, params=ctx.params)[0],
+        lambda d: balanced_schedule(instance, deadline=d, memo=ctx.memo, params=ctx.params, target=ctx.bounds.best)[0],
     )
     share = ctx.params.pipeline.warm_share
     candidates: list[Schedule] = []

@@ -156,7 +156,7 @@ def solve(
             case "themis":
                 schedule = themis_schedule(instance, policy or Intra.SCF, deadline)
             case "balanced":
-                schedule, policy, note = balanced_schedule(instance, intra, deadline, memo, params)
+                schedule, policy, note = balanced_schedule(instance, intra, deadline, memo, params, bounds.best)
             case "cpsat":  # pragma: no cover - handled above
                 raise AssertionError("cpsat searches")
             case _ as unreachable:
