@@ -58,7 +58,7 @@ from themis_opt.orders import Orders
 from themis_opt.params import SearchParams
 from themis_opt.result import is_proven
 from themis_opt.schedule import Schedule
-from themis_opt.search.pool import Helper, can_fork, fork, result_of, stop
+from themis_opt.search.pool import Helper, can_fork, fork, rate_line, result_of, stop
 from themis_opt.simulator import PhaseMemo, check_orders, simulate_makespan
 
 logger = logging.getLogger(__name__)
@@ -395,13 +395,7 @@ def _search(
         pass
     if best is None:
         return None
-    took = time.perf_counter() - searched
     logger.info(
-        "assignment search: %s timed in %.2f s (%.0f a second), best %.3f ns (%s)",
-        counted(used, "schedule"),
-        took,
-        used / took if took > 0 else 0.0,
-        best[0],
-        best[3].value,
+        "assignment search: %s, best %.3f ns (%s)", rate_line(used, "schedule", searched), best[0], best[3].value
     )
     return best[1]()  # one schedule built, of thousands timed

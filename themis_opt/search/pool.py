@@ -7,11 +7,19 @@ from __future__ import annotations
 import math
 import multiprocessing
 import sys
+import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
 from themis_opt.budget import Deadline, die_with_parent
+from themis_opt.errors import counted
+
+
+def rate_line(used: int, noun: str, since: float) -> str:
+    """``N nouns timed in T s (R a second)``: a search's log line, from its start ``since`` (perf_counter)."""
+    took = time.perf_counter() - since
+    return f"{counted(used, noun)} timed in {took:.2f} s ({used / took if took > 0 else 0.0:.0f} a second)"
 
 
 def can_fork() -> bool:

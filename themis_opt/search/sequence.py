@@ -13,12 +13,11 @@ from typing import Any
 
 from themis_opt import simcore
 from themis_opt.budget import Deadline
-from themis_opt.errors import counted
 from themis_opt.instance import Instance
 from themis_opt.params import SearchParams
 from themis_opt.result import is_proven
 from themis_opt.schedule import Schedule
-from themis_opt.search.pool import can_fork, fork, result_of, stop
+from themis_opt.search.pool import can_fork, fork, rate_line, result_of, stop
 from themis_opt.simulator import phase_plan, retime, sequences_of
 
 logger = logging.getLogger(__name__)
@@ -296,12 +295,5 @@ def _sequence_search(
         if makespan < best:
             best, best_sequences = makespan, {d: list(seq) for d, seq in current.items()}
             last_best = used
-    took = time.perf_counter() - searched
-    logger.info(
-        "sequence search: %s timed in %.2f s (%.0f a second), best %.3f ns",
-        counted(used, "candidate"),
-        took,
-        used / took if took > 0 else 0.0,
-        best,
-    )
+    logger.info("sequence search: %s, best %.3f ns", rate_line(used, "candidate", searched), best)
     return best, best_sequences
