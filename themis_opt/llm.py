@@ -303,8 +303,28 @@ def _sharded(tensor: Tensor, layout: Layout) -> int:
 def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name: str | None = None) -> Instance:
     """One or more training iterations of ``config`` laid out as ``layout`` on ``network``.
 
-    See the module's docstring for the model; the instance's metadata records
-    the model, its parameters and the layout.
+    Parameters
+    ----------
+    config
+        The model (one of :data:`LLMS`, or any shape).
+    network
+        The network; its dimensions are shared out by :func:`group_dims`.
+    layout
+        The parallel groups, data parallelism, batch, precision, compute rate,
+        passes and chunks.
+    name
+        The instance's name (default ``MODEL-ddp`` or ``MODEL-fsdp``).
+
+    Returns
+    -------
+    Instance
+        A task graph (see the module's docstring for its tasks); its metadata
+        records the model, its parameters, the layout and each group's dimensions.
+
+    Raises
+    ------
+    InputError
+        If the groups do not fit the network, or the experts do not divide over ``ep``.
     """
     tp_dims, ep_dims, dp_dims = group_dims(network, layout)
     if config.moe and config.experts % layout.ep:

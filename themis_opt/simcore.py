@@ -303,12 +303,35 @@ def run(
     *,
     baseline: bool = False,
 ) -> CoreRun:
-    """Time ``orders`` (``None``: Themis's planner) under ``intra`` in the core.
+    """Time ``orders`` under ``intra`` in the core.
+
+    Parameters
+    ----------
+    instance
+        The instance.
+    orders
+        Each chunk's order, keyed by (collective, chunk); ``None``: Themis's
+        planner (a fresh :class:`~themis_opt.policies.ThemisTracker`) plans
+        each collective when it is released.
+    intra
+        The intra-dimension policy.
+    deadline
+        When to stop (checked every 4,096 events).
+    baseline
+        Cut all-reduces as the baseline does (see :func:`~themis_opt.simulator.simulate`).
+
+    Returns
+    -------
+    CoreRun
+        What the run found; :func:`~themis_opt.simulator.simulate` makes the
+        schedule from it.
 
     Raises
     ------
     OutOfTime
         If ``deadline`` passes first.
+    InputError
+        If ``orders`` misses a chunk or gives one an order it cannot take.
     """
     core = _core()
     assert core is not None, "the compiled core is not available"

@@ -92,7 +92,7 @@ def lp_bound(instance: Instance, deadline: Deadline | None = None, params: Bound
         solver, _ = _load_model(instance, "GLOP", integer=False, deadline=deadline)
         if not math.isinf(deadline.at):
             solver.SetTimeLimit(_time_limit_ms(deadline))
-        status = run_interruptibly(solver.Solve, solver.InterruptSolve)
+        status = run_interruptibly(solver.Solve, solver.InterruptSolve, deadline.at)  # not only GLOP's own limit
     except OutOfTime:
         return None
     if status != solver.OPTIMAL:
@@ -214,7 +214,8 @@ def _plain_program(instance: Instance, deadline: Deadline, params: BoundsParams)
         if not math.isinf(deadline.at):
             solver.SetTimeLimit(_time_limit_ms(deadline))
         mip = _mip_parameters()
-        status = run_interruptibly(lambda: solver.Solve(mip), solver.InterruptSolve)
+        # stopped at the deadline too, not only by SCIP's own time limit (as every other solver call)
+        status = run_interruptibly(lambda: solver.Solve(mip), solver.InterruptSolve, deadline.at)
     except OutOfTime:
         return None
     if status not in (solver.OPTIMAL, solver.FEASIBLE):
