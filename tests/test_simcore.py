@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import random
 
@@ -71,6 +72,24 @@ def test_a_lazy_schedule_reads_its_columns_as_its_phases_say(worked: Instance) -
     assert rebuilt == schedule
     assert (rebuilt.makespan, rebuilt.busy_ns(dims), rebuilt.collective_ends(len(worked.collectives))) == first
     assert validate(worked, schedule) == []
+
+
+def _same_columns(a: Schedule, b: Schedule) -> bool:
+    ca, cb = a.columns(), b.columns()
+    return all(
+        (getattr(ca, f.name) == getattr(cb, f.name)).all() and len(getattr(ca, f.name)) == len(getattr(cb, f.name))
+        for f in dataclasses.fields(ca)
+    )
+
+
+def test_the_core_gives_the_phase_columns_the_phases_give(worked: Instance) -> None:
+    for instance in (worked, random_task_graph(7)[0], random_task_graph(11)[0]):
+        for orders in (baseline_orders(instance), ThemisTracker(instance).plan):
+            schedule = simulate(instance, orders, Intra.SCF, engine="core")  # type: ignore[arg-type]
+            plain = pickle.loads(pickle.dumps(schedule))  # built from its phases
+            assert "_columns" not in plain.__dict__ or plain.__dict__["_columns"] is None
+            assert _same_columns(schedule, plain)
+            assert len(schedule.columns().dim) == sum(len(c.phases) for c in plain.chunks)
 
 
 def test_bad_orders_are_refused_as_in_python(worked: Instance) -> None:

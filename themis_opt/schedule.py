@@ -131,6 +131,27 @@ class ComputeSchedule:
 
 
 @dataclass(frozen=True)
+class PhaseColumns:
+    """Every phase of a schedule as numpy columns, in (chunk, phase) order.
+
+    Parameters
+    ----------
+    collective, chunk, dim
+        Each phase's collective, its chunk's index in the collective, its dimension.
+    start_ns, end_ns, bytes_in, bytes_out
+        When it runs and what it holds before and after.
+    """
+
+    collective: Any
+    chunk: Any
+    dim: Any
+    start_ns: Any
+    end_ns: Any
+    bytes_in: Any
+    bytes_out: Any
+
+
+@dataclass(frozen=True)
 class Schedule:
     """A timed schedule of every chunk and every compute task.
 
@@ -159,19 +180,43 @@ class Schedule:
         makespan: float,
         busy_ns: tuple[float, ...],
         collective_ends: tuple[float, ...],
+        columns: Callable[[], PhaseColumns] | None = None,
     ) -> Schedule:
         """A schedule whose chunks ``build`` makes when they are first asked for.
 
         ``makespan``, ``busy_ns`` (per dimension) and ``collective_ends`` must
         be what :attr:`makespan`, :meth:`busy_ns` and :meth:`collective_ends`
-        would compute from those chunks.
+        would compute from those chunks, and ``columns`` (if given) what
+        :meth:`columns` would.
         """
         schedule = object.__new__(cls)
         object.__setattr__(schedule, "computes", computes)
         object.__setattr__(schedule, "_build", build)
         object.__setattr__(schedule, "makespan", makespan)  # what the cached property would hold
         object.__setattr__(schedule, "_summary", (busy_ns, collective_ends))
+        object.__setattr__(schedule, "_columns", columns)
         return schedule
+
+    def columns(self) -> PhaseColumns:
+        """Every phase as numpy columns (a schedule of the compiled core makes them without a
+        Python object per phase). Needs numpy, a dependency of themis_opt.
+        """
+        import numpy as np
+
+        maker = self.__dict__.get("_columns")
+        if maker is not None:
+            made: PhaseColumns = maker()
+            return made
+        rows = [(c.collective, c.chunk, p) for c in self.chunks for p in c.phases]
+        return PhaseColumns(
+            np.array([r[0] for r in rows], dtype=np.int64),
+            np.array([r[1] for r in rows], dtype=np.int64),
+            np.array([r[2].dim for r in rows], dtype=np.int64),
+            np.array([r[2].start_ns for r in rows], dtype=np.float64),
+            np.array([r[2].end_ns for r in rows], dtype=np.float64),
+            np.array([r[2].bytes_in for r in rows], dtype=np.float64),
+            np.array([r[2].bytes_out for r in rows], dtype=np.float64),
+        )
 
     def __getattr__(self, name: str) -> Any:
         # only reached for what is not set: the chunks of a lazy schedule

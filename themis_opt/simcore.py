@@ -33,6 +33,7 @@ from themis_opt.cost import PhaseSpec, chunk_phases, merges
 from themis_opt.instance import Collective, Instance, Kind, Op
 from themis_opt.methods import Intra
 from themis_opt.orders import Order, Orders
+from themis_opt.schedule import PhaseColumns
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +138,18 @@ class _Tables:
             self.widest = max(self.widest, len(self.specs[-1]))
             self.arrays = None
         return found
+
+    def phase_values(self) -> tuple[Any, ...]:
+        """Every table's phases' dimensions, durations and bytes in and out, as numpy arrays."""
+        import numpy as np
+
+        phases = [p for table in self.specs for p in table]
+        return (
+            np.array([p.dim for p in phases], dtype=np.int64),
+            np.array([p.duration for p in phases], dtype=np.float64),
+            np.array([p.bytes_in for p in phases], dtype=np.float64),
+            np.array([p.bytes_out for p in phases], dtype=np.float64),
+        )
 
     def columns(self) -> tuple[array[Any], ...]:
         if self.arrays is None:
@@ -288,6 +301,31 @@ class CoreRun:
         """Each chunk's phases."""
         specs = self.tables.specs
         return [specs[x] for x in self.table_of]
+
+    def columns(self, instance: Instance) -> PhaseColumns:
+        """Every phase as numpy columns, in (chunk, phase) order, with no Python object per phase."""
+        import numpy as np
+
+        ptr = np.frombuffer(self.tables.columns()[0], dtype=np.int64)
+        dim, duration, bytes_in, bytes_out = self.tables.phase_values()
+        table_of = np.frombuffer(self.table_of, dtype=np.int32)
+        first, count = ptr[table_of], ptr[table_of + 1] - ptr[table_of]
+        position = np.arange(self.width)
+        inside = position[None, :] < count[:, None]
+        index = (first[:, None] + position[None, :])[inside]
+        start = np.frombuffer(self.starts, dtype=np.float64).reshape(-1, self.width)[: len(table_of)][inside]
+        chunks = np.array([c.chunks for c in instance.collectives], dtype=np.int64)
+        collective = np.repeat(np.arange(len(chunks)), chunks)
+        chunk = np.arange(len(table_of)) - np.repeat(np.cumsum(chunks) - chunks, chunks)
+        return PhaseColumns(
+            np.repeat(collective, count),
+            np.repeat(chunk, count),
+            dim[index],
+            start,
+            start + duration[index],
+            bytes_in[index],
+            bytes_out[index],
+        )
 
     def phase_starts(self) -> list[list[float]]:
         """Each chunk's phase starts."""

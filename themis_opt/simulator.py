@@ -262,6 +262,7 @@ def _core_builder(instance: Instance, run: simcore.CoreRun) -> Callable[..., Sch
             run.schedule_makespan,
             run.busy_ns,
             run.collective_ends,
+            lambda: run.columns(instance),
         )
 
     return build
