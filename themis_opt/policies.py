@@ -40,6 +40,17 @@ def baseline_orders(instance: Instance) -> dict[tuple[int, int], tuple[int, ...]
     return {(c, k): baseline_order(instance, c) for c, k in instance.chunk_ids}
 
 
+def planned_bytes(instance: Instance, collective: int) -> int:
+    """The bytes Themis plans a chunk of ``collective`` by: its input, an all-gather's shard
+    (ASTRA-sim's chunk size), else the chunk.
+    """
+    coll = instance.collectives[collective]
+    if coll.kind is not Kind.ALL_GATHER:
+        return coll.chunk_bytes
+    dims = instance.network.dimensions
+    return coll.chunk_bytes // math.prod(dims[d].size for d in instance.active_dims[collective])
+
+
 class ThemisTracker:
     """Themis's greedy load tracker (ASTRA-sim 1.0's OfflineGreedy), planning one
     collective at a time, when it is released.
@@ -96,8 +107,7 @@ class ThemisTracker:
         is_ag = coll.kind is Kind.ALL_GATHER
         active = instance.active_dims[c]
         involved = set(active)
-        # the chunk's input: an all-gather's shard (ASTRA-sim's chunk size), else the chunk
-        nominal = coll.chunk_bytes // math.prod(dims[d].size for d in active) if is_ag else coll.chunk_bytes
+        nominal = planned_bytes(instance, c)
         b0 = dims[0].bandwidth_gbps
         orders = []
         for _ in range(coll.chunks):

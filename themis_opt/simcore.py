@@ -21,7 +21,6 @@ import ctypes
 import importlib.util
 import itertools
 import logging
-import math
 import weakref
 from array import array
 from collections.abc import Sequence
@@ -33,6 +32,7 @@ from themis_opt.cost import PhaseSpec, chunk_phases, merges
 from themis_opt.instance import Collective, Instance, Kind, Op
 from themis_opt.methods import Intra
 from themis_opt.orders import Order, Orders
+from themis_opt.policies import planned_bytes
 from themis_opt.schedule import PhaseColumns
 
 logger = logging.getLogger(__name__)
@@ -210,10 +210,7 @@ def _static(instance: Instance) -> tuple[array[Any], ...]:
             successors[index[dep.task]].append((t, dep.lag_ns))
     dims = instance.network.dimensions
     active = instance.active_dims
-    nominal = [
-        c.chunk_bytes // math.prod(dims[d].size for d in active[i]) if c.kind is Kind.ALL_GATHER else c.chunk_bytes
-        for i, c in enumerate(colls)
-    ]
+    nominal = [planned_bytes(instance, c) for c in range(len(colls))]
     chunks = [c.chunks for c in colls]
     return (
         array("B", is_coll),
