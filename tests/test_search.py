@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from array import array
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -23,14 +24,15 @@ from themis_opt.search import (
     strategy_for,
 )
 from themis_opt.search.sequence import _Sequences
-from themis_opt.simulator import retime, sequences_of, simulate
+from themis_opt.simulator import AssignmentTimer, retime, sequences_of, simulate
 from themis_opt.validator import validate
 
 from .conftest import load
 
 SEARCH = SearchParams()
 DESCENT = Strategy(SEARCH.descent_restart_share, 0.0)
-ANNEALING = Strategy(SEARCH.annealing_restart_share, SEARCH.annealing_temperature, shared=True)
+ANNEALING = Strategy(SEARCH.annealing_restart_share, SEARCH.annealing_temperature)
+SHARED = Strategy(SEARCH.annealing_restart_share, SEARCH.annealing_temperature, shared=True)
 
 MIB = 2**20
 NO_LIMITS: dict[str, Any] = {"deadline": Deadline(), "keep_counts": False, "target": None}
@@ -145,8 +147,8 @@ def test_two_workers_descend_twice_and_return_the_better_seed() -> None:
 class _InProcessTimer:
     """A timer's end of the pipe that times each job here when asked (or has died: ``dead``)."""
 
-    def __init__(self, instance: Instance, dead: bool = False) -> None:
-        self.instance, self.dead, self.jobs, self.answered = instance, dead, [], 0  # type: ignore[var-annotated]
+    def __init__(self, timer: AssignmentTimer, dead: bool = False) -> None:
+        self.timer, self.dead, self.jobs, self.answered = timer, dead, [], 0  # type: ignore[var-annotated]
 
     def send(self, job: Any) -> None:
         self.jobs.append(job)
@@ -157,27 +159,30 @@ class _InProcessTimer:
     def recv(self) -> float:
         if self.dead:
             raise EOFError
-        from themis_opt.simulator import simulate_makespan
-
         self.answered += 1
-        return simulate_makespan(self.instance, *self.jobs.pop(0), Deadline(), {})[0]
+        tokens, policy, _ = self.jobs.pop(0)  # the tokens it made are this timer's own
+        return self.timer.makespan(array("i", tokens), policy, Deadline())
 
 
-def _walk(instance: Instance, timers: list[Any], evaluations: int = 80) -> Schedule | None:
+def _walk(instance: Instance, dead: bool = False, evaluations: int = 80) -> tuple[Schedule | None, int, int]:
     from themis_opt.search.assignment import _search
 
+    timer = AssignmentTimer(instance)
+    helper = _InProcessTimer(timer, dead)
     starts = [baseline_orders(instance)]
-    return _search(instance, starts, seed=4, strategy=ANNEALING, evaluations=evaluations, timers=timers, **NO_LIMITS)
+    found = _search(
+        timer, starts, seed=4, strategy=SHARED, evaluations=evaluations, timers=[(None, helper)], **NO_LIMITS
+    )
+    return found, helper.answered, len(timer.made)
 
 
-def test_annealing_with_two_workers_is_one_walk_timed_by_both() -> None:
+def test_a_shared_walk_with_two_workers_is_one_walk_timed_by_both() -> None:
     # the forked timer gives the walk an in-process timer gives: it depends on the number of timers only
     instance = _three_dims()
     starts = [baseline_orders(instance)]
-    timer = _InProcessTimer(instance)
-    expected = _walk(instance, [(None, timer)])
-    assert timer.answered > 20  # the timer timed its share of the candidates
-    both = improve_assignment(instance, starts, seed=4, evaluations=80, workers=2, strategy=ANNEALING)
+    expected, answered, _ = _walk(instance)
+    assert answered > 20  # the timer timed its share of the candidates
+    both = improve_assignment(instance, starts, seed=4, evaluations=80, workers=2, strategy=SHARED)
     assert both is not None and validate(instance, both) == []
     assert both == expected
     assert both.makespan <= min(simulate(instance, starts[0], intra).makespan for intra in ("fifo", "scf"))
@@ -186,9 +191,18 @@ def test_annealing_with_two_workers_is_one_walk_timed_by_both() -> None:
 def test_a_timer_that_dies_leaves_the_walk_unchanged() -> None:
     # its candidates are timed here instead: the same makespans, so the same walk
     instance = _three_dims()
-    assert _walk(instance, [(None, _InProcessTimer(instance, dead=True))]) == _walk(
-        instance, [(None, _InProcessTimer(instance))]
-    )
+    assert _walk(instance, dead=True)[0] == _walk(instance)[0]
+
+
+def test_a_forked_timer_learns_the_orders_drawn_after_it_was_forked() -> None:
+    # 3 dimensions and 16 chunks: the walk draws orders no start has, and the timer numbers them alike
+    instance = _three_dims(16)
+    starts = [baseline_orders(instance)]
+    expected, _, made = _walk(instance, evaluations=400)
+    assert made > len(set(starts[0].values()))  # orders drawn during the walk, after the timer was forked
+    both = improve_assignment(instance, starts, seed=4, evaluations=400, workers=2, strategy=SHARED)
+    assert both is not None and validate(instance, both) == []
+    assert both == expected
 
 
 def test_a_helper_that_dies_leaves_the_own_search(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -207,7 +221,8 @@ def test_a_helper_that_dies_leaves_the_own_search(monkeypatch: pytest.MonkeyPatc
     instance = _three_dims()
     starts = [baseline_orders(instance)]
     found = improve_assignment(instance, starts, seed=0, evaluations=80, workers=2)
-    assert found == search(instance, starts, seed=0, strategy=DESCENT, evaluations=80, **NO_LIMITS)
+    alone = search(AssignmentTimer(instance), starts, seed=0, strategy=DESCENT, evaluations=80, **NO_LIMITS)
+    assert found == alone
 
 
 def _in_a_daemon(send: Connection) -> None:
@@ -232,7 +247,7 @@ def test_a_daemonic_process_searches_alone() -> None:
     assert alone is not None and makespan == alone.makespan
 
 
-@pytest.mark.parametrize("strategy", [DESCENT, ANNEALING])
+@pytest.mark.parametrize("strategy", [DESCENT, ANNEALING, SHARED])
 def test_helpers_keep_the_deadline(strategy: Strategy, caplog: pytest.LogCaptureFixture) -> None:
     # 32 chunks, more simulations than a second allows: both searches (or the walk and its timer) stop,
     # and the moves are planned over the time left, not over the simulations

@@ -13,7 +13,16 @@ from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.methods import Intra
 from themis_opt.policies import baseline_orders, themis_orders
 from themis_opt.schedule import Schedule
-from themis_opt.simulator import PhaseMemo, ScfQueue, retime, sequences_of, simulate, simulate_makespan
+from themis_opt.simulator import (
+    AssignmentTimer,
+    Engine,
+    PhaseMemo,
+    ScfQueue,
+    retime,
+    sequences_of,
+    simulate,
+    simulate_makespan,
+)
 from themis_opt.validator import critical_path, validate
 
 from .conftest import heuristic_schedules, load
@@ -201,6 +210,42 @@ def test_makespan_only_runs_match_simulate(name: str) -> None:
             built = build()
             assert built == schedule
             assert validate(instance, built) == []
+
+
+@pytest.mark.parametrize("engine", ["core", "python"])
+@pytest.mark.parametrize("name", ["worked", "three_dim", "mixed", "graph_2l2p"])
+def test_an_assignment_timer_times_as_simulate_does(name: str, engine: Engine) -> None:
+    instance = load(name)
+    rng = random.Random(3)
+    timer = AssignmentTimer(instance, engine)
+    for _ in range(4):
+        orders = {
+            (c, k): tuple(rng.sample(instance.active_dims[c], len(instance.active_dims[c])))
+            for c, k in instance.chunk_ids
+        }
+        tokens = timer.tokens(orders)
+        assert timer.orders(tokens) == orders
+        for intra in Intra:
+            expected = simulate(instance, orders, intra)
+            assert timer.makespan(tokens, intra, Deadline()) == expected.makespan
+            assert timer.schedule(tokens, intra) == expected
+
+
+def test_two_assignment_timers_asked_alike_number_alike(worked: Instance) -> None:
+    one, two = AssignmentTimer(worked), AssignmentTimer(worked)
+    orders = themis_orders(worked)
+    tokens = one.tokens(orders)
+    for c, k, order in one.made:
+        two.token(c, k, order)
+    assert two.tokens(orders) == tokens and two.made == one.made
+
+
+def test_an_assignment_timer_refuses_an_order_a_chunk_cannot_take(worked: Instance) -> None:
+    timer = AssignmentTimer(worked)
+    with pytest.raises(InputError, match=r"orders\[0, 0\]"):
+        timer.token(0, 0, (0, 0))
+    with pytest.raises(InputError, match="missing"):
+        timer.tokens({})
 
 
 def _crowd(active: int, chunks: int = 3) -> Instance:

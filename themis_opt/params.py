@@ -88,12 +88,12 @@ class SearchParams(_Group):
         None, "simulations per search: a deterministic stop (default: the rule below, or the time)", 1, integer=True
     )
     evaluations_per_pair: int = knob(
-        200, "per ordered pair of interchangeable chunks: swaps grow with a class's square", 1
+        300, "per ordered pair of interchangeable chunks: swaps grow with a class's square", 1
     )
     min_evaluations: int = knob(2400, "at least: a class of a few chunks still gets restarts and moves", 1)
     descent_restart_share: float = knob(0.5, "one collective: restarts for half the simulations, then a descent", 0, 1)
     annealing_restart_share: float = knob(0.1, "several collectives: restarts for a tenth, then annealing", 0, 1)
-    annealing_temperature: float = knob(0.0015, "annealing's start, times the best makespan: 0.15% walked best", 0)
+    annealing_temperature: float = knob(0.0008, "annealing's start, times the best makespan: 0.08% walked best", 0)
     handover_grace: float = knob(0.2, "seconds a caller waits past the deadline for a helper's schedule", 0)
     sequence_temperature: float = knob(0.002, "the sequence search's start, times the best makespan", 0)
     sequence_evaluations_per_phase: int = knob(200, "simulations of a sequence search per phase: about 5 s on 128", 1)

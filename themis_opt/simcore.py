@@ -499,3 +499,79 @@ class PhaseGraph:
         if makespan < 0:
             return None
         return makespan, head, tail
+
+
+class TableTimer:
+    """Makespans of many fixed assignments of one instance: each chunk's order is given by
+    the index of its phase table (:meth:`table`), so that a search timing thousands of
+    assignments builds no Python object per chunk and the core's arguments are made once.
+    """
+
+    def __init__(self, instance: Instance):
+        self.instance = instance
+        self._prepared = _prepared(instance)
+        self._out: tuple[array[Any], ...] = ()
+        self._head: list[Any] = []
+        self._columns: tuple[array[Any], ...] | None = None
+        self._width = 0
+        network = instance.network
+        n = max(len(instance.chunk_ids), 1)
+        self._makespan = array("d", [0.0, 0.0])
+        self._rest = (
+            array("i", [0]) * n,  # table_of
+            array("d", [0.0]) * max(len(instance.computes), 1),
+            self._makespan,
+            array("d", [0.0]) * max(network.num_dims, 1),
+            array("d", [0.0]) * max(len(instance.collectives), 1),
+        )
+        self._planner = (array("q", [0]), array("i", [0]))
+
+    def table(self, c: int, nbytes: int, order: Order) -> int:
+        """The table of a chunk of ``nbytes`` of collective ``c`` taking ``order`` (not checked)."""
+        known = self._prepared.by_order.setdefault((c, False, nbytes), {})
+        found = known.get(order)
+        if found is None:
+            found = known[order] = self._prepared.tables.table(self.instance, c, nbytes, order, False)
+        return found
+
+    def _bind(self) -> None:
+        """The core's arguments but the tables and the policy (again after a new table was made)."""
+        instance, prepared = self.instance, self._prepared
+        columns = prepared.tables.columns()
+        if prepared.tables.widest != self._width:
+            self._width = prepared.tables.widest
+            self._starts = array("d", [0.0]) * (max(len(instance.chunk_ids), 1) * self._width)
+        network, s = instance.network, prepared.pointers
+        # fmt: off
+        self._head = [
+            len(instance.tasks), *s[0:7],
+            len(instance.collectives), *s[7:15],
+            len(instance.computes), *s[15:17],
+            network.num_dims, *s[17:19], network.active_chunks,
+            *(_ptr(a) for a in columns),
+            0,
+        ]
+        # fmt: on
+        self._perm = [_ptr(a) for a in self._planner]
+        self._out = (self._rest[0], self._starts, *self._rest[1:])
+        self._tail = [self._width, *(_ptr(a) for a in self._out)]
+        self._columns = columns
+
+    def makespan(self, tables: array[int], intra: Intra, deadline: Deadline) -> float:
+        """The makespan of ``tables`` (from :meth:`table` or :meth:`tables`) under ``intra``, as
+        :func:`~themis_opt.simulator.simulate_makespan` gives it.
+
+        Raises
+        ------
+        OutOfTime
+            If ``deadline`` passes first.
+        """
+        if self._prepared.tables.columns() is not self._columns:
+            self._bind()
+        core = _core()
+        status = core(*self._head, tables.buffer_info()[0], *self._perm, _policy_code(intra), deadline.at, *self._tail)
+        if status == -1:
+            raise OutOfTime("simulator: out of time")
+        if status != 0:
+            raise MemoryError("the simulator core ran out of memory")
+        return float(self._makespan[0])

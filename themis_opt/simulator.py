@@ -43,6 +43,7 @@ import functools
 import gc
 import heapq
 import math
+from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Literal
@@ -345,6 +346,73 @@ def simulate_makespan(
         return run.makespan, _core_builder(instance, run)
     with _gc_paused():
         return _simulate(instance, orders, intra, deadline, memo)
+
+
+class AssignmentTimer:
+    """Times many assignments of one instance's chunks to orders, for the searches.
+
+    Each chunk's order is a small integer, its *token* (:meth:`token`), and an
+    assignment an array of tokens in ``instance.chunk_ids`` order, so a search
+    copies and swaps arrays rather than dicts of orders. In the compiled core a
+    token is the order's phase table, handed to the core as it stands; in
+    Python it stands for the order, and the assignment is simulated as
+    :func:`simulate_makespan` does. Tokens are numbered in the order they are
+    first asked for, so two timers of one instance asked the same orders in
+    the same order agree on them.
+
+    Parameters
+    ----------
+    instance
+        The instance.
+    engine
+        As :func:`simulate`'s.
+    """
+
+    def __init__(self, instance: Instance, engine: Engine = "auto"):
+        self.instance = instance
+        self.engine: Engine = engine
+        self._core = simcore.TableTimer(instance) if _core_orders(instance, {}, engine)[0] else None
+        self._orders: list[tuple[int, ...]] = []  # each token's order
+        self._known: dict[tuple[int, int, tuple[int, ...]], int] = {}  # (collective, chunk bytes, order) -> token
+        self.made: list[tuple[int, int, tuple[int, ...]]] = []  # every (c, k, order) that made a token, in order
+        self._memo: PhaseMemo = {}
+
+    def token(self, c: int, k: int, order: Sequence[int] | None) -> int:
+        """The token of chunk ``(c, k)`` taking ``order`` (checked as :func:`check_orders` does)."""
+        if order is None:
+            check_order(self.instance, c, k, order)
+        assert order is not None
+        key = (c, self.instance.collectives[c].bytes_of(k), tuple(order))
+        found = self._known.get(key)
+        if found is None:
+            check_order(self.instance, c, k, order)
+            found = self._core.table(c, key[1], key[2]) if self._core is not None else len(self._orders)
+            self._known[key] = found
+            while len(self._orders) <= found:
+                self._orders.append(())
+            self._orders[found] = key[2]
+            self.made.append((c, k, key[2]))
+        return found
+
+    def tokens(self, orders: Orders) -> array[int]:
+        """The assignment ``orders`` as tokens."""
+        return array("i", [self.token(c, k, orders.get((c, k))) for c, k in self.instance.chunk_ids])
+
+    def orders(self, tokens: Sequence[int]) -> Orders:
+        """The orders that ``tokens`` stand for."""
+        return {cid: self._orders[x] for cid, x in zip(self.instance.chunk_ids, tokens)}
+
+    def makespan(self, tokens: array[int], intra: Intra, deadline: Deadline) -> float:
+        """:func:`simulate_makespan`'s makespan of the assignment ``tokens``."""
+        if self._core is not None:
+            return self._core.makespan(tokens, intra, deadline)
+        with _gc_paused():
+            return _simulate(self.instance, self.orders(tokens), intra, deadline, self._memo)[0]
+
+    def schedule(self, tokens: Sequence[int], intra: Intra, deadline: Deadline | None = None) -> Schedule:
+        """The schedule of the assignment ``tokens`` (simulated again)."""
+        orders = self.orders(tokens)
+        return simulate_makespan(self.instance, orders, intra, deadline or Deadline(), self._memo, self.engine)[1]()
 
 
 _PHASE_DONE, _COMPUTE_DONE, _RELEASE = 0, 1, 2  # same-instant events in this order

@@ -23,11 +23,18 @@ Two strategies share these steps: a plain descent after restarts for half
 the simulations for one collective and annealing after restarts for a tenth
 for several (:func:`strategy_for`; the shares and the temperature are
 :class:`~themis_opt.params.SearchParams`).
-With several workers, the descent runs once per worker, worker ``n`` seeded
-``seed + n``, and the shortest schedule wins; the annealing runs once, its
-candidates timed by all workers at once (``workers`` candidates drawn from
-the current assignment, the first accepted taken): one walk of about
-``workers`` times the simulations rather than ``workers`` walks.
+With several workers, the search runs once per worker, worker ``n`` seeded
+``seed + n``, and the shortest schedule wins. A ``shared`` strategy runs one
+walk instead, its candidates timed by all workers at once (``workers``
+candidates drawn from the current assignment, the first accepted taken); with
+the compiled core a simulation is shorter than a round trip to another
+process, so this is slower than one walk per worker (see the docs' benchmark
+page).
+
+Assignments are arrays of small integers, one per chunk
+(:class:`~themis_opt.simulator.AssignmentTimer`'s tokens: in the compiled
+core, the chunk's phase table), so a move copies an array and swaps two of
+its entries.
 
 With ``keep_counts`` only swaps are made: every schedule keeps the number of
 chunks of each class on each order that its start has.
@@ -39,13 +46,13 @@ the same schedule.
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import multiprocessing
 import random
 import time
-from collections.abc import Callable, Sequence
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -59,7 +66,7 @@ from themis_opt.params import SearchParams
 from themis_opt.result import is_proven
 from themis_opt.schedule import Schedule
 from themis_opt.search.pool import Helper, can_fork, fork, rate_line, result_of, stop
-from themis_opt.simulator import PhaseMemo, check_orders, simulate_makespan
+from themis_opt.simulator import AssignmentTimer, check_orders
 
 logger = logging.getLogger(__name__)
 SEARCH = SearchParams()  # the defaults
@@ -90,7 +97,7 @@ def strategy_for(instance: Instance, params: SearchParams = SEARCH) -> Strategy:
     """A descent after restarts for one collective, annealing after restarts for several."""
     if len(instance.collectives) == 1:
         return Strategy(restart_share=params.descent_restart_share, temperature=0.0)
-    return Strategy(params.annealing_restart_share, params.annealing_temperature, shared=True)
+    return Strategy(params.annealing_restart_share, params.annealing_temperature)
 
 
 def default_evaluations(instance: Instance, params: SearchParams = SEARCH) -> int:
@@ -177,19 +184,18 @@ def improve_assignment(
     def run(n: int) -> dict[str, Any]:
         return {"seed": seed + n, **options}
 
+    timer = AssignmentTimer(instance)
     if strategy.shared and workers > 1 and can_fork():
-        timers = [_fork_timer(instance) for _ in range(1, workers)]
+        timers = [_fork_timer(timer) for _ in range(1, workers)]
         try:
-            return _search(instance, starts, **run(0), timers=timers)
+            return _search(timer, starts, **run(0), timers=timers)
         finally:
             stop(timers)
     helpers = (
-        [fork(_search, (instance, starts), {**run(n), "handover": True}) for n in range(1, workers)]
-        if can_fork()
-        else []
+        [fork(_search, (timer, starts), {**run(n), "handover": True}) for n in range(1, workers)] if can_fork() else []
     )
     try:
-        found = [_search(instance, starts, **run(0))]
+        found = [_search(timer, starts, **run(0))]
         if found[0] is None or target is None or not is_proven(found[0].makespan, target, instance.origin_ns):
             found += [result_of(helper, deadline, params.handover_grace) for helper in helpers]
     finally:
@@ -198,24 +204,28 @@ def improve_assignment(
     return min(timed, key=lambda schedule: schedule.makespan) if timed else None  # min keeps the first of ties
 
 
-def _fork_timer(instance: Instance) -> Helper:
+def _fork_timer(timer: AssignmentTimer) -> Helper:
     """A forked process that times the assignments sent to it (see :func:`_timer`)."""
     context = multiprocessing.get_context("fork")
     mine, theirs = context.Pipe()
-    process = context.Process(target=_timer, args=(theirs, instance), daemon=True)
+    process = context.Process(target=_timer, args=(theirs, timer), daemon=True)
     process.start()
     theirs.close()
     return process, mine
 
 
-def _timer(connection: Connection, instance: Instance) -> None:  # pragma: no cover - runs in the forked process
-    """Answer every ``(orders, policy)`` received with its simulated makespan, until the pipe closes."""
+def _timer(connection: Connection, timer: AssignmentTimer) -> None:  # pragma: no cover - runs in the forked process
+    """Answer every ``(tokens, policy, made)`` received with its simulated makespan, until the pipe
+    closes; ``made`` are the tokens the sender made since the last job, made here in the same order
+    so that both number them alike.
+    """
     die_with_parent()
-    memo: PhaseMemo = {}
     try:
         while True:
-            orders, policy = connection.recv()
-            connection.send(simulate_makespan(instance, orders, policy, Deadline(), memo)[0])
+            tokens, policy, made = connection.recv()
+            for c, k, order in made:
+                timer.token(c, k, order)
+            connection.send(timer.makespan(array("i", tokens), policy, Deadline()))
     except (EOFError, OSError, KeyboardInterrupt):
         pass
 
@@ -231,7 +241,7 @@ def _answer(connection: Connection, deadline: Deadline) -> float | None:
 
 
 def _search(
-    instance: Instance,
+    timer: AssignmentTimer,
     starts: Sequence[Orders],
     *,
     seed: int,
@@ -245,57 +255,63 @@ def _search(
 ) -> Schedule | None:
     """One search with ``strategy`` (:func:`improve_assignment` with one worker).
 
-    It stops while the time left is still twice its longest simulation (four times with
-    ``handover``, in a helper), so that its schedule is built (and sent) before
-    ``deadline``: on 4,096 chunks building, pickling and unpickling a schedule each took
-    about as long as a simulation. With ``timers``
-    (see :func:`fork_timer`) it draws one candidate more than there are timers, times them
-    all at once and takes the first it accepts: the walk depends on how many timers there
-    are, never on which answers first.
+    Assignments are arrays of the ``timer``'s tokens. It stops while the time left is still
+    twice its longest simulation (four times with ``handover``, in a helper), so that its
+    schedule is built (and sent) before ``deadline``: on 4,096 chunks building, pickling and
+    unpickling a schedule each took about as long as a simulation. With ``timers`` (see
+    :func:`_fork_timer`) it draws one candidate more than there are timers, times them all at
+    once and takes the first it accepts: the walk depends on how many timers there are, never
+    on which answers first.
     """
+    instance = timer.instance
     rng = random.Random(seed)
+    position = {cid: i for i, cid in enumerate(instance.chunk_ids)}
     classes = [cls for cls in instance.chunk_classes if instance.order_count(cls.collective) > 1]
     if keep_counts:  # a class of one chunk has nothing to swap with
         classes = [cls for cls in classes if len(cls.chunks) > 1]
-    known = {cls: sorted({start[(cls.collective, k)] for start in starts for k in cls.chunks}) for cls in classes}
-    # the best makespan, how to build its schedule, its orders and policy
-    best: tuple[float, Callable[..., Schedule], Orders, Intra] | None = None
+    for orders in starts:
+        check_orders(instance, orders)  # every later assignment rearranges these or draws valid orders
+    begun = [timer.tokens(orders) for orders in starts]
+    # each class's chunks' positions in an assignment, and the tokens some start gives them
+    places = {cls: [position[(cls.collective, k)] for k in cls.chunks] for cls in classes}
+    known = {cls: sorted({tokens[i] for tokens in begun for i in places[cls]}) for cls in classes}
+    best: tuple[float, array[int], Intra] | None = None  # the best makespan, its tokens and policy
     used = 0
     origin = instance.origin_ns
-    memo: PhaseMemo = {}
-
     longest = 0.0  # the longest simulation so far, s
+    told = [0] * len(timers)  # how many of the timer's made tokens each timer has been sent
 
-    def time_it(orders: Orders, policy: Intra) -> float:
-        nonlocal best, used, longest
+    def time_it(tokens: array[int], policy: Intra) -> float:
+        nonlocal used, longest
         deadline.check("assignment search")  # a small run checks no deadline of its own
         if deadline.remaining() < (4 if handover else 2) * longest:
-            # kept for building the best schedule (a timer's is simulated again first) and, in a helper,
-            # sending it: with one simulation's worth kept, large instances overran the deadline
+            # kept for building the best schedule and, in a helper, sending it: with one
+            # simulation's worth kept, large instances overran the deadline
             raise OutOfTime("assignment search: the time left is for building the schedule")
         used += 1
         start = time.perf_counter()
-        makespan, build = simulate_makespan(instance, orders, policy, deadline, memo)
+        makespan = timer.makespan(tokens, policy, deadline)
         longest = max(longest, time.perf_counter() - start)
-        keep(makespan, build, orders, policy)
+        keep(makespan, tokens, policy)
         return makespan
 
-    def keep(makespan: float, build: Callable[..., Schedule], orders: Orders, policy: Intra) -> None:
+    def keep(makespan: float, tokens: array[int], policy: Intra) -> None:
         nonlocal best
         if best is None or makespan < best[0]:
-            best = (makespan, build, orders, policy)
+            best = (makespan, tokens, policy)
             if target is not None and is_proven(makespan, target, origin):
                 raise _Optimal
 
-    def time_all(jobs: Sequence[tuple[Orders, Intra]]) -> list[float]:
+    def time_all(jobs: Sequence[tuple[array[int], Intra]]) -> list[float]:
         """Each job's makespan: the first timed here, the others by the timers, at once
         (a job whose timer died is timed here instead).
         """
         nonlocal used
         sent = []
-        for (_, connection), job in zip(timers, jobs[1:]):
+        for n, ((_, connection), job) in enumerate(zip(timers, jobs[1:])):
             try:
-                connection.send(job)
+                connection.send((job[0].tobytes(), job[1], timer.made[told[n] :]))
+                told[n] = len(timer.made)
                 sent.append(True)
             except OSError:
                 sent.append(False)
@@ -306,59 +322,63 @@ def _search(
                 makespans.append(time_it(*job))
                 continue
             used += 1
-            keep(makespan, functools.partial(rebuild, *job), *job)
+            keep(makespan, *job)
             makespans.append(makespan)
         return makespans
 
-    def rebuild(orders: Orders, policy: Intra) -> Schedule:
-        """A timer's schedule, simulated again here (if it stays the best)."""
-        return simulate_makespan(instance, orders, policy, Deadline(), memo)[1]()
-
-    def draw(current: Orders) -> Orders:
-        """A move from ``current``: a swap within a class, or one chunk given another order."""
-        candidate = dict(current)
+    def draw(current: array[int]) -> array[int] | None:
+        """A move from ``current``: a swap within a class, or one chunk given another order;
+        ``None`` if it changes nothing.
+        """
         cls = rng.choice(classes)
-        a = rng.choice(cls.chunks)
+        chunk = rng.randrange(len(cls.chunks))
+        a = places[cls][chunk]
         if len(cls.chunks) > 1 and (keep_counts or rng.random() < 0.6):
-            b = rng.choice(cls.chunks)
-            key_a, key_b = (cls.collective, a), (cls.collective, b)
-            candidate[key_a], candidate[key_b] = candidate[key_b], candidate[key_a]
-        elif rng.random() < 0.8:  # an order some start gives this class: the load programs chose well
-            candidate[(cls.collective, a)] = rng.choice(known[cls])
+            b = places[cls][rng.randrange(len(cls.chunks))]
+            if current[a] == current[b]:
+                return None
+            candidate = current[:]
+            candidate[a], candidate[b] = current[b], current[a]
+            return candidate
+        if rng.random() < 0.8:  # an order some start gives this class: the load programs chose well
+            token = rng.choice(known[cls])
         else:
             dims = list(instance.active_dims[cls.collective])
             rng.shuffle(dims)
-            candidate[(cls.collective, a)] = tuple(dims)
+            token = timer.token(cls.collective, cls.chunks[chunk], dims)
+        if token == current[a]:
+            return None
+        candidate = current[:]
+        candidate[a] = token
         return candidate
 
-    for orders in starts:
-        check_orders(instance, orders)  # every later assignment rearranges these or draws valid orders
     searched = time.perf_counter()
     try:
-        for orders in starts:
+        for tokens in begun:
             for policy in Intra:
-                time_it(dict(orders), policy)
+                time_it(tokens[:], policy)
         if not classes:
-            return None if best is None else best[1]()
+            return None if best is None else timer.schedule(best[1], best[2])
         n = 0
         began, restarted = time.perf_counter(), used
         restarts_end = deadline.share(strategy.restart_share)
         while used < evaluations * strategy.restart_share and not restarts_end.expired():
-            orders = dict(starts[n % len(starts)])
+            tokens = begun[n % len(begun)][:]
             n += 1
             for cls in classes:
-                taken = [orders[(cls.collective, k)] for k in cls.chunks]
+                where = places[cls]
+                taken = [tokens[i] for i in where]
                 rng.shuffle(taken)
-                orders.update({(cls.collective, k): o for k, o in zip(cls.chunks, taken)})
-            jobs = [(orders, policy) for policy in Intra]
+                for i, token in zip(where, taken):
+                    tokens[i] = token
+            jobs = [(tokens, policy) for policy in Intra]
             for k in range(0, len(jobs), 1 + len(timers)):
                 time_all(jobs[k : k + 1 + len(timers)])
         assert best is not None
-        current_makespan, _, current, policy = best
+        current_makespan, current, policy = best
         # the cooling runs over the simulations left (so that with time to spare it, like the result, does
         # not depend on the clock) or, where the time left is too short for them at the restarts' pace,
-        # over the time left: planned as simulations at that pace, it ended hot on 8 collectives (the moves
-        # time one policy, in other batches; 10,205 planned, 8,900 made, 1.50-2.87% above the bound)
+        # over the time left: planned as simulations at that pace, it ended hot on 8 collectives
         moves = evaluations - used
         pace = (time.perf_counter() - began) / max(1, used - restarted)
         by_clock = pace > 0 and deadline.remaining() / pace < moves
@@ -376,11 +396,11 @@ def _search(
 
         draws = 0
         while used < evaluations and draws < 4 * evaluations:  # moves that change nothing are drawn again
-            candidates: list[Orders] = []
+            candidates: list[array[int]] = []
             while len(candidates) < min(1 + len(timers), evaluations - used) and draws < 4 * evaluations:
                 draws += 1
                 candidate = draw(current)
-                if candidate != current:
+                if candidate is not None:
                     candidates.append(candidate)
             if not candidates:
                 break
@@ -396,6 +416,6 @@ def _search(
     if best is None:
         return None
     logger.info(
-        "assignment search: %s, best %.3f ns (%s)", rate_line(used, "schedule", searched), best[0], best[3].value
+        "assignment search: %s, best %.3f ns (%s)", rate_line(used, "schedule", searched), best[0], best[2].value
     )
-    return best[1]()  # one schedule built, of thousands timed
+    return timer.schedule(best[1], best[2])  # one schedule built, of thousands timed
