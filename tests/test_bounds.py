@@ -298,3 +298,41 @@ def test_the_default_bound_counts_latency() -> None:
     assert default.bounds.lp is None and default.bounds.least_busy is not None
     assert default.bounds.ideal < 0.2 * default.makespan  # type: ignore[operator]
     assert default.lower_bound >= 0.8 * full.best
+
+
+def test_a_slow_solver_load_is_waited_for_only_until_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a cold disk made the import of OR-Tools take 6 s: the wait ends at the deadline, the load goes on
+    import sys
+    import threading
+    import time
+
+    import themis_opt.bounds.programs as programs
+    from themis_opt.budget import Deadline
+
+    release = threading.Event()
+    monkeypatch.setattr(programs, "_LOADING", {})
+    monkeypatch.setattr(programs, "_load_solvers", lambda: release.wait(10))
+    monkeypatch.delitem(sys.modules, "ortools.sat.python.cp_model", raising=False)
+    assert not programs.solvers_loaded(Deadline.after(0.1))  # less than solver_load (0.6 s) left: not started
+    assert "thread" not in programs._LOADING
+    t0 = time.perf_counter()
+    assert not programs.solvers_loaded(Deadline.after(0.7))
+    assert time.perf_counter() - t0 < 1.5
+    release.set()
+    assert programs.solvers_loaded(Deadline.after(5.0))  # the same load, finished
+
+
+def test_a_failed_solver_load_is_raised_where_the_solvers_are_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import themis_opt.bounds.programs as programs
+    from themis_opt.budget import Deadline
+
+    def broken() -> None:
+        programs._LOADING["error"] = ImportError("no OR-Tools here")
+
+    monkeypatch.setattr(programs, "_LOADING", {})
+    monkeypatch.setattr(programs, "_load_solvers", broken)
+    monkeypatch.delitem(sys.modules, "ortools.sat.python.cp_model", raising=False)
+    with pytest.raises(ImportError, match="no OR-Tools here"):
+        programs.solvers_loaded(Deadline.after(5.0))

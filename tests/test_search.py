@@ -367,6 +367,33 @@ def test_sequence_helpers_keep_the_deadline() -> None:
     assert time.perf_counter() - t0 < 1.5
 
 
+def _two_at_once(chunks: int = 6) -> Instance:
+    network = Network(
+        tuple(Dimension(n, "ring", b, 500.0) for n, b in zip([4, 4], [200.0, 50.0])),
+        congestion_unaware=True,
+        active_chunks=2,
+    )
+    collectives = (Collective("all_reduce", 64 * MIB, chunks), Collective("all_reduce", 16 * MIB, 3, issue_ns=2e4))
+    return Instance(network, collectives)
+
+
+def test_with_two_at_once_a_lane_keeps_one_at_a_time_and_the_search_only_shortens() -> None:
+    from themis_opt.search.sequence import _Sequences
+
+    instance = _two_at_once()
+    assert sequences_searchable(instance)
+    start = simulate(instance, themis_orders(instance), "fifo")
+    graph = _Sequences(instance, start)
+    # each dimension's phases are in two lanes, and timed as lanes the start is no longer than it was
+    assert sorted({key // 2 for key in graph.start}) == [0, 1] and len(graph.start) == 4
+    timed = graph.time(graph.start)
+    assert timed is not None and timed[0] <= start.makespan * (1 + 1e-12)
+    assert graph.schedule(instance, graph.start).makespan <= timed[0] * (1 + 1e-12)
+    found = improve_sequences(instance, [start], seed=1, evaluations=400)
+    assert found is not None and validate(instance, found) == [] and found.makespan <= start.makespan
+    assert found.orders == start.orders
+
+
 def test_task_graphs_and_spent_deadlines_are_not_searched() -> None:
     graph = load("graph_2l2p")
     assert not sequences_searchable(graph)
@@ -375,3 +402,13 @@ def test_task_graphs_and_spent_deadlines_are_not_searched() -> None:
     assert sequences_searchable(instance)
     assert improve_sequences(instance, _starts(instance), deadline=Deadline.after(0.0)) is None
     assert improve_sequences(instance, []) is None
+
+
+def test_lanes_of_one_phase_each_end_the_search() -> None:
+    # one chunk's two phases (reduce-scatter, all-gather) in one lane of two: once a move puts
+    # them one a lane, no move is left
+    network = Network((Dimension(4, "ring", 100.0, 500.0),), congestion_unaware=True, active_chunks=2)
+    instance = Instance(network, (Collective("all_reduce", 2 * MIB, 1),))
+    start = simulate(instance, baseline_orders(instance), "fifo")
+    found = improve_sequences(instance, [start], seed=0, evaluations=500)
+    assert found is not None and validate(instance, found) == [] and found.makespan <= start.makespan

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import math
 import sys
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -120,16 +121,42 @@ class LoadSolution:
     optimal: bool
 
 
-def solvers_loaded(deadline: Deadline, params: BoundsParams = BOUNDS) -> bool:
-    """Load OR-Tools' solvers unless that would take longer than ``deadline`` leaves.
-
-    Loading them takes about half a second, cold, and cannot be stopped.
-    """
-    if "ortools.sat.python.cp_model" not in sys.modules:
-        if deadline.remaining() < params.solver_load:
-            return False
+def _load_solvers() -> None:
+    try:
         import ortools.linear_solver.pywraplp
         import ortools.sat.python.cp_model  # noqa: F401
+    except BaseException as error:  # re-raised where the solvers are asked for
+        _LOADING["error"] = error
+
+
+_LOADING: dict[str, Any] = {}  # the loading thread, and what it raised
+
+
+def solvers_loaded(deadline: Deadline, params: BoundsParams = BOUNDS) -> bool:
+    """Whether OR-Tools' solvers are loaded, loading them until ``deadline`` if need be.
+
+    Loading takes about half a second, and several seconds from a cold disk
+    (right after boot), and an import cannot be stopped: it runs in a thread
+    of its own, started only with at least ``params.solver_load`` left, and
+    is waited for until ``deadline``; if it is not done by then, ``False``
+    (the programs and CP-SAT are skipped) and it goes on in the background
+    for a later call.
+    """
+    loader: threading.Thread | None = _LOADING.get("thread")
+    if loader is None:
+        if "ortools.sat.python.cp_model" in sys.modules and "ortools.linear_solver.pywraplp" in sys.modules:
+            return True  # imported by the caller
+        if deadline.remaining() < params.solver_load:
+            return False
+        loader = _LOADING["thread"] = threading.Thread(target=_load_solvers, name="load OR-Tools", daemon=True)
+        loader.start()
+    if loader.is_alive():
+        loader.join(None if math.isinf(deadline.at) else max(0.0, deadline.remaining()))
+        if loader.is_alive():
+            logger.info("OR-Tools is still loading at the deadline: its programs are skipped")
+            return False
+    if "error" in _LOADING:
+        raise _LOADING["error"]
     return True
 
 

@@ -25,10 +25,8 @@ SEARCH = SearchParams()  # the defaults
 
 
 def sequences_searchable(instance: Instance) -> bool:
-    """Whether :func:`improve_sequences` handles ``instance``: collectives only, no dependencies,
-    one phase at a time on a dimension (its moves follow one critical path).
-    """
-    return not instance.is_task_graph and instance.network.active_chunks == 1
+    """Whether :func:`improve_sequences` handles ``instance``: collectives only, no dependencies."""
+    return not instance.is_task_graph
 
 
 class _Sequences:
@@ -36,6 +34,13 @@ class _Sequences:
     issue times fixed), whose dimension sequences the search changes: each
     candidate is timed by a longest-path pass over it, as
     :func:`~themis_opt.simulator.left_shift` would time it.
+
+    Where a dimension runs ``k`` phases at once (``active_chunks``), it is
+    ``k`` lanes, each one phase at a time: the start's phases go, by start
+    time, to the lowest lane free then, and the search moves phases within
+    a lane. A candidate's makespan is then that of its lanes, which its
+    schedule (:meth:`schedule`: every dimension's phases by their lane
+    start, left-shifted with ``k`` at once) can only shorten.
     """
 
     def __init__(self, instance: Instance, schedule: Schedule) -> None:
@@ -56,7 +61,12 @@ class _Sequences:
                 self.release.append(instance.collectives[c].issue_ns)
                 self.job_prev.append(node - 1 if p else -1)
                 self.job_next.append(node + 1 if p + 1 < len(plan[i]) else -1)
-        self.start = {d: [offset[i] + p for i, p in seq] for d, seq in sequences_of(instance, schedule).items()}
+        self.lanes = instance.network.active_chunks
+        self.start = self._lanes(
+            instance,
+            {d: [offset[i] + p for i, p in seq] for d, seq in sequences_of(instance, schedule).items()},
+            schedule,
+        )
         self.compiled = (
             simcore.PhaseGraph(self.length, self.release, self.job_next, self.job_prev) if simcore.available() else None
         )
@@ -101,8 +111,39 @@ class _Sequences:
             tail[u] = after
         return max(h + d for h, d in zip(head, length)), head, tail
 
+    def _lanes(self, instance: Instance, sequences: dict[int, list[int]], schedule: Schedule) -> dict[int, list[int]]:
+        """``sequences`` (by dimension) by lane, keyed ``d * lanes + lane``; with one phase at a
+        time, as they are.
+        """
+        if self.lanes == 1:
+            return sequences
+        index = {cid: i for i, cid in enumerate(instance.chunk_ids)}
+        starts: dict[tuple[int, int], float] = {}
+        for chunk in schedule.chunks:
+            for p, phase in enumerate(chunk.phases):
+                starts[(index[(chunk.collective, chunk.chunk)], p)] = phase.start_ns
+        found: dict[int, list[int]] = {}
+        for d, seq in sequences.items():
+            free = [-math.inf] * self.lanes  # each lane's last end
+            for v in seq:
+                start = starts[self.where[v]]
+                lane = next((n for n in range(self.lanes) if free[n] <= start), None)
+                if lane is None:  # not from a valid schedule's times: the lane that frees first
+                    lane = min(range(self.lanes), key=free.__getitem__)
+                free[lane] = start + self.length[v]
+                found.setdefault(d * self.lanes + lane, []).append(v)
+        return found
+
     def schedule(self, instance: Instance, sequences: dict[int, list[int]]) -> Schedule:
-        """The exact left-shifted schedule of ``sequences``."""
+        """The exact left-shifted schedule of ``sequences`` (lanes merged by their starts)."""
+        if self.lanes > 1:
+            timed = self.time(sequences)
+            assert timed is not None
+            head = timed[1]
+            merged: dict[int, list[tuple[float, int, int]]] = {}
+            for key, seq in sequences.items():
+                merged.setdefault(key // self.lanes, []).extend((head[v], key, v) for v in seq)
+            sequences = {d: [v for _, _, v in sorted(entries)] for d, entries in merged.items()}
         return retime(instance, self.orders, {d: [self.where[v] for v in seq] for d, seq in sequences.items()})
 
 
@@ -270,16 +311,23 @@ def _sequence_search(
             and abs(head[b] + graph.length[b] + tail[b] - makespan) <= tight
         ]
         if not critical or rng.random() < params.random_moves:
-            d = rng.choice(dims)
+            movable = [d for d, seq in current.items() if len(seq) > 1]  # lanes grow and shrink
+            if not movable:  # every lane down to one phase: nothing to swap
+                break
+            d = rng.choice(movable)
             k = rng.randrange(len(current[d]) - 1)
         else:
             d, k = rng.choice(critical)
         seq = current[d]
-        before = list(seq)
+        before = {d: list(seq)}
         if rng.random() < 0.5:
             seq[k], seq[k + 1] = seq[k + 1], seq[k]
         else:
             moved = seq.pop(k + rng.randrange(2))
+            if graph.lanes > 1:  # elsewhere on its dimension: in any of its lanes
+                lane = d - d % graph.lanes + rng.randrange(graph.lanes)
+                before.setdefault(lane, list(current.get(lane, [])))
+                seq = current.setdefault(lane, [])
             seq.insert(rng.randrange(len(seq) + 1), moved)
         began = time.perf_counter()
         timed = graph.time(current)
@@ -289,7 +337,7 @@ def _sequence_search(
             timed[0] > makespan
             and not (temperature > 0 and rng.random() < math.exp((makespan - timed[0]) / (temperature * makespan)))
         ):
-            current[d] = before
+            current.update(before)
             continue
         makespan, head, tail = timed
         if makespan < best:
