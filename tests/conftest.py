@@ -17,7 +17,7 @@ from themis_opt.schedule import Schedule
 from themis_opt.simulator import simulate
 
 DATA = Path(__file__).parent / "data"
-NAMES = ("worked", "three_dim", "mixed", "tiny_rs", "tiny_ar", "tiny_3d", "tiny_ag")
+NAMES = ("worked", "three_dim", "mixed", "tiny_rs", "tiny_ar", "tiny_3d", "tiny_ag", "flat_2x")
 TINY = ("tiny_rs", "tiny_ar", "tiny_3d", "tiny_ag", "worked")
 
 

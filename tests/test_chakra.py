@@ -305,3 +305,74 @@ def test_what_astra_2x_cannot_express_is_not_exported(tmp_path: Path, change: di
         export_astra(two, 2, tmp_path / "out")
     with pytest.raises(InputError, match="always runs the baseline"):
         export_astra(instance, 2, tmp_path / "out", "themis")
+
+
+NET_2D = "topology: [ Ring, Switch ]\nnpus_count: [ 4, 4 ]\nbandwidth: [ 200.0, 50.0 ]\nlatency: [ 500.0, 1000.0 ]\n"
+# one 4 MiB all-reduce chunk over all 16 NPUs of ring 4 (200 GB/s of 2^30 bytes, 500 ns) x switch 4 (50,
+# 1000 ns), every message charged on the innermost dimension the two NPUs differ in, its latency and
+# bytes truncated as one sum, 10 ns endpoint delay a step and once a phase, reductions at 1600 GB/s:
+# * oneRing: 30 steps of 256 KiB to the next NPU, always on the ring (1 hop): floor(500 + 1220.7) + 10,
+#   the first 15 receipts reduced: 3 x floor(262144 / 1600) each;
+# * oneDirect: 2 steps of 256 KiB to every NPU at once, the slowest through the switch (NPUs 4, 8, 12:
+#   2 hops): floor(2000 + 4882.8) + 10, the receipts reduced once;
+# * oneHalvingDoubling: partners 1 and 2 apart on the ring (1 and 2 hops), 4 and 8 through the switch,
+#   with 2, 1, 0.5 and 0.25 MiB, and back; reduced on 1 MiB, 512 KiB and 256 KiB.
+FLAT_AR_NS = {
+    "oneRing": 10 + 30 * (1720 + 10) + 15 * 3 * 163,
+    "oneDirect": 10 + 2 * (6882 + 10) + 3 * 163,
+    "oneHalvingDoubling": 10 + 2 * (10265 + 5882 + 11765 + 6882 + 4 * 10) + 3 * (655 + 327 + 163),
+}
+
+
+@pytest.mark.parametrize("algorithm", sorted(FLAT_AR_NS))
+def test_a_flattened_algorithm_runs_over_every_npu_charged_innermost(tmp_path: Path, algorithm: str) -> None:
+    from themis_opt.astra import export_astra
+
+    system = {
+        **SYSTEM,
+        "preferred-dataset-splits": 1,
+        **{k: [algorithm] for k in SYSTEM if k.endswith("implementation")},
+    }
+    net, sys_file = _files(tmp_path, system, NET_2D)
+    nodes = [_node(0, "COMM_COLL_NODE", comm_type=0, comm_size=4 * MIB)]
+    instance = import_astra(net, sys_file, workload=_traces(tmp_path, nodes, npus=16))
+    assert instance.network.innermost_charge and instance.active_dims == ((0,),)
+    result = solve(instance, "baseline")
+    assert result.makespan == FLAT_AR_NS[algorithm]
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+    export_astra(instance, 2, tmp_path / "out")
+    assert json.loads((tmp_path / "out" / "system.json").read_text())["all-reduce-implementation"] == [algorithm]
+    again = import_astra(
+        tmp_path / "out" / "network.yml", tmp_path / "out" / "system.json", workload=tmp_path / "out" / "workload"
+    )
+    assert again.network == instance.network and again.tasks == instance.tasks
+
+
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [
+        (["ring", "oneRing"], "'oneRing' after other dimensions is not modelled"),
+        (["oneDirect", "ring"], "'oneDirect' runs over every NPU: ASTRA-sim 2.x ignores the rest"),
+        (["doubleBinaryTree", "ring"], "NPUs finish a tree at different times"),
+    ],
+)
+def test_flattened_lists_with_more_and_trees_are_refused(tmp_path: Path, names: list[str], message: str) -> None:
+    system = {**SYSTEM, "all-reduce-implementation": names}
+    net, sys_file = _files(tmp_path, system, NET_2D)
+    with pytest.raises(InputError, match=message):
+        import_astra(net, sys_file, all_reduce_bytes=MIB)
+
+
+def test_a_flattened_network_charged_outermost_is_not_exported_for_2x(tmp_path: Path) -> None:
+    import dataclasses
+
+    from themis_opt.astra import export_astra
+    from themis_opt.instance import Instance
+
+    system = {**SYSTEM, **{k: ["oneRing"] for k in SYSTEM if k.endswith("implementation")}}
+    net, sys_file = _files(tmp_path, system, NET_2D)
+    instance = import_astra(net, sys_file, all_reduce_bytes=MIB)
+    outermost = Instance(dataclasses.replace(instance.network, innermost_charge=False), instance.tasks)
+    assert solve(outermost, "baseline").makespan != solve(instance, "baseline").makespan
+    with pytest.raises(InputError, match="charged on the outermost dimension"):
+        export_astra(outermost, 2, tmp_path / "out")

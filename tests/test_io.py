@@ -104,6 +104,7 @@ BAD = [
     (["network", "dimensions", 0, "latency_ns"], _DELETE, r"dimensions\[0\]\.latency_ns: missing required field"),
     (["network", "dimensions", 0, "colour"], "red", r"dimensions\[0\]\.colour: unknown field"),
     (["network", "endpoint_delay_ns"], -1, r"network\.endpoint_delay_ns: must be >= 0"),
+    (["network", "innermost_charge"], "yes", r"innermost_charge: must be true or false"),
     (["network", "dimensions"], [], r"network\.dimensions: must hold at least one"),
     (["collectives", 0, "size_bytes"], 3, r"collectives\[0\]\.chunks: must be <= size_bytes"),
     (["collectives", 0, "size_bytes"], 0, r"collectives\[0\]\.size_bytes: must be >= 1"),

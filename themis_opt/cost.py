@@ -28,7 +28,8 @@ ASTRA-sim's analytical backend). On n NPUs, with input x:
   at once on the way down);
 * the flattened ``one_*`` algorithms: ring, direct or halving-doubling over
   every NPU of the network at once, each message costed on the outermost
-  dimension in which its two NPUs differ.
+  dimension in which its two NPUs differ (the innermost on a network of
+  ``innermost_charge``, as ASTRA-sim 2.x does).
 
 A ring's steps are relayed NPU to NPU, so it lasts as long as the dearest
 ``steps`` consecutive links of the ring. With one hop between every pair of
@@ -249,15 +250,17 @@ def _duration(network: Network, d: int, algorithm: Algorithm, op: Op, x: float, 
 
 @functools.lru_cache(maxsize=64)
 def _flat_links(network: Network) -> tuple[np.ndarray, np.ndarray]:
-    """Per NPU u, the dimension in which u and u + 1 (mod N) differ outermost, and its hops there."""
+    """Per NPU u, the dimension u and u + 1 (mod N) are charged on, and its hops there."""
     import numpy as np
 
     npus = np.arange(network.num_npus)
-    return _outermost(network, npus, (npus + 1) % network.num_npus)
+    return _charged(network, npus, (npus + 1) % network.num_npus)
 
 
-def _outermost(network: Network, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each pair of NPU ids: the outermost dimension where they differ, and the hops there."""
+def _charged(network: Network, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each pair of NPU ids: the dimension their message is charged on (the outermost where
+    they differ, or with ``innermost_charge`` the innermost), and the hops there.
+    """
     import numpy as np
 
     dim_of = np.full(src.shape, -1)
@@ -266,6 +269,8 @@ def _outermost(network: Network, src: np.ndarray, dst: np.ndarray) -> tuple[np.n
     for d, dim in enumerate(network.dimensions):
         a, b = (src // stride) % dim.size, (dst // stride) % dim.size
         differ = a != b
+        if network.innermost_charge:
+            differ &= dim_of < 0
         apart = np.abs(a - b)
         match dim.topology:
             case Topology.RING:
@@ -299,7 +304,17 @@ def _flattened_duration(network: Network, algorithm: Algorithm, op: Op, x: float
     """A flattened algorithm's phase over every NPU of ``network`` (see the module's docstring);
     ``quiet``: its wire time alone.
     """
-    return (0.0 if quiet else network.phase_delay_ns) + _flattened_steps(network, algorithm, op, x, quiet)
+    if quiet:
+        return _flattened_steps(network, algorithm, op, x, quiet)
+    reductions = reduction_ns(network, _UNFLATTENED[algorithm], op, network.num_npus, x)
+    return network.phase_delay_ns + reductions + _flattened_steps(network, algorithm, op, x, quiet)
+
+
+_UNFLATTENED = {
+    Algorithm.ONE_RING: Algorithm.RING,
+    Algorithm.ONE_DIRECT: Algorithm.DIRECT,
+    Algorithm.ONE_HALVING_DOUBLING: Algorithm.HALVING_DOUBLING,
+}  # what a flattened algorithm runs, over every NPU
 
 
 def _flattened_steps(network: Network, algorithm: Algorithm, op: Op, x: float, quiet: bool) -> float:
@@ -315,7 +330,10 @@ def _flattened_steps(network: Network, algorithm: Algorithm, op: Op, x: float, q
     def message(hops: np.ndarray, d: np.ndarray, wire: np.ndarray) -> np.ndarray:
         """Each message's time: its hops' latency and overhead, then its wire time."""
         latencies, wires = hops * latency[d], wire
-        if network.integer_messages:
+        if network.integer_message_sums and not quiet:  # 2.x: latency and bytes truncated as one sum
+            whole: np.ndarray = np.floor(latencies + wires) + overhead[d]
+            return whole
+        if network.integer_messages or network.integer_message_sums:
             latencies, wires = np.floor(latencies), np.floor(wires)
         out: np.ndarray = latencies + overhead[d] + wires
         return out
@@ -333,7 +351,7 @@ def _flattened_steps(network: Network, algorithm: Algorithm, op: Op, x: float, q
             return float(full * cost.sum() + window)
         case Algorithm.ONE_DIRECT:
             npus = np.arange(1, n)
-            dim_of, hops = _outermost(network, np.zeros_like(npus), npus)
+            dim_of, hops = _charged(network, np.zeros_like(npus), npus)
             per = 1.0 if op is Op.ALL_GATHER else 1 / n
             slowest = 0.0
             for d, dim in enumerate(network.dimensions):
@@ -364,7 +382,7 @@ def _flattened_steps(network: Network, algorithm: Algorithm, op: Op, x: float, q
             total = 0.0
             for k, per in plan:
                 partner = npus ^ (1 << k)
-                dim_of, hops = _outermost(network, npus, partner)
+                dim_of, hops = _charged(network, npus, partner)
                 total += delay + float(message(hops, dim_of, per * x / link[dim_of]).max())
             return total
         case Algorithm.RING | Algorithm.DIRECT | Algorithm.HALVING_DOUBLING | Algorithm.DOUBLE_BINARY_TREE:

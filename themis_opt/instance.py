@@ -320,6 +320,11 @@ class Network:
         2.x's ``local-mem-bw``): every received message that is reduced adds
         three times its bytes over it, in whole ns; ``None``: reductions are
         free.
+    innermost_charge
+        Whether a message between NPUs that differ in several dimensions is
+        charged on the innermost of them (ASTRA-sim 2.x's analytical backend)
+        rather than the outermost (1.0's); only the flattened ``one_*``
+        algorithms send such messages.
     """
 
     dimensions: tuple[Dimension, ...]
@@ -331,6 +336,7 @@ class Network:
     integer_message_sums: bool = False
     reduction_gbps: float | None = None
     active_chunks: int = 1
+    innermost_charge: bool = False
 
     def __post_init__(self) -> None:
         dims = self.dimensions
@@ -359,7 +365,7 @@ class Network:
         check_int("active_chunks", self.active_chunks, 1, MAX_ACTIVE_CHUNKS)
         if self.active_chunks > 1 and not self.congestion_unaware:
             raise InputError("active_chunks", "above 1 needs congestion_unaware: chunks at once would share bandwidth")
-        for flag in ("congestion_unaware", "integer_messages", "integer_message_sums"):
+        for flag in ("congestion_unaware", "integer_messages", "integer_message_sums", "innermost_charge"):
             if not isinstance(getattr(self, flag), bool):
                 raise InputError(flag, f"must be true or false, got {getattr(self, flag)!r}")
         object.__setattr__(

@@ -228,6 +228,7 @@ def _network(raw: Any) -> Network:
             "integer_message_sums",
             "reduction_gbps",
             "active_chunks",
+            "innermost_charge",
         },
     )
     dims = []
@@ -278,6 +279,7 @@ def _network(raw: Any) -> Network:
         net.get("integer_message_sums", False),
         net.get("reduction_gbps"),
         net.get("active_chunks", 1),
+        net.get("innermost_charge", False),
     )
     return network
 
@@ -389,6 +391,7 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
             **({"integer_messages": True} if network.integer_messages else {}),
             **({"integer_message_sums": True} if network.integer_message_sums else {}),
             **({"active_chunks": network.active_chunks} if network.active_chunks != 1 else {}),
+            **({"innermost_charge": True} if network.innermost_charge else {}),
             **({"reduction_gbps": _num(network.reduction_gbps)} if network.reduction_gbps is not None else {}),
             **(
                 {"all_reduce_phases": network.all_reduce_phases.value}

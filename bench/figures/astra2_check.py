@@ -30,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 from themis_opt.astra import import_astra
+from themis_opt.astra.files import IMPLEMENTATION_KEYS
 from themis_opt.solve import solve
 
 NETWORKS = {
@@ -51,7 +52,11 @@ SYSTEMS = [
     ("frac", 16, "localBWAware", ["direct", "ring"], 1),
     ("2d", 16, "localBWAware", ["ring", "ring"], 2),
     ("3d", 64, "localBWAware", ["ring", "direct", "halvingDoubling"], 3),
+    ("3d", 16, "localBWAware", ["oneRing"], 1),
+    ("3d", 16, "baseline", ["oneDirect"], 2),
+    ("3d", 64, "localBWAware", ["oneHalvingDoubling"], 1),
 ]
+FLATTENED = ("oneRing", "oneDirect", "oneHalvingDoubling")  # one ring (...) of every NPU
 
 
 def astra_time(binary: Path, astra: Path, network: Path, system: Path, prefix: Path) -> int:
@@ -102,6 +107,18 @@ def main() -> None:
             network = examples / f"network/analytical/Ring_{npus}npus.yml"
             prefix = examples / f"workload/microbenchmarks/{kind}/{npus}npus_1MB/{kind}"
             row(f"{kind}, Ring {npus}, 1 MiB", binary, astra, network, system, prefix)
+    network = work / "2d.yml"
+    network.write_text(NETWORKS["2d"])
+    for algorithm in FLATTENED:  # the 16-NPU microbenchmarks on ring 4 x switch 4, flattened
+        spec = {**json.loads(system.read_text()), **{k: [algorithm] for k in IMPLEMENTATION_KEYS.values()}}
+        spec["local-mem-bw"] = 1600
+        flat = work / f"system-{algorithm}.json"
+        flat.write_text(json.dumps(spec))
+        for kind in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
+            if kind == "all_to_all" and algorithm == "oneHalvingDoubling":
+                continue  # ASTRA-sim 2.x exits: no halving-doubling all-to-all
+            prefix = examples / f"workload/microbenchmarks/{kind}/16npus_1MB/{kind}"
+            row(f"{kind}, 2d {algorithm}, 1 MiB", binary, astra, network, flat, prefix)
     generator = examples / "workload/microbenchmarks/generator_scripts/all_reduce.py"
     env = {**os.environ, "PYTHONPATH": str(astra)}
     for npus in (16, 32, 64):

@@ -16,9 +16,20 @@ import math
 from pathlib import Path
 
 from themis_opt.astra.chakra import COLLECTIVE_TYPES, TraceNode, write_trace
-from themis_opt.astra.files import ALGORITHMS, TOPOLOGIES, WORKLOAD_TYPES
+from themis_opt.astra.files import ALGORITHMS, IMPLEMENTATION_KEYS, TOPOLOGIES, WORKLOAD_TYPES
+from themis_opt.astra.v2 import HALVING_DOUBLINGS, SUPPORTED
 from themis_opt.errors import InputError, counted
-from themis_opt.instance import Algorithm, AllReducePhases, Collective, Compute, Dimension, Instance, Kind, Topology
+from themis_opt.instance import (
+    Algorithm,
+    AllReducePhases,
+    Collective,
+    Compute,
+    Dimension,
+    Instance,
+    Kind,
+    Network,
+    Topology,
+)
 
 
 def _expressible(instance: Instance) -> Collective:
@@ -53,14 +64,6 @@ def _name_of(algorithm: Algorithm) -> str:
     return next(k for k, v in ALGORITHMS.items() if v is algorithm)
 
 
-KEYS = {
-    Kind.ALL_REDUCE: "all-reduce-implementation",
-    Kind.ALL_GATHER: "all-gather-implementation",
-    Kind.REDUCE_SCATTER: "reduce-scatter-implementation",
-    Kind.ALL_TO_ALL: "all-to-all-implementation",
-}
-
-
 def _implementation(dims: tuple[Dimension, ...], kind: Kind) -> str:
     """A kind's 1.0 implementation list (a flattened algorithm is the whole list)."""
     first = dims[0].algorithm_for(kind)
@@ -70,11 +73,10 @@ def _implementation(dims: tuple[Dimension, ...], kind: Kind) -> str:
 
 
 FREE_REDUCTIONS_GBPS = 1e9  # local-mem-bw for free reductions: below a GB no message's takes 1 ns
+# what 2.x reads, but no halving-doubling all-to-all (2.x exits on one)
 V2_SUPPORTED = {
-    Kind.ALL_REDUCE: (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING),
-    Kind.REDUCE_SCATTER: (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING),
-    Kind.ALL_GATHER: (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING),
-    Kind.ALL_TO_ALL: (Algorithm.RING, Algorithm.DIRECT),
+    kind: tuple(a for a in SUPPORTED[kind] if kind is not Kind.ALL_TO_ALL or a not in HALVING_DOUBLINGS)
+    for kind in Kind
 }
 
 
@@ -111,12 +113,18 @@ def _version_2(instance: Instance) -> tuple[dict[str, str], dict[str, list[Trace
                     "export-astra",
                     f"dimension {d.name}: {d.algorithm_for(kind).value} is not written for ASTRA-sim 2.x",
                 )
+        if network.flattened(kind) and not network.innermost_charge:
+            raise InputError(
+                "export-astra",
+                f"{dims[0].algorithm_for(kind).value} with messages charged on the outermost dimension (ASTRA-sim "
+                "1.0's rule): 2.x charges the innermost (set innermost_charge)",
+            )
     system = {
         "scheduling-policy": "LIFO",
         "endpoint-delay": int(network.endpoint_delay_ns),
         "active-chunks-per-dimension": network.active_chunks,
         "preferred-dataset-splits": splits,
-        **{key: [_name_of(d.algorithm_for(kind)) for d in dims] for kind, key in KEYS.items()},
+        **{key: [_name_of(a) for a in _v2_list(network, kind)] for kind, key in IMPLEMENTATION_KEYS.items()},
         "collective-optimization": "baseline"
         if network.all_reduce_phases is AllReducePhases.PER_DIMENSION
         else "localBWAware",
@@ -163,7 +171,7 @@ def _splits(instance: Instance) -> int:
 
     network = instance.network
     first = instance.collectives[0]
-    implementations = {kind: tuple(d.algorithm_for(kind) for d in network.dimensions) for kind in Kind}
+    implementations = {kind: _v2_list(network, kind) for kind in Kind}
     system = SystemV2(
         first.chunks,
         network.endpoint_delay_ns,
@@ -188,12 +196,22 @@ def _splits(instance: Instance) -> int:
     return first.chunks
 
 
+def _v2_list(network: Network, kind: Kind) -> tuple[Algorithm, ...]:
+    """A kind's 2.x implementation list: one algorithm per dimension, or a flattened one alone."""
+    if network.flattened(kind):
+        return (network.dimensions[0].algorithm_for(kind),)
+    return tuple(d.algorithm_for(kind) for d in network.dimensions)
+
+
 def _comm_size(instance: Instance, c: int) -> int:
     """A collective's ``comm_size`` in a trace: its bytes, an all-gather's each NPU's input."""
     coll = instance.collectives[c]
     if coll.kind is not Kind.ALL_GATHER:
         return coll.size_bytes
-    return coll.size_bytes // math.prod(instance.network.dimensions[d].size for d in instance.active_dims[c])
+    network = instance.network
+    if network.flattened(coll.kind):
+        return coll.size_bytes // network.num_npus
+    return coll.size_bytes // math.prod(network.dimensions[d].size for d in instance.active_dims[c])
 
 
 def _check_one_at_a_time(instance: Instance) -> None:
@@ -265,7 +283,7 @@ def export_astra(instance: Instance, version: int, out: str | Path, method: str 
                 ("active-chunks-per-dimension", 1),
                 ("preferred-dataset-splits", coll.chunks),
                 ("boost-mode", 0),
-                *((key, _implementation(dims, kind)) for kind, key in KEYS.items()),
+                *((key, _implementation(dims, kind)) for kind, key in IMPLEMENTATION_KEYS.items()),
                 ("collective-optimization", optimization),
                 ("inter-dimension-scheduling", method),
                 ("intra-dimension-scheduling", intra),

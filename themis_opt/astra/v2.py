@@ -48,10 +48,11 @@ SYSTEM_KEYS: dict[str, str] = {
     "local-mem-bw": "decimal GB/s: every reduced message adds 3 x its bytes over it; also the roofline's memory",
     "roofline-enabled": "compute times from num_ops and tensor_size at peak-perf and local-mem-bw",
     "peak-perf": "TFLOPS of the roofline",
-    "all-reduce-implementation": "one algorithm per dimension (ring, direct, halvingDoubling)",
+    "all-reduce-implementation": "one algorithm per dimension (ring, direct, halvingDoubling), or a flattened "
+    "oneRing, oneDirect or oneHalvingDoubling alone (doubleBinaryTree: refused)",
     "reduce-scatter-implementation": "the same for reduce-scatters",
     "all-gather-implementation": "the same for all-gathers",
-    "all-to-all-implementation": "the same for all-to-alls (ring, direct; halvingDoubling exits when one runs)",
+    "all-to-all-implementation": "the same for all-to-alls (the halving-doublings exit when one runs)",
     "local-reduction-delay": "used only with model-shared-bus: no effect",
     "model-shared-bus": "0: no effect; 1 (LogGP buses) is refused",
     "L": "LogGP, only with model-shared-bus: no effect",
@@ -67,11 +68,14 @@ SYSTEM_KEYS: dict[str, str] = {
     "intra-dimension-scheduling": "never read by ASTRA-sim 2.x (it serves queues FIFO): noted",
 }
 NETWORK_KEYS = ("topology", "npus_count", "bandwidth", "latency")
+_NATIVE = (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING)
+_FLAT = (Algorithm.ONE_RING, Algorithm.ONE_DIRECT, Algorithm.ONE_HALVING_DOUBLING)
+HALVING_DOUBLINGS = (Algorithm.HALVING_DOUBLING, Algorithm.ONE_HALVING_DOUBLING)  # no all-to-all in ASTRA-sim 2.x
 SUPPORTED = {
-    Kind.ALL_REDUCE: (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING),
-    Kind.REDUCE_SCATTER: (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING),
-    Kind.ALL_GATHER: (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING),
-    Kind.ALL_TO_ALL: (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING),  # the last: refused when run
+    Kind.ALL_REDUCE: _NATIVE + _FLAT,
+    Kind.REDUCE_SCATTER: _NATIVE + _FLAT,
+    Kind.ALL_GATHER: _NATIVE + _FLAT,
+    Kind.ALL_TO_ALL: _NATIVE + _FLAT,  # the halving-doublings: refused when one runs
 }
 _SWITCHES = ("roofline-enabled", "replay-only", "track-local-mem", "trace-enabled")
 
@@ -164,9 +168,26 @@ def _implementations(system: dict[str, Any], where: Path, physical: int) -> dict
                 raise InputError(
                     f"{where}: {key}", f"{name!r} is not an algorithm ASTRA-sim 2.x knows (it exits: cannot interpret)"
                 )
+            if algorithm is Algorithm.DOUBLE_BINARY_TREE:
+                raise InputError(
+                    f"{where}: {key}",
+                    f"{name!r} is not modelled for ASTRA-sim 2.x: its NPUs finish a tree at different times (the "
+                    "root first, the leaves last, the two trees taking turns chunk by chunk), and an instance "
+                    "times one NPU of a symmetric system",
+                )
             if algorithm not in SUPPORTED[kind]:
                 raise InputError(f"{where}: {key}", f"{name!r} is not modelled for ASTRA-sim 2.x")
-        found[kind] = tuple(ALGORITHMS[n] for n in names)
+        algorithms = tuple(ALGORITHMS[n] for n in names)
+        flat = [n for n, a in enumerate(algorithms) if a.flattened]
+        if flat and flat[0] > 0:
+            raise InputError(
+                f"{where}: {key}",
+                f"{names[flat[0]]!r} after other dimensions is not modelled (ASTRA-sim 2.x adds a ring of every "
+                "NPU on top of them)",
+            )
+        if flat and len(algorithms) > 1:
+            raise InputError(f"{where}: {key}", f"{names[0]!r} runs over every NPU: ASTRA-sim 2.x ignores the rest")
+        found[kind] = algorithms
     return found
 
 
@@ -246,7 +267,7 @@ def network_of(dims: list[dict[str, Any]], system: SystemV2) -> Network:
             for kind, algorithms in system.implementations.items()
         }
         fallback = chosen.get(Kind.ALL_REDUCE, Algorithm.RING)
-        if chosen.get(Kind.ALL_TO_ALL) is Algorithm.HALVING_DOUBLING:  # only refused once an all-to-all runs
+        if chosen.get(Kind.ALL_TO_ALL) in HALVING_DOUBLINGS:  # only refused once an all-to-all runs
             chosen[Kind.ALL_TO_ALL] = Algorithm.RING
         dimensions.append(
             Dimension(
@@ -270,6 +291,7 @@ def network_of(dims: list[dict[str, Any]], system: SystemV2) -> Network:
         integer_message_sums=True,
         reduction_gbps=system.reduction_gbps,
         active_chunks=system.active_chunks,
+        innermost_charge=True,
     )
 
 
@@ -293,7 +315,7 @@ def collective(
     key = IMPLEMENTATION_KEYS[kind]
     if kind not in system.implementations:
         raise InputError(where, f"a {kind.value} with no {key} in the system file: ASTRA-sim 2.x aborts")
-    if kind is Kind.ALL_TO_ALL and Algorithm.HALVING_DOUBLING in system.implementations[kind]:
+    if kind is Kind.ALL_TO_ALL and set(HALVING_DOUBLINGS) & set(system.implementations[kind]):
         raise InputError(
             where,
             f"an all-to-all with halvingDoubling in {key}: ASTRA-sim 2.x exits (unknown communication type for "
@@ -324,7 +346,8 @@ def collective(
     count = -(-comm_size // chunk)
     if count * chunk != comm_size:
         note = note or f"{where}: {comm_size} bytes run as {count} full chunks of {chunk}"
-    scale = math.prod(network.dimensions[d].size for d in dims) if kind is Kind.ALL_GATHER else 1
+    group = network.num_npus if network.flattened(kind) else math.prod(network.dimensions[d].size for d in dims)
+    scale = group if kind is Kind.ALL_GATHER else 1
     coll = Collective(
         kind, count * chunk * scale, count, dimensions=dims, id=id, after=after, chunk_bytes=chunk * scale
     )
