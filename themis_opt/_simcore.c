@@ -40,7 +40,9 @@ typedef struct {
     int64_t len, cap;
 } EventHeap;
 
-static int heap_push(EventHeap *h, Event e) {
+/* the event's fields, not an Event by value: passing the struct on the stack stalled every push */
+static inline int heap_push(EventHeap *h, double t, int what, int a, int b) {
+    Event e = {t, what, a, b};
     if (h->len == h->cap) {
         int64_t cap = h->cap ? 2 * h->cap : 1024;
         Event *data = realloc(h->data, (size_t)cap * sizeof(Event));
@@ -336,7 +338,7 @@ int simulate_core(
         for (int k = 0; k < chunks[c]; k++) coll_of[first_chunk[c] + k] = c;
     }
     for (int t = 0; t < num_tasks; t++)
-        if (!pending[t] && heap_push(&events, (Event){earliest[t], RELEASE, t, 0})) goto done;
+        if (!pending[t] && heap_push(&events, earliest[t], RELEASE, t, 0)) goto done;
     int64_t seq = 0, handled = 0, num_ready = 0;
     int compute_busy = 0, waited = 0;
     double now = 0.0;
@@ -351,7 +353,7 @@ int simulate_core(
         if (i < 0) break;                                                                             \
         starts[(int64_t)i * max_phases + next_phase[i]] = now;                                        \
         busy[dim]++;                                                                                  \
-        if (heap_push(&events, (Event){now + ph_dur[table_ptr[table_of[i]] + next_phase[i]], PHASE_DONE, dim, i})) \
+        if (heap_push(&events, now + ph_dur[table_ptr[table_of[i]] + next_phase[i]], PHASE_DONE, dim, i)) \
             goto done;                                                                                \
     } while (0)
     while (events.len) {
@@ -421,7 +423,7 @@ int simulate_core(
                         earliest[dep] = now + succ_lag[s];
                         held[dep] = is_coll[ended];
                     }
-                    if (!--pending[dep] && heap_push(&events, (Event){earliest[dep], RELEASE, dep, 0})) goto done;
+                    if (!--pending[dep] && heap_push(&events, earliest[dep], RELEASE, dep, 0)) goto done;
                 }
             }
         }
@@ -486,7 +488,7 @@ int simulate_core(
             waited = waited || held[task_of_compute[j]];
             compute_starts[j] = now;
             compute_busy = 1;
-            if (heap_push(&events, (Event){now + compute_dur[j], COMPUTE_DONE, j, 0})) goto done;
+            if (heap_push(&events, now + compute_dur[j], COMPUTE_DONE, j, 0)) goto done;
         }
     }
     /* the summary, summed in (chunk, phase) order as Schedule.busy_ns sums it */
