@@ -246,6 +246,9 @@ def test_an_assignment_timer_refuses_an_order_a_chunk_cannot_take(worked: Instan
         timer.token(0, 0, (0, 0))
     with pytest.raises(InputError, match="missing"):
         timer.tokens({})
+    tokens = timer.tokens(themis_orders(worked))
+    with pytest.raises(ValueError, match="tokens for"):
+        timer.makespan(tokens[:-1], Intra.FIFO, Deadline())
 
 
 def _crowd(active: int, chunks: int = 3) -> Instance:

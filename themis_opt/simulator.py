@@ -404,6 +404,8 @@ class AssignmentTimer:
 
     def makespan(self, tokens: array[int], intra: Intra, deadline: Deadline) -> float:
         """:func:`simulate_makespan`'s makespan of the assignment ``tokens``."""
+        if len(tokens) != len(self.instance.chunk_ids):  # the core would read past them
+            raise ValueError(f"{len(tokens)} tokens for {len(self.instance.chunk_ids)} chunks")
         if self._core is not None:
             return self._core.makespan(tokens, intra, deadline)
         with _gc_paused():

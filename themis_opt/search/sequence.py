@@ -37,8 +37,9 @@ class _Sequences:
 
     Where a dimension runs ``k`` phases at once (``active_chunks``), it is
     ``k`` lanes, each one phase at a time: the start's phases go, by start
-    time, to the lowest lane free then, and the search moves phases within
-    a lane. A candidate's makespan is then that of its lanes, which its
+    time, to the lowest lane free then, and the search swaps phases within a
+    lane and moves them to any lane of their dimension. A candidate's
+    makespan is then that of its lanes, which its
     schedule (:meth:`schedule`: every dimension's phases by their lane
     start, left-shifted with ``k`` at once) can only shorten.
     """
