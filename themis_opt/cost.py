@@ -299,6 +299,13 @@ def _link_rates(network: Network) -> np.ndarray:
     return np.array([link_bytes_per_ns(dim) for dim in network.dimensions])
 
 
+_UNFLATTENED = {
+    Algorithm.ONE_RING: Algorithm.RING,
+    Algorithm.ONE_DIRECT: Algorithm.DIRECT,
+    Algorithm.ONE_HALVING_DOUBLING: Algorithm.HALVING_DOUBLING,
+}  # what a flattened algorithm runs, over every NPU
+
+
 @functools.lru_cache(maxsize=4096)
 def _flattened_duration(network: Network, algorithm: Algorithm, op: Op, x: float, quiet: bool) -> float:
     """A flattened algorithm's phase over every NPU of ``network`` (see the module's docstring);
@@ -308,13 +315,6 @@ def _flattened_duration(network: Network, algorithm: Algorithm, op: Op, x: float
         return _flattened_steps(network, algorithm, op, x, quiet)
     reductions = reduction_ns(network, _UNFLATTENED[algorithm], op, network.num_npus, x)
     return network.phase_delay_ns + reductions + _flattened_steps(network, algorithm, op, x, quiet)
-
-
-_UNFLATTENED = {
-    Algorithm.ONE_RING: Algorithm.RING,
-    Algorithm.ONE_DIRECT: Algorithm.DIRECT,
-    Algorithm.ONE_HALVING_DOUBLING: Algorithm.HALVING_DOUBLING,
-}  # what a flattened algorithm runs, over every NPU
 
 
 def _flattened_steps(network: Network, algorithm: Algorithm, op: Op, x: float, quiet: bool) -> float:

@@ -330,6 +330,42 @@ class CoreRun:
         return [starts[i * width : i * width + len(p)] for i, p in enumerate(self.plan())]
 
 
+def _instance_arguments(instance: Instance, prepared: _Prepared, columns: tuple[array[Any], ...]) -> list[Any]:
+    """The core's arguments up to the orders: the instance's arrays and the phase tables."""
+    network, s = instance.network, prepared.pointers
+    # fmt: off
+    return [
+        len(instance.tasks), *s[0:7],
+        len(instance.collectives), *s[7:15],
+        len(instance.computes), *s[15:17],
+        network.num_dims, *s[17:19], network.active_chunks,
+        *(_ptr(a) for a in columns),
+    ]
+    # fmt: on
+
+
+def _outputs(instance: Instance, width: int) -> tuple[array[Any], ...]:
+    """The core's out arrays: each chunk's table, every phase's start (``width`` a chunk), each compute
+    task's start, the two makespans, each dimension's busy time, each collective's end.
+    """
+    n = max(len(instance.chunk_ids), 1)
+    return (
+        array("i", [0]) * n,
+        array("d", [0.0]) * (n * width),
+        array("d", [0.0]) * max(len(instance.computes), 1),
+        array("d", [0.0, 0.0]),
+        array("d", [0.0]) * max(instance.network.num_dims, 1),
+        array("d", [0.0]) * max(len(instance.collectives), 1),
+    )
+
+
+def _checked(status: int) -> None:
+    if status == -1:
+        raise OutOfTime("simulator: out of time")
+    if status != 0:
+        raise MemoryError("the simulator core ran out of memory")
+
+
 def run(
     instance: Instance,
     orders: Orders | None,
@@ -383,29 +419,21 @@ def run(
     columns = tables.columns()
     width = tables.widest
     network = instance.network
-    table_of = array("i", [0]) * max(n, 1)
-    starts = array("d", [0.0]) * (max(n, 1) * width)
-    compute_starts = array("d", [0.0]) * max(len(instance.computes), 1)
-    makespan = array("d", [0.0, 0.0])
-    busy = array("d", [0.0]) * max(network.num_dims, 1)
-    ends = array("d", [0.0]) * max(len(instance.collectives), 1)
-    s = prepared.pointers
-    # fmt: off
-    status = core(
-        len(instance.tasks), *s[0:7],
-        len(instance.collectives), *s[7:15],
-        len(instance.computes), *s[15:17],
-        network.num_dims, *s[17:19], network.active_chunks,
-        *(_ptr(a) for a in columns),
-        int(orders is None), _ptr(fixed), _ptr(perm_ptr), _ptr(perm_table),
-        _policy_code(intra), deadline.at, width,
-        _ptr(table_of), _ptr(starts), _ptr(compute_starts), _ptr(makespan), _ptr(busy), _ptr(ends),
+    out = _outputs(instance, width)
+    table_of, starts, compute_starts, makespan, busy, ends = out
+    _checked(
+        core(
+            *_instance_arguments(instance, prepared, columns),
+            int(orders is None),
+            _ptr(fixed),
+            _ptr(perm_ptr),
+            _ptr(perm_table),
+            _policy_code(intra),
+            deadline.at,
+            width,
+            *(_ptr(a) for a in out),
+        )
     )
-    # fmt: on
-    if status == -1:
-        raise OutOfTime("simulator: out of time")
-    if status != 0:
-        raise MemoryError("the simulator core ran out of memory")
     return CoreRun(
         makespan[0],
         makespan[1],
@@ -510,21 +538,12 @@ class TableTimer:
     def __init__(self, instance: Instance):
         self.instance = instance
         self._prepared = _prepared(instance)
-        self._out: tuple[array[Any], ...] = ()
+        self._columns: tuple[array[Any], ...] | None = None  # the tables the arguments were made for
         self._head: list[Any] = []
-        self._columns: tuple[array[Any], ...] | None = None
-        self._width = 0
-        network = instance.network
-        n = max(len(instance.chunk_ids), 1)
+        self._tail: list[Any] = []
         self._makespan = array("d", [0.0, 0.0])
-        self._rest = (
-            array("i", [0]) * n,  # table_of
-            array("d", [0.0]) * max(len(instance.computes), 1),
-            self._makespan,
-            array("d", [0.0]) * max(network.num_dims, 1),
-            array("d", [0.0]) * max(len(instance.collectives), 1),
-        )
-        self._planner = (array("q", [0]), array("i", [0]))
+        self._planner = (array("q", [0]), array("i", [0]))  # unused: the orders are fixed
+        self._out: tuple[array[Any], ...] = ()
 
     def table(self, c: int, nbytes: int, order: Order) -> int:
         """The table of a chunk of ``nbytes`` of collective ``c`` taking ``order`` (not checked)."""
@@ -536,29 +555,16 @@ class TableTimer:
 
     def _bind(self) -> None:
         """The core's arguments but the tables and the policy (again after a new table was made)."""
-        instance, prepared = self.instance, self._prepared
-        columns = prepared.tables.columns()
-        if prepared.tables.widest != self._width:
-            self._width = prepared.tables.widest
-            self._starts = array("d", [0.0]) * (max(len(instance.chunk_ids), 1) * self._width)
-        network, s = instance.network, prepared.pointers
-        # fmt: off
-        self._head = [
-            len(instance.tasks), *s[0:7],
-            len(instance.collectives), *s[7:15],
-            len(instance.computes), *s[15:17],
-            network.num_dims, *s[17:19], network.active_chunks,
-            *(_ptr(a) for a in columns),
-            0,
-        ]
-        # fmt: on
-        self._perm = [_ptr(a) for a in self._planner]
-        self._out = (self._rest[0], self._starts, *self._rest[1:])
-        self._tail = [self._width, *(_ptr(a) for a in self._out)]
-        self._columns = columns
+        tables = self._prepared.tables
+        self._columns = tables.columns()
+        self._head = [*_instance_arguments(self.instance, self._prepared, self._columns), 0]
+        out = _outputs(self.instance, tables.widest)
+        self._makespan = out[3]
+        self._tail = [tables.widest, *(_ptr(a) for a in out)]
+        self._out = out  # kept alive while the core writes into them
 
     def makespan(self, tables: array[int], intra: Intra, deadline: Deadline) -> float:
-        """The makespan of ``tables`` (from :meth:`table` or :meth:`tables`) under ``intra``, as
+        """The makespan of ``tables`` (from :meth:`table`) under ``intra``, as
         :func:`~themis_opt.simulator.simulate_makespan` gives it.
 
         Raises
@@ -568,10 +574,6 @@ class TableTimer:
         """
         if self._prepared.tables.columns() is not self._columns:
             self._bind()
-        core = _core()
-        status = core(*self._head, tables.buffer_info()[0], *self._perm, _policy_code(intra), deadline.at, *self._tail)
-        if status == -1:
-            raise OutOfTime("simulator: out of time")
-        if status != 0:
-            raise MemoryError("the simulator core ran out of memory")
+        perm = (_ptr(a) for a in self._planner)
+        _checked(_core()(*self._head, tables.buffer_info()[0], *perm, _policy_code(intra), deadline.at, *self._tail))
         return float(self._makespan[0])

@@ -372,7 +372,7 @@ class AssignmentTimer:
         self.instance = instance
         self.engine: Engine = engine
         self._core = simcore.TableTimer(instance) if _core_orders(instance, {}, engine)[0] else None
-        self._orders: list[tuple[int, ...]] = []  # each token's order
+        self._orders: dict[int, tuple[int, ...]] = {}  # each token's order
         self._known: dict[tuple[int, int, tuple[int, ...]], int] = {}  # (collective, chunk bytes, order) -> token
         self.made: list[tuple[int, int, tuple[int, ...]]] = []  # every (c, k, order) that made a token, in order
         self._memo: PhaseMemo = {}
@@ -380,16 +380,13 @@ class AssignmentTimer:
     def token(self, c: int, k: int, order: Sequence[int] | None) -> int:
         """The token of chunk ``(c, k)`` taking ``order`` (checked as :func:`check_orders` does)."""
         if order is None:
-            check_order(self.instance, c, k, order)
-        assert order is not None
-        key = (c, self.instance.collectives[c].bytes_of(k), tuple(order))
+            check_order(self.instance, c, k, order)  # raises: every chunk needs an order
+        key = (c, self.instance.collectives[c].bytes_of(k), tuple(order or ()))
         found = self._known.get(key)
         if found is None:
             check_order(self.instance, c, k, order)
             found = self._core.table(c, key[1], key[2]) if self._core is not None else len(self._orders)
             self._known[key] = found
-            while len(self._orders) <= found:
-                self._orders.append(())
             self._orders[found] = key[2]
             self.made.append((c, k, key[2]))
         return found
