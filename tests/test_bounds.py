@@ -6,6 +6,7 @@ import pytest
 
 from themis_opt.bounds import compute_bounds, ideal_bound, integer_load_bound, lp_bound, order_profiles
 from themis_opt.instance import Instance
+from themis_opt.params import BoundsParams
 
 from .conftest import heuristic_schedules, make, two_issues
 
@@ -99,16 +100,14 @@ def test_a_memo_shares_answers_cut_short_or_not() -> None:
     assert integer_load_bound(inst, fill_drain=True, memo=memo) is first
 
 
-def test_no_integer_program_when_integer_counts_reach_the_lp(monkeypatch: pytest.MonkeyPatch) -> None:
-    # graph_2l2p: the fill-and-drain program's counts cost the LP's value, so that is the integer
-    # optimum too and SCIP is not run; tiny_ar: they do not, and SCIP gives the integer bound
+@pytest.fixture
+def scip_runs(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The integer program's runs (SCIP), counted from an empty cache."""
     from collections import OrderedDict
 
     import themis_opt.bounds.programs as bounds_module
 
-    from .conftest import load
-
-    runs = []
+    runs: list[object] = []
     plain = bounds_module._plain_program
 
     def counted(*args: object) -> object:
@@ -117,6 +116,15 @@ def test_no_integer_program_when_integer_counts_reach_the_lp(monkeypatch: pytest
 
     monkeypatch.setattr(bounds_module, "_plain_program", counted)
     monkeypatch.setattr(bounds_module, "_CACHE", OrderedDict())
+    return runs
+
+
+def test_no_integer_program_when_integer_counts_reach_the_lp(scip_runs: list[object]) -> None:
+    # graph_2l2p: the fill-and-drain program's counts cost the LP's value, so that is the integer
+    # optimum too and SCIP is not run; tiny_ar: they do not, and SCIP gives the integer bound
+    from .conftest import load
+
+    runs = scip_runs
     skipped = compute_bounds(load("graph_2l2p"))
     assert not runs and skipped.ip == skipped.lp
     assert skipped.lp is not None and skipped.fill_drain is not None and skipped.lp <= skipped.fill_drain
@@ -336,3 +344,39 @@ def test_a_failed_solver_load_is_raised_where_the_solvers_are_asked_for(monkeypa
     monkeypatch.delitem(sys.modules, "ortools.sat.python.cp_model", raising=False)
     with pytest.raises(ImportError, match="no OR-Tools here"):
         programs.solvers_loaded(Deadline.after(5.0))
+
+
+def test_fill_and_drain_finds_an_assignment_even_when_presolve_spends_its_work_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a work limit presolve uses up: CP-SAT runs again without probing and starts from its
+    # complete hint (every chunk on its lightest order), so counts come back, not "not computed"
+    from collections import OrderedDict
+
+    import themis_opt.bounds.programs as bounds_module
+    from themis_opt.bounds import fill_drain_value
+
+    inst = make([(4, "switch", 200.0), (4, "switch", 100.0), (4, "switch", 50.0)], size=64 * MIB, chunks=8)
+    monkeypatch.setattr(bounds_module, "_CACHE", OrderedDict())
+    starved = BoundsParams(fill_drain_work=1e-4, fill_drain_conflicts=1)
+    found = integer_load_bound(inst, fill_drain=True, params=starved)
+    assert found is not None
+    (cls,) = inst.chunk_classes
+    assert sum(found.counts[cls].values()) == 8
+    full = integer_load_bound(inst, fill_drain=True)
+    assert full is not None and found.bound <= full.bound * (1 + 1e-9) <= fill_drain_value(inst, found.counts)
+
+
+@pytest.mark.parametrize(("headroom", "runs_scip"), [(0.0, True), (1.0, False)])
+def test_no_integer_program_when_it_could_add_less_than_the_headroom(
+    scip_runs: list[object], headroom: float, runs_scip: bool
+) -> None:
+    # tiny_ar: fill-and-drain's counts cost more than the LP, so SCIP runs unless the headroom covers the difference
+    from .conftest import load
+
+    runs = scip_runs
+    bounds = compute_bounds(load("tiny_ar"), params=BoundsParams(integer_headroom=headroom))
+    assert bool(runs) is runs_scip
+    assert bounds.ip is not None and bounds.lp is not None and bounds.ip >= bounds.lp * (1 - 1e-9)
+    if not runs_scip:
+        assert bounds.ip == bounds.lp

@@ -71,6 +71,9 @@ class BoundsParams(_Group):
     fill_drain_share: float = knob(
         0.6, "of the bounds' time for fill-and-drain, run first: its counts seed the searches", 0, 1
     )
+    integer_headroom: float = knob(
+        1e-4, "SCIP runs only if it could raise the LP's bound more, relatively: it spends seconds on less", 0, 1
+    )
     node_limit: int = knob(20_000, "SCIP's nodes for the integer bound: it proves the suites within them", 1)
     fill_drain_work: float = knob(1.0, "CP-SAT deterministic time for fill-and-drain: a machine-independent stop", 0)
     fill_drain_conflicts: int = knob(20_000, "and at most this many conflicts: the same answer on every machine", 1)
@@ -183,10 +186,10 @@ class PipelineParams(_Group):
     )
     counts_share: float = knob(0.1, "of a stage's time for the load programs' counts, when not yet known", 0, 1)
     balanced_share: float = knob(0.3, "of balanced's time for each load program", 0, 1)
-    balanced_evaluations: int = knob(6_000, "balanced's short search: all paper and 64-chunk 4D within 1%", 0)
-    balanced_phases: int = knob(4_000_000, "and at most this many phases simulated in it: about 0.4 s", 0)
+    balanced_evaluations: int = knob(10_000, "balanced's short search: all paper and 64-chunk 4D within 1%", 0)
+    balanced_phases: int = knob(6_000_000, "and at most this many phases simulated in it: about 0.6 s", 0)
     balanced_restart_share: float = knob(0.1, "of them restarts, then annealing", 0, 1)
-    balanced_temperature: float = knob(0.0008, "annealing's start, times the best makespan", 0)
+    balanced_temperature: float = knob(0.0015, "annealing's start, times the best makespan", 0)
     balanced_search_share: float = knob(0.5, "of balanced's time left for its short search, at most", 0, 1)
     exit_reserve: float = knob(0.3, "seconds of a command's --time-limit kept for printing, saving and exit", 0)
     exit_reserve_share: float = knob(0.15, "and at most this share of it: short limits keep most of their time", 0, 1)

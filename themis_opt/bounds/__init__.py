@@ -160,6 +160,9 @@ def compute_bounds(
         # integer counts at the LP's value even with fill and drain: the integer program's optimum is
         # the LP's (to within SAFETY), so SCIP has nothing to add
         ip: float | None = lp
+    elif lp is not None and fd is not None and load_value(instance, fd.counts) * (1 - params.integer_headroom) <= lp:
+        # SCIP's bound would lie between the LP's and these counts' load value: not worth its seconds
+        ip = lp
     else:
         plain = integer_load_bound(instance, fill_drain=False, deadline=deadline, memo=memo, params=params)
         ip = plain.bound if plain is not None else None

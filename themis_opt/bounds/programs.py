@@ -4,6 +4,7 @@ a node or work limit and a share of the caller's time; their answers cached per 
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import sys
@@ -313,11 +314,12 @@ def _fill_drain_model(
         m.add(makespan >= q(plain.bound - origin))
     x: dict[tuple[ChunkClass, tuple[int, ...]], cp_model.IntVar] = {}
     used: dict[tuple[ChunkClass, tuple[int, ...]], cp_model.IntVar] = {}
+    hint_of: dict[tuple[ChunkClass, tuple[int, ...]], int] = {}
     for cls in instance.chunk_classes:
         if deadline.expired():
             return None
         n = len(cls.chunks)
-        # a complete hint: without a first solution CP-SAT may raise its bound one unit per conflict
+        # a hint: without a first solution CP-SAT may raise its bound one unit per conflict
         if plain is not None:
             hint = plain.counts[cls]
         else:
@@ -325,6 +327,7 @@ def _fill_drain_model(
             hint = {o: n if o == lightest else 0 for o in profiles[cls]}
         for order in profiles[cls]:
             key = (cls, order)
+            hint_of[key] = hint[order]
             x[key] = m.new_int_var(0, n, "x")
             used[key] = m.new_bool_var("u")
             m.add(x[key] >= 1).only_enforce_if(used[key])
@@ -332,14 +335,34 @@ def _fill_drain_model(
             m.add_hint(x[key], hint[order])
             m.add_hint(used[key], hint[order] > 0)
         m.add(sum(x[cls, order] for order in profiles[cls]) == n)
+    # each class's load terms per dimension, made once: the cuts repeat them (hundreds of cuts on task graphs)
+    terms = {
+        (cls, d): (
+            [x[cls, o] for o, p in profiles[cls].items() if p.busy[d]],
+            [q(p.busy[d]) for p in profiles[cls].values() if p.busy[d]],
+        )
+        for cls in instance.chunk_classes
+        for d in range(instance.network.num_dims)
+    }
     # with heads and tails, the first cut's loads are in the fill-and-drain constraints below
     for t, later in cuts[1:] if heads_tails else cuts:
         for d in range(instance.network.num_dims):
             if deadline.expired():
                 return None
-            load = [x[cls, o] * q(p.busy[d]) for cls in later for o, p in profiles[cls].items() if p.busy[d]]
-            if load:
-                m.add(makespan >= q(t - origin) + sum(load))
+            variables = [v for cls in later for v in terms[cls, d][0]]
+            if variables:
+                coefficients = [c for cls in later for c in terms[cls, d][1]]
+                m.add(makespan >= q(t - origin) + cp_model.LinearExpr.weighted_sum(variables, coefficients))
+    # the hint made complete (CP-SAT often did not complete the counts within the work limit):
+    # the makespan the hinted counts give, and each dimension's least head and tail in use
+    dims = range(instance.network.num_dims)
+    hinted_busy = {  # each class's load per dimension at the hinted counts
+        cls: [sum(hint_of[cls, o] * q(p.busy[d]) for o, p in profiles[cls].items()) for d in dims]
+        for cls in instance.chunk_classes
+    }
+    ends_hint = [q(plain.bound - origin) if plain is not None else 0]
+    for t, later in cuts[1:] if heads_tails else cuts:
+        ends_hint.append(q(t - origin) + max(sum(hinted_busy[cls][d] for cls in later) for d in dims))
     for d in range(instance.network.num_dims if heads_tails else 0):
         if deadline.expired():
             return None
@@ -349,14 +372,23 @@ def _fill_drain_model(
         ends = []
         heads = [q(p.head[d] - origin) for _, p in pairs]  # type: ignore[operator]
         tails = [q(p.tail[d]) for _, p in pairs]  # type: ignore[arg-type]
+        least_hint = []
         for values in (heads, tails):
             least = m.new_int_var(min(values), top, "least")
+            in_use = [v for (key, _), v in zip(pairs, values) if hint_of[key] > 0]
+            value = min(in_use) if in_use else top
+            m.add_hint(least, value)
+            least_hint.append(value)
             for level in sorted(set(values))[1:]:
                 reached = m.new_bool_var("reached")
                 m.add(least >= level).only_enforce_if(reached)
                 m.add_bool_or([used[key] for (key, _), v in zip(pairs, values) if v < level] + [reached])
+                m.add_hint(reached, level <= value)
             ends.append(least)
-        m.add(makespan >= ends[0] + ends[1] + sum(x[key] * q(p.busy[d]) for key, p in pairs))
+        busy = [(key, q(p.busy[d])) for key, p in pairs]
+        m.add(makespan >= ends[0] + ends[1] + sum(x[key] * b for key, b in busy))
+        ends_hint.append(sum(least_hint) + sum(hint_of[key] * b for key, b in busy))
+    m.add_hint(makespan, min(top, max(ends_hint)))
     return _FillDrainModel(m, x, used, makespan, origin, unit)
 
 
@@ -396,8 +428,14 @@ def _fill_drain_program(
     if program is None:
         return None
     program.model.minimize(program.makespan)
-    solver = _fill_drain_solver(deadline, params)
-    code = run_interruptibly(lambda: solver.solve(program.model), solver.stop_search, deadline.at)
+    for probing in (True, False):
+        # on large programs presolve's probing can spend the whole work limit: then once more without it
+        solver = _fill_drain_solver(deadline, params)
+        if not probing:
+            solver.parameters.cp_model_probing_level = 0
+        code = run_interruptibly(functools.partial(solver.solve, program.model), solver.stop_search, deadline.at)
+        if code != cp_model.UNKNOWN or deadline.expired():
+            break
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         status = solver.status_name(code)
         logger.info("the fill-and-drain program found no assignment in time (%s): not computed", status)
