@@ -48,6 +48,17 @@ def _pace(lines: list[str], what: str) -> str:
     return f"{count:,} ({count / seconds:,.0f}/s)" if seconds else f"{count:,}"
 
 
+def _shapes(text: str) -> list[tuple[int, ...]]:
+    """``4x4x4x16,4x8x8x4`` as shapes (an argparse type: a bad value is one line, exit status 2)."""
+    try:
+        shapes = [tuple(int(n) for n in shape.split("x")) for shape in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected shapes like 4x4x4x16,4x8x8x4") from None
+    if any(len(shape) != 4 or min(shape) < 2 for shape in shapes):
+        raise argparse.ArgumentTypeError(f"{text!r}: each shape is four dimensions of at least 2 NPUs")
+    return shapes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=8, help="collectives (default 8)")
@@ -55,7 +66,10 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=60.0, help="seconds per instance (default 60)")
     parser.add_argument("--workers", type=int, default=2, help="(default 2)")
     parser.add_argument(
-        "--shapes", default=None, help="networks, e.g. 4x4x4x16,4x8x8x4 (default: the five of bench.instances.SHAPES)"
+        "--shapes",
+        type=_shapes,
+        default=SHAPES,
+        help="4D networks, e.g. 4x4x4x16,4x8x8x4 (default: the five of bench.instances.SHAPES)",
     )
     parser.add_argument("--seed", type=int, default=0, help="(default 0)")
     parser.add_argument("--evaluations-per-pair", type=int, default=None, help="(default: the parameters')")
@@ -73,7 +87,7 @@ def main() -> None:
         logging.getLogger(name).setLevel(logging.INFO)
     print("| network | best heuristic gap | cpsat gap | status | wall (s) | assignment search | sequence search |")
     print("|---|---|---|---|---|---|---|")
-    shapes = SHAPES if args.shapes is None else [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
+    shapes = args.shapes
     within = 0
     for shape in shapes:
         instance = eight_collectives(chunks=args.chunks, count=args.count, shape=shape)

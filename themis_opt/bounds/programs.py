@@ -336,28 +336,25 @@ def _fill_drain_model(
             m.add_hint(used[key], hint[order] > 0)
         m.add(sum(x[cls, order] for order in profiles[cls]) == n)
     # each class's load terms per dimension, made once: the cuts repeat them (hundreds of cuts on task graphs)
-    terms = {
-        (cls, d): (
-            [x[cls, o] for o, p in profiles[cls].items() if p.busy[d]],
-            [q(p.busy[d]) for p in profiles[cls].values() if p.busy[d]],
-        )
-        for cls in instance.chunk_classes
-        for d in range(instance.network.num_dims)
-    }
+    dims = range(instance.network.num_dims)
+    terms = {}  # per class and dimension: the orders that use it, their count variables and busy times in units
+    for cls in instance.chunk_classes:
+        for d in dims:
+            orders = [o for o, p in profiles[cls].items() if p.busy[d]]
+            terms[cls, d] = (orders, [x[cls, o] for o in orders], [q(profiles[cls][o].busy[d]) for o in orders])
     # with heads and tails, the first cut's loads are in the fill-and-drain constraints below
     for t, later in cuts[1:] if heads_tails else cuts:
-        for d in range(instance.network.num_dims):
+        for d in dims:
             if deadline.expired():
                 return None
-            variables = [v for cls in later for v in terms[cls, d][0]]
+            variables = [v for cls in later for v in terms[cls, d][1]]
             if variables:
-                coefficients = [c for cls in later for c in terms[cls, d][1]]
+                coefficients = [c for cls in later for c in terms[cls, d][2]]
                 m.add(makespan >= q(t - origin) + cp_model.LinearExpr.weighted_sum(variables, coefficients))
     # the hint made complete (CP-SAT often did not complete the counts within the work limit):
     # the makespan the hinted counts give, and each dimension's least head and tail in use
-    dims = range(instance.network.num_dims)
     hinted_busy = {  # each class's load per dimension at the hinted counts
-        cls: [sum(hint_of[cls, o] * q(p.busy[d]) for o, p in profiles[cls].items()) for d in dims]
+        cls: [sum(hint_of[cls, o] * c for o, c in zip(terms[cls, d][0], terms[cls, d][2])) for d in dims]
         for cls in instance.chunk_classes
     }
     ends_hint = [q(plain.bound - origin) if plain is not None else 0]
