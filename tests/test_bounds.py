@@ -121,16 +121,26 @@ def scip_runs(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 
 def test_no_integer_program_when_integer_counts_reach_the_lp(scip_runs: list[object]) -> None:
     # graph_2l2p: the fill-and-drain program's counts cost the LP's value, so that is the integer
-    # optimum too and SCIP is not run; tiny_ar: they do not, and SCIP gives the integer bound
+    # optimum too and SCIP is not run
     from .conftest import load
 
     runs = scip_runs
     skipped = compute_bounds(load("graph_2l2p"))
     assert not runs and skipped.ip == skipped.lp
     assert skipped.lp is not None and skipped.fill_drain is not None and skipped.lp <= skipped.fill_drain
-    solved = compute_bounds(load("tiny_ar"))
-    assert len(runs) == 1 and solved.ip is not None and solved.lp is not None
-    assert solved.ip >= solved.lp * (1 - 1e-9)
+
+
+def test_no_integer_program_when_fill_and_drain_is_proven(scip_runs: list[object]) -> None:
+    # tiny_ar: fill-and-drain proves its optimum, which the integer program's cannot exceed
+    from .conftest import load
+
+    inst = load("tiny_ar")
+    runs = scip_runs
+    bounds = compute_bounds(inst)
+    assert not runs and bounds.ip == bounds.lp
+    plain = integer_load_bound(inst, fill_drain=False)
+    assert runs and plain is not None and bounds.fill_drain is not None
+    assert plain.bound <= bounds.fill_drain * (1 + 1e-9)
 
 
 def test_the_searches_take_the_integer_programs_counts_where_they_cost_less(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -371,12 +381,15 @@ def test_fill_and_drain_finds_an_assignment_even_when_presolve_spends_its_work_l
 def test_no_integer_program_when_it_could_add_less_than_the_headroom(
     scip_runs: list[object], headroom: float, runs_scip: bool
 ) -> None:
-    # tiny_ar: fill-and-drain's counts cost more than the LP, so SCIP runs unless the headroom covers the difference
-    from .conftest import load
-
+    # fill-and-drain starved of work: its counts unproven and costing more than the LP, so SCIP runs
+    # unless the headroom covers the difference
+    inst = make([(4, "switch", 200.0), (4, "switch", 100.0), (4, "switch", 50.0)], size=64 * MIB, chunks=8)
     runs = scip_runs
-    bounds = compute_bounds(load("tiny_ar"), params=BoundsParams(integer_headroom=headroom))
+    params = BoundsParams(fill_drain_work=1e-4, fill_drain_conflicts=1, integer_headroom=headroom)
+    bounds = compute_bounds(inst, params=params)
     assert bool(runs) is runs_scip
     assert bounds.ip is not None and bounds.lp is not None and bounds.ip >= bounds.lp * (1 - 1e-9)
-    if not runs_scip:
+    if runs_scip:
+        assert bounds.ip > bounds.lp * (1 + 1e-9)  # SCIP raised it
+    else:
         assert bounds.ip == bounds.lp

@@ -160,8 +160,8 @@ class _InProcessTimer:
         if self.dead:
             raise EOFError
         self.answered += 1
-        tokens, policy, _ = self.jobs.pop(0)  # the tokens it made are this timer's own
-        return self.timer.makespan(array("i", tokens), policy, Deadline())
+        tokens, policy, cutoff, _ = self.jobs.pop(0)  # the tokens it made are this timer's own
+        return self.timer.makespan(array("i", tokens), policy, Deadline(), cutoff)
 
 
 def _walk(instance: Instance, dead: bool = False, evaluations: int = 80) -> tuple[Schedule | None, int, int]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
 from hypothesis import given, strategies as st
 
+from themis_opt import simcore
 from themis_opt.budget import Deadline
 from themis_opt.errors import InputError
 from themis_opt.instance import Collective, Dimension, Instance, Network
@@ -229,6 +231,24 @@ def test_an_assignment_timer_times_as_simulate_does(name: str, engine: Engine) -
             expected = simulate(instance, orders, intra)
             assert timer.makespan(tokens, intra, Deadline()) == expected.makespan
             assert timer.schedule(tokens, intra) == expected
+
+
+@pytest.mark.parametrize("engine", ["core", "python"])
+@pytest.mark.parametrize("name", ["worked", "three_dim", "graph_2l2p"])
+def test_an_assignment_timer_stops_only_past_its_cutoff(name: str, engine: Engine) -> None:
+    # at or above the makespan the cutoff changes nothing; below it the answer is the makespan or
+    # inf, and inf (the core stops early) when even the busiest dimension's work alone exceeds it
+    instance = load(name)
+    timer = AssignmentTimer(instance, engine)
+    tokens = timer.tokens(themis_orders(instance))
+    for intra in Intra:
+        makespan = timer.makespan(tokens, intra, Deadline())
+        for cutoff in (makespan, makespan * (1 + 1e-6), math.inf):
+            assert timer.makespan(tokens, intra, Deadline(), cutoff) == makespan
+        for cutoff in (makespan * 0.999, makespan * 0.5):
+            assert timer.makespan(tokens, intra, Deadline(), cutoff) in (makespan, math.inf)
+        stopped = timer.makespan(tokens, intra, Deadline(), 0.0)
+        assert stopped == (math.inf if engine == "core" and simcore.available() else makespan)
 
 
 def test_two_assignment_timers_asked_alike_number_alike(worked: Instance) -> None:

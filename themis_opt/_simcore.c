@@ -269,7 +269,9 @@ static int64_t perm_rank(const int *active, int k, const int *order) {
 
 /*
  * Returns 0, -1 when deadline (CLOCK_MONOTONIC seconds)
- * passed first, -2 when out of memory.
+ * passed first, -2 when out of memory, -3 when the makespan is sure to exceed cutoff
+ * (fixed tables only: some dimension's phases not yet started, run back to back from
+ * now, would end after it; makespan[0] is then that lower bound).
  *
  * Tasks: is_coll[t], which[t] (collective or compute index), issue[t], pending[t]
  * (dependencies), successors of t at succ_ptr[t]..succ_ptr[t+1] (succ_task, succ_lag).
@@ -291,7 +293,7 @@ int simulate_core(
     const int64_t *table_ptr, const int *ph_dim, const double *ph_dur, const double *ph_key,
     const unsigned char *ph_rule,
     int use_planner, const int *fixed_table, const int64_t *perm_ptr, const int *perm_table,
-    int scf, double deadline, int max_phases,
+    int scf, double deadline, double cutoff, int max_phases,
     int *table_of, double *starts, double *compute_starts, double *makespan, double *busy_out, double *coll_end) {
     int num_chunks = num_colls ? first_chunk[num_colls - 1] + chunks[num_colls - 1] : 0;
     int status = -2;
@@ -310,10 +312,18 @@ int simulate_core(
     Scf *queues = calloc((size_t)num_dims + 1, sizeof(Scf));
     int *entry_dim = malloc(sizeof(int) * (size_t)(num_dims + 1));
     double *load = malloc(sizeof(double) * (size_t)(num_dims + 1));
+    double *unstarted = calloc((size_t)num_dims + 1, sizeof(double)); /* per dimension, for the cutoff */
     EventHeap events = {0};
     if (!pending || !earliest || !held || !left || !next_phase || !coll_of || !busy || !arrivals || !freed ||
-        !compute_ready || !fifo_len || !queues || !entry_dim || !load)
+        !compute_ready || !fifo_len || !queues || !entry_dim || !load || !unstarted)
         goto done;
+    /* the cutoff needs every chunk's table before its release: with fixed tables only */
+    int cut = !use_planner && cutoff < INFINITY;
+    double per_lane = 1.0 / (double)capacity;
+    if (cut)
+        for (int i = 0; i < num_chunks; i++)
+            for (int64_t at = table_ptr[fixed_table[i]]; at < table_ptr[fixed_table[i] + 1]; at++)
+                unstarted[ph_dim[at]] += ph_dur[at] * per_lane;
     if (!scf) {
         fifo = malloc(sizeof(FifoEntry) * (size_t)num_dims * (size_t)(num_chunks + 1));
         if (!fifo) goto done;
@@ -353,11 +363,19 @@ int simulate_core(
         if (i < 0) break;                                                                             \
         starts[(int64_t)i * max_phases + next_phase[i]] = now;                                        \
         busy[dim]++;                                                                                  \
+        unstarted[dim] -= ph_dur[table_ptr[table_of[i]] + next_phase[i]] * per_lane;                  \
         if (heap_push(&events, now + ph_dur[table_ptr[table_of[i]] + next_phase[i]], PHASE_DONE, dim, i)) \
             goto done;                                                                                \
     } while (0)
     while (events.len) {
         now = events.data[0].t;
+        if (cut)
+            for (int d = 0; d < num_dims; d++)
+                if (now + unstarted[d] > cutoff) { /* the sums' rounding is covered by the caller's margin */
+                    makespan[0] = now + unstarted[d];
+                    status = -3;
+                    goto done;
+                }
         int num_arrivals = 0, num_freed = 0;
         while (events.len && events.data[0].t == now) {
             Event e = heap_pop(&events);
@@ -533,6 +551,7 @@ done:
     free(queues);
     free(entry_dim);
     free(load);
+    free(unstarted);
     free(events.data);
     return status;
 }

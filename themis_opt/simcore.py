@@ -21,6 +21,7 @@ import ctypes
 import importlib.util
 import itertools
 import logging
+import math
 import weakref
 from array import array
 from collections.abc import Sequence
@@ -37,6 +38,7 @@ from themis_opt.schedule import PhaseColumns
 
 logger = logging.getLogger(__name__)
 
+CUTOFF_MARGIN = 1e-9  # relative: the core's running sums of durations may round a little low or high
 MAX_PLANNED_DIMS = 5  # Themis in C prepares every order of a collective's dimensions: 5! = 120 at most
 
 
@@ -63,7 +65,7 @@ _ARGTYPES: list[Any] = [
     ctypes.c_int, _P, _P, ctypes.c_int,  # dimensions
     _P, _P, _P, _P, _P,  # phase tables
     ctypes.c_int, _P, _P, _P,  # orders
-    ctypes.c_int, ctypes.c_double, ctypes.c_int,  # policy, deadline, row width
+    ctypes.c_int, ctypes.c_double, ctypes.c_double, ctypes.c_int,  # policy, deadline, cutoff, row width
     _P, _P, _P, _P, _P, _P,  # out
 ]  # fmt: skip
 
@@ -430,6 +432,7 @@ def run(
             _ptr(perm_table),
             _policy_code(intra),
             deadline.at,
+            math.inf,
             width,
             *(_ptr(a) for a in out),
         )
@@ -563,9 +566,11 @@ class TableTimer:
         self._tail = [tables.widest, *(_ptr(a) for a in out)]
         self._out = out  # kept alive while the core writes into them
 
-    def makespan(self, tables: array[int], intra: Intra, deadline: Deadline) -> float:
+    def makespan(self, tables: array[int], intra: Intra, deadline: Deadline, cutoff: float = math.inf) -> float:
         """The makespan of ``tables`` (from :meth:`table`) under ``intra``, as
-        :func:`~themis_opt.simulator.simulate_makespan` gives it.
+        :func:`~themis_opt.simulator.simulate_makespan` gives it; ``math.inf``
+        once it is sure to exceed ``cutoff`` (the run stops there: a search
+        that would reject it needs no more).
 
         Raises
         ------
@@ -575,5 +580,10 @@ class TableTimer:
         if self._prepared.tables.columns() is not self._columns:
             self._bind()
         perm = (_ptr(a) for a in self._planner)
-        _checked(_core()(*self._head, tables.buffer_info()[0], *perm, _policy_code(intra), deadline.at, *self._tail))
+        margin = cutoff + abs(cutoff) * CUTOFF_MARGIN
+        tokens = tables.buffer_info()[0]
+        status = _core()(*self._head, tokens, *perm, _policy_code(intra), deadline.at, margin, *self._tail)
+        if status == -3:
+            return math.inf
+        _checked(status)
         return float(self._makespan[0])

@@ -399,12 +399,15 @@ class AssignmentTimer:
         """The orders that ``tokens`` stand for."""
         return {cid: self._orders[x] for cid, x in zip(self.instance.chunk_ids, tokens)}
 
-    def makespan(self, tokens: array[int], intra: Intra, deadline: Deadline) -> float:
-        """:func:`simulate_makespan`'s makespan of the assignment ``tokens``."""
+    def makespan(self, tokens: array[int], intra: Intra, deadline: Deadline, cutoff: float = math.inf) -> float:
+        """:func:`simulate_makespan`'s makespan of the assignment ``tokens``; any makespan
+        above ``cutoff`` may come back as ``math.inf`` (the compiled core stops as soon as
+        it is sure of that: some dimension's work left would end past it).
+        """
         if len(tokens) != len(self.instance.chunk_ids):  # the core would read past them
             raise ValueError(f"{len(tokens)} tokens for {len(self.instance.chunk_ids)} chunks")
         if self._core is not None:
-            return self._core.makespan(tokens, intra, deadline)
+            return self._core.makespan(tokens, intra, deadline, cutoff)
         with _gc_paused():
             return _simulate(self.instance, self.orders(tokens), intra, deadline, self._memo)[0]
 

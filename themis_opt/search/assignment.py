@@ -215,17 +215,17 @@ def _fork_timer(timer: AssignmentTimer) -> Helper:
 
 
 def _timer(connection: Connection, timer: AssignmentTimer) -> None:  # pragma: no cover - runs in the forked process
-    """Answer every ``(tokens, policy, made)`` received with its simulated makespan, until the pipe
-    closes; ``made`` are the tokens the sender made since the last job, made here in the same order
-    so that both number them alike.
+    """Answer every ``(tokens, policy, cutoff, made)`` received with its simulated makespan (see
+    :meth:`~themis_opt.simulator.AssignmentTimer.makespan`), until the pipe closes; ``made`` are the
+    tokens the sender made since the last job, made here in the same order so that both number them alike.
     """
     die_with_parent()
     try:
         while True:
-            tokens, policy, made = connection.recv()
+            tokens, policy, cutoff, made = connection.recv()
             for c, k, order in made:
                 timer.token(c, k, order)
-            connection.send(timer.makespan(array("i", tokens), policy, Deadline()))
+            connection.send(timer.makespan(array("i", tokens), policy, Deadline(), cutoff))
     except (EOFError, OSError, KeyboardInterrupt):
         pass
 
@@ -281,7 +281,8 @@ def _search(
     longest = 0.0  # the longest simulation so far, s
     told = [0] * len(timers)  # how many of the timer's made tokens each timer has been sent
 
-    def time_it(tokens: array[int], policy: Intra) -> float:
+    def time_it(tokens: array[int], policy: Intra, cutoff: float = math.inf) -> float:
+        """The makespan of ``tokens``, or ``math.inf`` once it is sure to exceed ``cutoff``."""
         nonlocal used, longest
         deadline.check("assignment search")  # a small run checks no deadline of its own
         if deadline.remaining() < (4 if handover else 2) * longest:
@@ -290,7 +291,7 @@ def _search(
             raise OutOfTime("assignment search: the time left is for building the schedule")
         used += 1
         start = time.perf_counter()
-        makespan = timer.makespan(tokens, policy, deadline)
+        makespan = timer.makespan(tokens, policy, deadline, cutoff)
         longest = max(longest, time.perf_counter() - start)
         keep(makespan, tokens, policy)
         return makespan
@@ -302,15 +303,15 @@ def _search(
             if target is not None and is_proven(makespan, target, origin):
                 raise _Optimal
 
-    def time_all(jobs: Sequence[tuple[array[int], Intra]]) -> list[float]:
-        """Each job's makespan: the first timed here, the others by the timers, at once
-        (a job whose timer died is timed here instead).
+    def time_all(jobs: Sequence[tuple[array[int], Intra, float]]) -> list[float]:
+        """Each job's makespan (or ``math.inf`` above its cutoff): the first timed here, the
+        others by the timers, at once (a job whose timer died is timed here instead).
         """
         nonlocal used
         sent = []
         for n, ((_, connection), job) in enumerate(zip(timers, jobs[1:])):
             try:
-                connection.send((job[0].tobytes(), job[1], timer.made[told[n] :]))
+                connection.send((job[0].tobytes(), job[1], job[2], timer.made[told[n] :]))
                 told[n] = len(timer.made)
                 sent.append(True)
             except OSError:
@@ -322,7 +323,7 @@ def _search(
                 makespans.append(time_it(*job))
                 continue
             used += 1
-            keep(makespan, *job)
+            keep(makespan, job[0], job[1])
             makespans.append(makespan)
         return makespans
 
@@ -371,9 +372,10 @@ def _search(
                 rng.shuffle(taken)
                 for i, token in zip(where, taken):
                     tokens[i] = token
-            jobs = [(tokens, policy) for policy in Intra]
-            for k in range(0, len(jobs), 1 + len(timers)):
-                time_all(jobs[k : k + 1 + len(timers)])
+            for k in range(0, len(Intra), 1 + len(timers)):
+                # only a new best matters here: a run stops once it cannot be one
+                cutoff = best[0] if best is not None else math.inf
+                time_all([(tokens, policy, cutoff) for policy in list(Intra)[k : k + 1 + len(timers)]])
         assert best is not None
         current_makespan, current, policy = best
         # the cooling runs over the simulations left (so that with time to spare it, like the result, does
@@ -404,11 +406,16 @@ def _search(
                     candidates.append(candidate)
             if not candidates:
                 break
-            for candidate, makespan in zip(candidates, time_all([(c, policy) for c in candidates])):
-                temperature = strategy.temperature * best[0] * max(0.0, 1.0 - cooled())
-                if makespan <= current_makespan or (
-                    temperature > 0 and rng.random() < math.exp((current_makespan - makespan) / temperature)
-                ):
+            # a move is kept if no worse, or worse by less than temperature x -ln(u) (the Metropolis
+            # rule): u is drawn first, so that each simulation stops once past what it could be kept at
+            temperature = strategy.temperature * best[0] * max(0.0, 1.0 - cooled())
+            cutoffs = [
+                current_makespan - (temperature * math.log(1.0 - rng.random()) if temperature > 0 else 0.0)
+                for _ in candidates
+            ]
+            timed = time_all([(c, policy, cutoff) for c, cutoff in zip(candidates, cutoffs)])
+            for candidate, makespan, cutoff in zip(candidates, timed, cutoffs):
+                if makespan <= cutoff:
                     current, current_makespan = candidate, makespan
                     break  # the later candidates were moves from the old current
     except (OutOfTime, _Optimal):
