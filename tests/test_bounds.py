@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from themis_opt.bounds import compute_bounds, ideal_bound, integer_load_bound, lp_bound, order_profiles
-from themis_opt.instance import Instance
+from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.params import BoundsParams
 
 from .conftest import heuristic_schedules, make, two_issues
@@ -393,3 +393,43 @@ def test_no_integer_program_when_it_could_add_less_than_the_headroom(
         assert bounds.ip > bounds.lp * (1 + 1e-9)  # SCIP raised it
     else:
         assert bounds.ip == bounds.lp
+
+
+def _waiting(count: int) -> Instance:
+    """All-reduces of 16, 32, 64 MiB in 2 chunks, 150 us apart, on 4x4x16 switches at 400/100/50 GB/s:
+    the slow wide dimension waits for work the others pass on.
+    """
+    network = Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in ((4, 400.0), (4, 100.0), (16, 50.0))))
+    sizes = (16, 32, 64)
+    collectives = tuple(Collective("all_reduce", sizes[i] * MIB, 2, issue_ns=150e3 * i) for i in range(count))
+    return Instance(network, collectives)
+
+
+def test_the_fluid_bound_sees_a_dimension_wait_and_stays_below_the_optimum() -> None:
+    from themis_opt.solve import solve
+
+    instance = _waiting(2)
+    bounds = compute_bounds(instance)
+    assert bounds.fluid is not None and bounds.fill_drain is not None
+    assert bounds.fluid > bounds.fill_drain * 1.1  # the load programs cannot see the wait
+    optimum = solve(instance, "cpsat", time_limit=30, workers=1)
+    assert optimum.status.value == "optimal" and optimum.makespan is not None
+    assert bounds.fluid <= optimum.makespan
+    for name, schedule in heuristic_schedules(instance).items():
+        assert bounds.fluid <= schedule.makespan, name
+
+
+def test_a_thinned_fluid_grid_gives_a_weaker_bound() -> None:
+    # three issue times thinned to two: the middle release falls inside an interval
+    from themis_opt.bounds import fluid_bound
+    from themis_opt.bounds.programs import fluid_points
+
+    instance = _waiting(3)
+    floor = compute_bounds(instance).fill_drain
+    assert floor is not None
+    thin = BoundsParams(fluid_points=2)
+    assert fluid_points(instance, floor, thin) == [0.0, 300e3, floor]
+    full, thinned = fluid_bound(instance, floor), fluid_bound(instance, floor, params=thin)
+    assert full is not None and thinned is not None and floor * (1 - 1e-8) <= thinned <= full * (1 + 1e-9)
+    for name, schedule in heuristic_schedules(instance).items():
+        assert full <= schedule.makespan, name

@@ -74,6 +74,9 @@ class BoundsParams(_Group):
     integer_headroom: float = knob(
         1e-4, "SCIP runs only if it could raise the LP's bound more, relatively: it spends seconds on less", 0, 1
     )
+    fluid_share: float = knob(0.5, "of the bounds' time left for the fluid bound, run last: GLOP takes seconds", 0, 1)
+    fluid_points: int = knob(32, "grid points of the fluid bound at most: its issue times, thinned evenly beyond", 2)
+    max_fluid_variables: int = knob(200_000, "the fluid program's variables at most: 16 x 32 chunks has 30,000", 1)
     node_limit: int = knob(20_000, "SCIP's nodes for the integer bound: it proves the suites within them", 1)
     fill_drain_work: float = knob(1.0, "CP-SAT deterministic time for fill-and-drain: a machine-independent stop", 0)
     fill_drain_conflicts: int = knob(20_000, "and at most this many conflicts: the same answer on every machine", 1)
@@ -91,7 +94,7 @@ class SearchParams(_Group):
         None, "simulations per search: a deterministic stop (default: the rule below, or the time)", 1, integer=True
     )
     evaluations_per_pair: int = knob(
-        300, "per ordered pair of interchangeable chunks: swaps grow with a class's square", 1
+        600, "per ordered pair of interchangeable chunks: swaps grow with a class's square", 1
     )
     min_evaluations: int = knob(2400, "at least: a class of a few chunks still gets restarts and moves", 1)
     descent_restart_share: float = knob(0.5, "one collective: restarts for half the simulations, then a descent", 0, 1)

@@ -10,7 +10,11 @@
   since no dimension can start before some chunk reaches it (its head) nor
   end its last phase later than that chunk's remaining phases allow (its
   tail): makespan >= min head + load + min tail, heads and tails taken over
-  the orders in use.
+  the orders in use;
+* fluid bound (``fluid``): the load program over time, between issue times:
+  a dimension does no more work in an interval than its length, and no chunk
+  starts a phase before finishing the one before, counted in shares of
+  chunks at every issue time (continuous counts and work).
 
 With several issue times, a dimension's load counts only the collectives
 issued at or after each issue time, added to that time.
@@ -51,7 +55,15 @@ from themis_opt.bounds.formulas import (
     shortest_durations,
     traffic_bytes,
 )
-from themis_opt.bounds.programs import LoadSolution, Memo, _adopt_counts, integer_load_bound, lp_bound, solvers_loaded
+from themis_opt.bounds.programs import (
+    LoadSolution,
+    Memo,
+    _adopt_counts,
+    fluid_bound,
+    integer_load_bound,
+    lp_bound,
+    solvers_loaded,
+)
 from themis_opt.budget import Deadline
 from themis_opt.instance import Instance
 from themis_opt.orders import Counts
@@ -70,6 +82,7 @@ __all__ = [
     "critical_path_bound",
     "earliest_releases",
     "fill_drain_value",
+    "fluid_bound",
     "ideal_bound",
     "integer_load_bound",
     "least_busy_bound",
@@ -92,14 +105,16 @@ class Bounds:
     longest dependency chain with every collective at its shortest possible
     duration; ``compute`` the compute unit's work after its earliest start;
     ``least_busy`` a dimension's least busy time, latency included, every
-    chunk on its cheapest order there (no solver); ``cpsat`` CP-SAT's own
-    bound (of a relaxation, so valid as it stands).
+    chunk on its cheapest order there (no solver); ``fluid`` the load program
+    over time (:func:`fluid_bound`); ``cpsat`` CP-SAT's own bound (of a
+    relaxation, so valid as it stands).
     """
 
     ideal: float
     lp: float | None = None
     ip: float | None = None
     fill_drain: float | None = None
+    fluid: float | None = None
     cpsat: float | None = None
     critical_path: float | None = None
     compute: float | None = None
@@ -178,4 +193,7 @@ def compute_bounds(
             # its bound stays not computed
             memo[(instance, True)] = LoadSolution(plain.bound, plain.counts, optimal=False)
     fill_drain = max(ip or 0.0, fd.bound) if fd is not None else None
-    return dataclasses.replace(cheap, lp=lp, ip=ip, fill_drain=fill_drain)
+    known = dataclasses.replace(cheap, lp=lp, ip=ip, fill_drain=fill_drain)
+    # last, on the best bound so far: the higher its grid reaches, the tighter it is
+    fluid = fluid_bound(instance, known.best, deadline.share(params.fluid_share), params)
+    return dataclasses.replace(known, fluid=fluid)
