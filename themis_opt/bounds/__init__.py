@@ -171,6 +171,10 @@ def compute_bounds(
     fd = integer_load_bound(
         instance, fill_drain=True, deadline=deadline.share(params.fill_drain_share), memo=memo, params=params
     )
+    # then the fluid bound, on the best bound so far (the higher its grid reaches, the tighter), before
+    # SCIP, which may take all the time left for less (on 16 all-reduces of 32 chunks it left none)
+    floor = max([cheap.best] + [b for b in (lp, fd.bound if fd is not None else None) if b is not None])
+    fluid = fluid_bound(instance, floor, deadline.share(params.fluid_share), params)
     if lp is not None and fd is not None and fill_drain_value(instance, fd.counts) * (1 - SAFETY) <= lp:
         # integer counts at the LP's value even with fill and drain: the integer program's optimum is
         # the LP's (to within SAFETY), so SCIP has nothing to add
@@ -193,7 +197,4 @@ def compute_bounds(
             # its bound stays not computed
             memo[(instance, True)] = LoadSolution(plain.bound, plain.counts, optimal=False)
     fill_drain = max(ip or 0.0, fd.bound) if fd is not None else None
-    known = dataclasses.replace(cheap, lp=lp, ip=ip, fill_drain=fill_drain)
-    # last, on the best bound so far: the higher its grid reaches, the tighter it is
-    fluid = fluid_bound(instance, known.best, deadline.share(params.fluid_share), params)
-    return dataclasses.replace(known, fluid=fluid)
+    return dataclasses.replace(cheap, lp=lp, ip=ip, fill_drain=fill_drain, fluid=fluid)

@@ -188,7 +188,10 @@ def fluid_bound(
                     solver.Add(solver.Sum(done) == count)
                     if before is not None:  # by the end of every interval but the last
                         for k in range(len(done) - 1):
-                            solver.Add(solver.Sum(done[: k + 1]) <= solver.Sum(before[: k + 1]))
+                            ahead = solver.Constraint(-solver.infinity(), 0.0)  # set directly: no expression trees
+                            for j in range(k + 1):
+                                ahead.SetCoefficient(done[j], 1.0)
+                                ahead.SetCoefficient(before[j], -1.0)
                     busy = phase.duration / at_once * us
                     for k, share in enumerate(done):
                         work.setdefault((phase.dim, first + k), []).append((share, busy))
