@@ -38,6 +38,7 @@ from themis_opt.schedule import PhaseColumns
 
 logger = logging.getLogger(__name__)
 
+_CUT_OFF = -3  # the core's status when a run stopped at its cutoff
 CUTOFF_MARGIN = 1e-9  # relative: the core's running sums of durations may round a little low or high
 MAX_PLANNED_DIMS = 5  # Themis in C prepares every order of a collective's dimensions: 5! = 120 at most
 
@@ -583,7 +584,7 @@ class TableTimer:
         margin = cutoff + abs(cutoff) * CUTOFF_MARGIN
         tokens = tables.buffer_info()[0]
         status = _core()(*self._head, tokens, *perm, _policy_code(intra), deadline.at, margin, *self._tail)
-        if status == -3:
+        if status == _CUT_OFF:
             return math.inf
         _checked(status)
         return float(self._makespan[0])

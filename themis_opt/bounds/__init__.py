@@ -173,7 +173,7 @@ def compute_bounds(
     )
     # then the fluid bound, on the best bound so far (the higher its grid reaches, the tighter), before
     # SCIP, which may take all the time left for less (on 16 all-reduces of 32 chunks it left none)
-    floor = max([cheap.best] + [b for b in (lp, fd.bound if fd is not None else None) if b is not None])
+    floor = dataclasses.replace(cheap, lp=lp, fill_drain=fd.bound if fd is not None else None).best
     fluid = fluid_bound(instance, floor, deadline.share(params.fluid_share), params)
     if lp is not None and fd is not None and fill_drain_value(instance, fd.counts) * (1 - SAFETY) <= lp:
         # integer counts at the LP's value even with fill and drain: the integer program's optimum is

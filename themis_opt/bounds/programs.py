@@ -116,14 +116,6 @@ def fluid_points(instance: Instance, floor: float, params: BoundsParams = BOUNDS
     return sorted(set(releases) | {max(floor, releases[-1])})
 
 
-def fluid_variables(instance: Instance, points: int) -> int:
-    """How many variables the fluid program has on a grid of ``points``."""
-    phases = sum(
-        len(way) for cls in instance.chunk_classes for way in _variants(instance, cls.collective, cls.chunk_bytes)
-    )
-    return phases * max(1, points - 1)
-
-
 def fluid_bound(
     instance: Instance, floor: float, deadline: Deadline | None = None, params: BoundsParams = BOUNDS
 ) -> float | None:
@@ -160,7 +152,9 @@ def fluid_bound(
     """
     deadline = deadline or Deadline()
     points = fluid_points(instance, floor, params)
-    if fluid_variables(instance, len(points)) > params.max_fluid_variables or not solvers_loaded(deadline, params):
+    ways = {cls: list(_variants(instance, cls.collective, cls.chunk_bytes)) for cls in instance.chunk_classes}
+    variables = sum(len(way) for found in ways.values() for way in found) * len(points)  # at most
+    if variables > params.max_fluid_variables or not solvers_loaded(deadline, params):
         return None
     from ortools.linear_solver import pywraplp
 
@@ -178,7 +172,7 @@ def fluid_bound(
             # the interval of the release (a point unless the grid was thinned): nothing is done before it
             first = max(k for k in range(fixed + 1) if points[k] <= releases[cls.collective])
             counts = []
-            for way in _variants(instance, cls.collective, cls.chunk_bytes):
+            for way in ways[cls]:
                 count = solver.NumVar(0.0, n, "x")
                 counts.append(count)
                 before: list[Any] | None = None
