@@ -116,45 +116,56 @@ static int fifo_pop(FifoEntry *heap, int64_t *len) {
 /* scf: a sequence per dimension, items in [head, head + len) of a buffer of cap */
 typedef struct {
     double *keys;
-    int64_t *ranks;
-    int *items;
+    int *items; /* a chunk's rank is its collective's priority: looked up, not moved along */
     int64_t head, len, cap;
 } Scf;
 
-static void scf_insert(Scf *q, int64_t j, double key, int item, int64_t rank) {
-    if (q->head + q->len == q->cap) { /* room at the tail: move everything to the front */
-        memmove(q->keys, q->keys + q->head, (size_t)q->len * sizeof(double));
-        memmove(q->ranks, q->ranks + q->head, (size_t)q->len * sizeof(int64_t));
-        memmove(q->items, q->items + q->head, (size_t)q->len * sizeof(int));
-        q->head = 0;
+static void scf_recentre(Scf *q) { /* room on both sides: the sequence moves to the middle of the buffer */
+    int64_t head = (q->cap - q->len) / 2;
+    memmove(q->keys + head, q->keys + q->head, (size_t)q->len * sizeof(double));
+    memmove(q->items + head, q->items + q->head, (size_t)q->len * sizeof(int));
+    q->head = head;
+}
+
+/* inserted at position j: the shorter side moves by one slot (the front down or the back up) */
+static void scf_insert(Scf *q, int64_t j, double key, int item) {
+    int64_t at;
+    if (j < q->len - j) {
+        if (q->head == 0) scf_recentre(q);
+        int64_t h = --q->head;
+        memmove(q->keys + h, q->keys + h + 1, (size_t)j * sizeof(double));
+        memmove(q->items + h, q->items + h + 1, (size_t)j * sizeof(int));
+        at = h + j;
+    } else {
+        if (q->head + q->len == q->cap) scf_recentre(q);
+        at = q->head + j;
+        int64_t tail = q->len - j;
+        memmove(q->keys + at + 1, q->keys + at, (size_t)tail * sizeof(double));
+        memmove(q->items + at + 1, q->items + at, (size_t)tail * sizeof(int));
     }
-    int64_t at = q->head + j, tail = q->len - j;
-    memmove(q->keys + at + 1, q->keys + at, (size_t)tail * sizeof(double));
-    memmove(q->ranks + at + 1, q->ranks + at, (size_t)tail * sizeof(int64_t));
-    memmove(q->items + at + 1, q->items + at, (size_t)tail * sizeof(int));
     q->keys[at] = key;
-    q->ranks[at] = rank;
     q->items[at] = item;
     q->len++;
 }
 
-static void scf_insert_before_ge(Scf *q, double key, int item, int64_t rank) {
+static void scf_insert_before_ge(Scf *q, double key, int item) {
     int64_t j = 0;
     while (j < q->len && q->keys[q->head + j] < key) j++;
-    scf_insert(q, j, key, item, rank);
+    scf_insert(q, j, key, item);
 }
 
-static void scf_insert_before_lower_rank(Scf *q, int64_t rank, double key, int item) {
+static void scf_insert_before_lower_rank(Scf *q, int64_t rank, double key, int item, const int64_t *priority,
+                                         const int *coll_of) {
     int64_t j = 0;
-    while (j < q->len && q->ranks[q->head + j] >= rank) j++;
-    scf_insert(q, j, key, item, rank);
+    while (j < q->len && priority[coll_of[q->items[q->head + j]]] >= rank) j++;
+    scf_insert(q, j, key, item);
 }
 
 static int scf_pop(Scf *q) {
     int item = q->items[q->head];
     q->head++;
     q->len--;
-    if (!q->len) q->head = 0;
+    if (!q->len) q->head = q->cap / 2;
     return item;
 }
 
@@ -331,10 +342,10 @@ int simulate_core(
         for (int d = 0; d < num_dims; d++) {
             int64_t cap = 2 * (int64_t)num_chunks + 2;
             queues[d].cap = cap;
+            queues[d].head = cap / 2;
             queues[d].keys = malloc(sizeof(double) * (size_t)cap);
-            queues[d].ranks = malloc(sizeof(int64_t) * (size_t)cap);
             queues[d].items = malloc(sizeof(int) * (size_t)cap);
-            if (!queues[d].keys || !queues[d].ranks || !queues[d].items) goto done;
+            if (!queues[d].keys || !queues[d].items) goto done;
         }
     }
     Planner planner = {num_dims, dim_size, dim_bandwidth, entry_dim, load, 0, 0.0};
@@ -474,11 +485,11 @@ int simulate_core(
             if (!scf) {
                 fifo_push(fifo + (size_t)d * (size_t)(num_chunks + 1), &fifo_len[d], (FifoEntry){-priority[c], seq++, i});
             } else if (ph_rule[at]) {
-                scf_insert_before_lower_rank(&queues[d], priority[c], ph_key[at], i);
+                scf_insert_before_lower_rank(&queues[d], priority[c], ph_key[at], i, priority, coll_of);
             } else if (p == table_ptr[table_of[i] + 1] - table_ptr[table_of[i]] - 2) { /* one phase after it */
-                scf_insert(&queues[d], queues[d].len, ph_key[at], i, priority[c]);
+                scf_insert(&queues[d], queues[d].len, ph_key[at], i);
             } else {
-                scf_insert_before_ge(&queues[d], ph_key[at], i, priority[c]);
+                scf_insert_before_ge(&queues[d], ph_key[at], i);
             }
             START_HEAD(d); /* an idle dimension starts at once */
         }
@@ -545,7 +556,6 @@ done:
     if (queues)
         for (int d = 0; d < num_dims; d++) {
             free(queues[d].keys);
-            free(queues[d].ranks);
             free(queues[d].items);
         }
     free(queues);
