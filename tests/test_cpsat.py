@@ -72,6 +72,27 @@ def test_windows_improve_a_poor_incumbent_and_stay_valid() -> None:
     assert best.makespan == spans[-1] < incumbent.makespan  # Themis leaves room here (re-solved windows find it)
 
 
+def test_windows_with_too_little_time_return_the_incumbent_unbuilt() -> None:
+    import time
+
+    from themis_opt.budget import Deadline
+    from themis_opt.cpsat import improve_by_windows
+
+    instance = _four_collectives()
+    incumbent = simulate(instance, themis_orders(instance), "scf")
+    best, trajectory = improve_by_windows(
+        instance,
+        incumbent,
+        deadline=Deadline.after(1.0),
+        workers=1,
+        seed=0,
+        t0=time.perf_counter(),
+        params=CpsatParams(window_phases=100, window_min_seconds=5.0),
+    )
+    assert best is incumbent and [m for _, m in trajectory] == [incumbent.makespan]
+    assert "chunks" not in vars(incumbent)  # a lazy schedule of the core: its phases were never built
+
+
 def test_cpsat_searches_windows_when_the_model_is_too_big() -> None:
     from themis_opt.params import CpsatParams, SolveParams
     from themis_opt.solve import solve

@@ -83,6 +83,14 @@ def test_a_lazy_schedule_reads_its_columns_as_its_phases_say(worked: Instance) -
     assert validate(worked, schedule) == []
 
 
+def test_a_lazy_schedule_gives_its_orders_without_building_its_phases(worked: Instance) -> None:
+    schedule = simulate(worked, ThemisTracker(worked).plan, Intra.SCF)
+    orders = schedule.orders
+    assert "chunks" not in vars(schedule)
+    assert orders == {(c.collective, c.chunk): c.order for c in schedule.chunks}  # now built
+    assert schedule.orders == orders
+
+
 def _same_columns(a: Schedule, b: Schedule) -> bool:
     ca, cb = a.columns(), b.columns()
     return all(

@@ -121,6 +121,7 @@ class CpsatParams(_Group):
     window_phases: int = knob(1_500, "phases per window of the large-neighbourhood search", 1)
     window_literals: int = knob(20_000, "order literals per window: a larger collective is never freed", 1)
     window_share: float = knob(0.25, "of the time left for each window", 0, 1)
+    window_min_seconds: float = knob(0.5, "a window starts only with more left: building and re-timing it take that", 0)
 
 
 @dataclass(frozen=True)

@@ -181,13 +181,14 @@ class Schedule:
         busy_ns: tuple[float, ...],
         collective_ends: tuple[float, ...],
         columns: Callable[[], PhaseColumns] | None = None,
+        orders: Callable[[], dict[tuple[int, int], tuple[int, ...]]] | None = None,
     ) -> Schedule:
         """A schedule whose chunks ``build`` makes when they are first asked for.
 
         ``makespan``, ``busy_ns`` (per dimension) and ``collective_ends`` must
         be what :attr:`makespan`, :meth:`busy_ns` and :meth:`collective_ends`
-        would compute from those chunks, and ``columns`` (if given) what
-        :meth:`columns` would.
+        would compute from those chunks, and ``columns`` and ``orders`` (if
+        given) what :meth:`columns` and :attr:`orders` would.
         """
         schedule = object.__new__(cls)
         object.__setattr__(schedule, "computes", computes)
@@ -195,6 +196,7 @@ class Schedule:
         object.__setattr__(schedule, "makespan", makespan)  # what the cached property would hold
         object.__setattr__(schedule, "_summary", (busy_ns, collective_ends))
         object.__setattr__(schedule, "_columns", columns)
+        object.__setattr__(schedule, "_orders", orders)
         return schedule
 
     def columns(self) -> PhaseColumns:
@@ -271,7 +273,11 @@ class Schedule:
 
     @property
     def orders(self) -> dict[tuple[int, int], tuple[int, ...]]:
-        """Each chunk's order, keyed by (collective, chunk)."""
+        """Each chunk's order, keyed by (collective, chunk) (a lazy schedule's without building its chunks)."""
+        maker = self.__dict__.get("_orders")
+        if maker is not None and "chunks" not in self.__dict__:
+            made: dict[tuple[int, int], tuple[int, ...]] = maker()
+            return made
         return {(c.collective, c.chunk): c.order for c in self.chunks}
 
     def by_dimension(self) -> dict[int, list[tuple[Phase, int, int]]]:

@@ -264,6 +264,7 @@ def _core_builder(instance: Instance, run: simcore.CoreRun) -> Callable[..., Sch
             run.busy_ns,
             run.collective_ends,
             lambda: run.columns(instance),
+            lambda: run.orders(instance),
         )
 
     return build
