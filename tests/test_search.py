@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from array import array
 from multiprocessing.connection import Connection
@@ -11,6 +12,7 @@ import pytest
 
 from themis_opt.budget import Deadline
 from themis_opt.instance import Collective, Dimension, Instance, Network
+from themis_opt.methods import Intra
 from themis_opt.params import SearchParams
 from themis_opt.policies import baseline_orders, themis_orders
 from themis_opt.schedule import Schedule
@@ -139,9 +141,26 @@ def test_two_workers_descend_twice_and_return_the_better_seed() -> None:
     starts = [baseline_orders(instance)]
     alone = [improve_assignment(instance, starts, seed=s, evaluations=80, strategy=DESCENT) for s in (4, 5)]
     assert alone[0] is not None and alone[1] is not None and alone[0].makespan != alone[1].makespan
-    both = improve_assignment(instance, starts, seed=4, evaluations=80, workers=2, strategy=DESCENT)
+    same = dataclasses.replace(DESCENT, split_policies=False)  # both walks under their best restart's policy
+    both = improve_assignment(instance, starts, seed=4, evaluations=80, workers=2, strategy=same)
     assert both is not None and validate(instance, both) == []
     assert both == min(alone, key=lambda found: found.makespan)  # type: ignore[union-attr]
+
+
+def test_two_workers_walk_one_policy_each() -> None:
+    import themis_opt.search.assignment as localsearch
+
+    instance = _three_dims()
+    starts = [baseline_orders(instance)]
+    timer = AssignmentTimer(instance)
+    walks = [
+        localsearch._search(timer, starts, seed=4 + n, strategy=DESCENT, evaluations=80, walk=policy, **NO_LIMITS)
+        for n, policy in enumerate(Intra)
+    ]
+    assert walks[0] is not None and walks[1] is not None and walks[0] != walks[1]
+    both = improve_assignment(instance, starts, seed=4, evaluations=80, workers=2, strategy=DESCENT)
+    assert both is not None and validate(instance, both) == []
+    assert both == min(walks, key=lambda found: found.makespan)  # type: ignore[union-attr]
 
 
 class _InProcessTimer:
@@ -221,7 +240,8 @@ def test_a_helper_that_dies_leaves_the_own_search(monkeypatch: pytest.MonkeyPatc
     instance = _three_dims()
     starts = [baseline_orders(instance)]
     found = improve_assignment(instance, starts, seed=0, evaluations=80, workers=2)
-    alone = search(AssignmentTimer(instance), starts, seed=0, strategy=DESCENT, evaluations=80, **NO_LIMITS)
+    timer = AssignmentTimer(instance)
+    alone = search(timer, starts, seed=0, strategy=DESCENT, evaluations=80, walk=Intra.FIFO, **NO_LIMITS)
     assert found == alone
 
 
