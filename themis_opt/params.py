@@ -76,7 +76,7 @@ class BoundsParams(_Group):
     )
     fluid_share: float = knob(0.8, "of the bounds' time left after fill-and-drain for the fluid bound, then SCIP", 0, 1)
     fluid_points: int = knob(8, "issue times on the fluid bound's grid, the earliest: the later add time, not bound", 1)
-    max_fluid_variables: int = knob(200_000, "the fluid program's variables at most: 16 x 32 chunks has 30,000", 1)
+    max_fluid_variables: int = knob(200_000, "the fluid program's variables at most: 16 x 32 chunks has 12,000", 1)
     node_limit: int = knob(20_000, "SCIP's nodes for the integer bound: it proves the suites within them", 1)
     fill_drain_work: float = knob(1.0, "CP-SAT deterministic time for fill-and-drain: a machine-independent stop", 0)
     fill_drain_conflicts: int = knob(20_000, "and at most this many conflicts: the same answer on every machine", 1)

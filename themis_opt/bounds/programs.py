@@ -109,8 +109,8 @@ def fluid_points(instance: Instance, floor: float, params: BoundsParams = BOUNDS
     """The fluid bound's grid: the earliest ``params.fluid_points`` distinct releases and ``floor``,
     in order; every one is at most every schedule's makespan.
 
-    The earliest, as the bound rises where little work has been released yet: the dimensions wait
-    for it (on 16 all-reduces issued 150 us apart the first two releases give all the 17 give).
+    The earliest, as the bound rises where little work has been released yet and the dimensions
+    wait for it (the docs' benchmark page has the measurements).
     """
     releases = sorted(set(collective_releases(instance)))[: params.fluid_points]
     return sorted(set(releases) | {max(floor, releases[-1])})

@@ -49,7 +49,7 @@ def improve_by_windows(
     best = incumbent
     trajectory = [(time.perf_counter() - t0, best.makespan)]
     if deadline.remaining() <= params.window_min_seconds:
-        return best, tuple(trajectory)  # not even the incumbent's phases are built (0.2 s at 32,768 phases)
+        return best, tuple(trajectory)  # too little time even to build the incumbent's phases
     phases_of = [0] * len(instance.collectives)
     for chunk in best.chunks:
         phases_of[chunk.collective] += len(chunk.phases)

@@ -90,9 +90,9 @@ class Strategy:
     split_policies
         With several workers and one search each, search ``n`` restarts and
         moves under policy ``n`` mod 2 (fifo, scf) alone rather than under
-        the policy of its best restart: both policies are walked (on 16
-        all-reduces of 32 chunks on 4x4x4x16 both walks sometimes took fifo
-        from their restarts and ended 2.5% behind a walk under scf).
+        the policy of its best restart: both policies are walked (a walk
+        keeps its policy, and walks that all took the one that ends worse
+        from their restarts fell behind; see the docs' benchmark page).
     """
 
     restart_share: float
