@@ -11,6 +11,7 @@ from themis_opt.cpsat import CpsatModel, default_quantum, relabel
 from themis_opt.instance import Instance
 from themis_opt.params import CpsatParams
 from themis_opt.policies import counts_match, themis_orders
+from themis_opt.schedule import Schedule
 from themis_opt.simulator import simulate
 from themis_opt.validator import validate
 
@@ -49,7 +50,10 @@ def _four_collectives() -> Instance:
     return Instance(network, tuple(Collective("all_reduce", 16 * 2**20, 8, issue_ns=50_000.0 * i) for i in range(4)))
 
 
-def test_windows_improve_a_poor_incumbent_and_stay_valid() -> None:
+def _windows(seconds: float, params: CpsatParams) -> tuple[Instance, Schedule, Schedule, list[float]]:
+    """Themis's schedule of the four collectives, improved by windows for ``seconds``: the
+    instance, the incumbent, the best and the trajectory's makespans.
+    """
     import time
 
     from themis_opt.budget import Deadline
@@ -58,38 +62,21 @@ def test_windows_improve_a_poor_incumbent_and_stay_valid() -> None:
     instance = _four_collectives()
     incumbent = simulate(instance, themis_orders(instance), "scf")
     best, trajectory = improve_by_windows(
-        instance,
-        incumbent,
-        deadline=Deadline.after(4.0),
-        workers=1,
-        seed=0,
-        t0=time.perf_counter(),
-        params=CpsatParams(window_phases=100),
+        instance, incumbent, deadline=Deadline.after(seconds), workers=1, seed=0, t0=time.perf_counter(), params=params
     )
+    return instance, incumbent, best, [m for _, m in trajectory]
+
+
+def test_windows_improve_a_poor_incumbent_and_stay_valid() -> None:
+    instance, incumbent, best, spans = _windows(4.0, CpsatParams(window_phases=100))
     assert validate(instance, best) == []
-    spans = [m for _, m in trajectory]
     assert spans[0] == incumbent.makespan and spans == sorted(spans, reverse=True)
     assert best.makespan == spans[-1] < incumbent.makespan  # Themis leaves room here (re-solved windows find it)
 
 
 def test_windows_with_too_little_time_return_the_incumbent_unbuilt() -> None:
-    import time
-
-    from themis_opt.budget import Deadline
-    from themis_opt.cpsat import improve_by_windows
-
-    instance = _four_collectives()
-    incumbent = simulate(instance, themis_orders(instance), "scf")
-    best, trajectory = improve_by_windows(
-        instance,
-        incumbent,
-        deadline=Deadline.after(1.0),
-        workers=1,
-        seed=0,
-        t0=time.perf_counter(),
-        params=CpsatParams(window_phases=100, window_min_seconds=5.0),
-    )
-    assert best is incumbent and [m for _, m in trajectory] == [incumbent.makespan]
+    _, incumbent, best, spans = _windows(1.0, CpsatParams(window_phases=100, window_min_seconds=5.0))
+    assert best is incumbent and spans == [incumbent.makespan]
     assert "chunks" not in vars(incumbent)  # a lazy schedule of the core: its phases were never built
 
 
