@@ -83,7 +83,8 @@ def balanced_schedule(
     except OutOfTime:
         if not timed:
             raise
-        note = "balanced: out of time before every candidate was timed"
+        late = "out of time before every candidate was timed"
+        note = f"{note}; {late}" if note else f"balanced: {late}"  # the stand-ins' note is kept
     schedule, policy = min(timed, key=lambda entry: entry[0].makespan)
     found = _short_search(instance, schedule, policies, deadline, params, target)
     if found is not None and found[0].makespan < schedule.makespan:
