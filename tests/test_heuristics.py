@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -11,23 +12,37 @@ from themis_opt.budget import OutOfTime
 from themis_opt.instance import Instance
 from themis_opt.methods import Intra
 from themis_opt.params import BoundsParams, PipelineParams, SolveParams
+from themis_opt.policies import baseline_orders
+from themis_opt.simulator import simulate
+from themis_opt.solve import solve
 from themis_opt.validator import validate
+
+# no load program fits (one order count at most) and no short search: balanced's stand-ins alone
+STAND_INS = SolveParams(bounds=BoundsParams(max_load_variables=1), pipeline=PipelineParams(balanced_evaluations=0))
+
+
+def test_balanced_without_order_counts_takes_the_better_of_themis_and_the_baseline(worked: Instance) -> None:
+    result = solve(worked, "balanced", params=STAND_INS)
+    baseline = min(simulate(worked, baseline_orders(worked), p).makespan for p in Intra)
+    themis = min(solve(worked, "themis", intra=p).makespan or math.inf for p in Intra)
+    assert baseline < themis  # here Themis's orders are the worse stand-in
+    assert result.makespan == pytest.approx(baseline)
+    assert "the better of Themis's and the baseline's orders" in result.note
+    assert result.schedule is not None and validate(worked, result.schedule) == []
 
 
 def test_balanced_out_of_time_among_its_stand_ins_keeps_both_notes(worked: Instance, monkeypatch: Any) -> None:
     timed = []
-    simulate = heuristics.simulate
+    original = heuristics.simulate
 
     def first_only(*args: Any, **kwargs: Any) -> Any:
         if timed:
             raise OutOfTime("simulator: out of time")
         timed.append(args[1])
-        return simulate(*args, **kwargs)
+        return original(*args, **kwargs)
 
     monkeypatch.setattr(heuristics, "simulate", first_only)
-    # no load program fits and no short search: the stand-ins alone, the first of them timed
-    params = SolveParams(bounds=BoundsParams(max_load_variables=1), pipeline=PipelineParams(balanced_evaluations=0))
-    schedule, policy, note = heuristics.balanced_schedule(worked, params=params)
+    schedule, policy, note = heuristics.balanced_schedule(worked, params=STAND_INS)  # the first stand-in timed
     assert len(timed) == 1 and policy is Intra.FIFO
     assert note.startswith("balanced: the load programs gave no order counts")
     assert note.endswith("; out of time before every candidate was timed")

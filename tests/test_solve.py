@@ -302,20 +302,3 @@ def test_balanced_short_search_lands_within_one_percent_of_the_bound_on_the_pape
     assert plain.makespan > 1.02 * bound  # the spread alone is over 2% above the bound here
     assert searched.makespan <= 1.01 * bound
     assert validate(instance, searched.schedule) == []  # type: ignore[arg-type]
-
-
-def test_balanced_without_order_counts_takes_the_better_of_themis_and_the_baseline(worked: Instance) -> None:
-    from themis_opt.methods import Intra
-    from themis_opt.params import BoundsParams, PipelineParams, SolveParams
-    from themis_opt.policies import baseline_orders
-    from themis_opt.simulator import simulate
-
-    # no load program fits (one order count at most) and no short search: the stand-ins alone
-    params = SolveParams(bounds=BoundsParams(max_load_variables=1), pipeline=PipelineParams(balanced_evaluations=0))
-    result = solve(worked, "balanced", params=params)
-    baseline = min(simulate(worked, baseline_orders(worked), p).makespan for p in Intra)
-    themis = min(solve(worked, "themis", intra=p).makespan or math.inf for p in Intra)
-    assert baseline < themis  # here Themis's orders are the worse stand-in
-    assert result.makespan == pytest.approx(baseline)
-    assert "the better of Themis's and the baseline's orders" in result.note
-    assert result.schedule is not None and validate(worked, result.schedule) == []

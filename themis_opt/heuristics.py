@@ -46,11 +46,12 @@ def balanced_schedule(
     (ties: fill-and-drain counts first, then fifo). When neither program
     yields counts (too large, or out of time) Themis's orders and the
     baseline's (every chunk on the baseline order, its phases not merged)
-    stand in, the shorter wins (ties: Themis's), and the note says so. Last, a short assignment search from the winner's
-    orders (``pipeline.balanced_evaluations`` simulations, fewer on a small
-    or a large instance, seed 0: restarts, then annealing; it stops at
-    ``target``, a proven lower bound) keeps what it finds if that is shorter
-    under ``intra``.
+    stand in, the shorter wins (ties: Themis's), and the note says so.
+    Last, a short assignment search from the winner's orders
+    (``pipeline.balanced_evaluations`` simulations, fewer on a small or a
+    large instance, seed 0: restarts, then annealing; it stops at ``target``,
+    a proven lower bound) keeps what it finds if that is shorter under
+    ``intra``.
 
     Raises
     ------
