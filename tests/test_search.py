@@ -432,3 +432,23 @@ def test_lanes_of_one_phase_each_end_the_search() -> None:
     start = simulate(instance, baseline_orders(instance), "fifo")
     found = improve_sequences(instance, [start], seed=0, evaluations=500)
     assert found is not None and validate(instance, found) == [] and found.makespan <= start.makespan
+
+
+def _issued_over_time() -> Instance:
+    network = Network((Dimension(4, "switch", 200.0, 500.0), Dimension(4, "switch", 50.0, 700.0)))
+    return Instance(network, tuple(Collective("all_reduce", 16 * MIB, 4, issue_ns=30_000.0 * c) for c in range(5)))
+
+
+def test_moves_resumed_from_the_current_walk_as_full_runs_do() -> None:
+    # the core's moves resume from the current assignment's run; Python's run from the start
+    from themis_opt.search.assignment import _search
+
+    timers = [AssignmentTimer(_issued_over_time(), engine) for engine in ("core", "python")]
+    walks = [
+        _search(timer, [baseline_orders(timer.instance)], seed=2, strategy=ANNEALING, evaluations=300, **NO_LIMITS)
+        for timer in timers
+    ]
+    assert walks[0] is not None and walks[0] == walks[1]
+    assert validate(timers[0].instance, walks[0]) == []
+    runs, resumed, _, skipped = timers[0].counts()
+    assert resumed > runs // 2 and skipped > 0

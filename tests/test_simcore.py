@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import pickle
 import random
+from array import array
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ from themis_opt.io import load_instance
 from themis_opt.methods import Intra
 from themis_opt.policies import ThemisTracker, baseline_orders
 from themis_opt.schedule import Schedule
-from themis_opt.simulator import phase_plan, sequences_of, simulate, simulate_makespan
+from themis_opt.simulator import AssignmentTimer, phase_plan, sequences_of, simulate, simulate_makespan
 from themis_opt.suites import SUITES, suite_folder
 from themis_opt.validator import validate
 
@@ -231,3 +233,55 @@ def test_the_phase_graph_finds_a_cycle() -> None:
     graph, sequences, _ = _phase_graph(instance, simulate(instance, baseline_orders(instance)))
     assert graph.time(sequences) is not None
     assert graph.time([list(reversed(sequences[0]))]) is None  # the all-gather before the reduce-scatter
+
+
+def _moved(timers: list[AssignmentTimer], instance: Instance, tokens: array[int], rng: random.Random) -> array[int]:
+    """``tokens`` with one or two chunks given a random order (each timer asked for it alike)."""
+    moved = tokens[:]
+    movable = [i for i, (c, _) in enumerate(instance.chunk_ids) if instance.order_count(c) > 1]
+    for _ in range(rng.choice([1, 1, 2]) if movable else 0):
+        i = rng.choice(movable)
+        c, k = instance.chunk_ids[i]
+        order = rng.sample(instance.active_dims[c], len(instance.active_dims[c]))
+        moved[i] = timers[0].token(c, k, order)
+        assert all(timer.token(c, k, order) == moved[i] for timer in timers[1:])
+    return moved
+
+
+def _walk_resumed(instance: Instance, intra: Intra, seed: int, snapshots: int, steps: int) -> tuple[int, int]:
+    """A walk of moves timed from its base and from the start, each makespan compared; the
+    runs and runs resumed."""
+    rng = random.Random(seed)
+    resumed, fresh = AssignmentTimer(instance, "core", snapshots), AssignmentTimer(instance, "core")
+    current = _moved([resumed, fresh], instance, resumed.tokens(baseline_orders(instance)), rng)
+    resumed.adopt(current, intra, Deadline())
+    for _ in range(steps):
+        candidate = _moved([resumed, fresh], instance, current, rng)
+        cutoff = (
+            math.inf if rng.random() < 0.5 else fresh.makespan(current, intra, Deadline()) * rng.uniform(0.98, 1.02)
+        )
+        got = resumed.makespan(candidate, intra, Deadline(), cutoff)
+        expected = fresh.makespan(candidate, intra, Deadline())
+        assert got == expected or (got == math.inf and expected > cutoff)
+        if rng.random() < 0.4:
+            resumed.adopt(candidate, intra, Deadline())
+            current = candidate
+    runs, resumes, _, _ = resumed.counts()
+    return runs, resumes
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32))
+def test_a_run_resumed_from_its_base_times_as_a_run_from_the_start(seed: int) -> None:
+    instance, which = random_task_graph(seed)
+    _walk_resumed(instance, Intra.SCF if which & 1 else Intra.FIFO, seed, random.Random(seed).choice([1, 2, 64]), 20)
+
+
+@pytest.mark.parametrize("intra", list(Intra))
+def test_moves_from_the_base_resume_and_skip_work(intra: Intra) -> None:
+    # collectives issued over time: a move of a later one resumes from a snapshot past the earlier ones'
+    network = Network((Dimension(4, "switch", 200.0, 500.0), Dimension(4, "ring", 50.0, 700.0)))
+    collectives = tuple(Collective("all_reduce", 2**22, 4, issue_ns=20_000.0 * c, id=f"c{c}") for c in range(6))
+    instance = Instance(network, collectives)
+    runs, resumes = _walk_resumed(instance, intra, 0, 64, 60)
+    assert resumes > runs // 2

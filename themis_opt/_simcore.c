@@ -278,12 +278,382 @@ static int64_t perm_rank(const int *active, int k, const int *order) {
     return rank;
 }
 
+/* Every array one run works on, allocated once per run or, in a Core, once per instance. */
+typedef struct {
+    int num_tasks, num_colls, num_chunks, num_computes, num_dims;
+    int *pending;
+    double *earliest;
+    unsigned char *held;
+    int *left;
+    unsigned char *released; /* per collective */
+    int *next_phase, *coll_of, *table_of, *busy, *arrivals, *freed, *compute_ready;
+    unsigned char *running; /* per chunk, made when a run resumes */
+    FifoEntry *fifo;
+    int64_t *fifo_len;
+    Scf *queues;
+    int *entry_dim;
+    double *load, *unstarted;
+    EventHeap events;
+    double *rel; /* a min-heap of the collectives' pending release times */
+    int64_t rel_len;
+} Work;
+
+static void work_free(Work *w) {
+    free(w->pending);
+    free(w->earliest);
+    free(w->held);
+    free(w->left);
+    free(w->released);
+    free(w->next_phase);
+    free(w->coll_of);
+    free(w->table_of);
+    free(w->busy);
+    free(w->arrivals);
+    free(w->freed);
+    free(w->compute_ready);
+    free(w->running);
+    free(w->fifo);
+    free(w->fifo_len);
+    if (w->queues)
+        for (int d = 0; d < w->num_dims; d++) {
+            free(w->queues[d].keys);
+            free(w->queues[d].items);
+        }
+    free(w->queues);
+    free(w->entry_dim);
+    free(w->load);
+    free(w->unstarted);
+    free(w->events.data);
+    free(w->rel);
+    memset(w, 0, sizeof(Work));
+}
+
+/* 0, or -2 when out of memory (w is then freed) */
+static int work_alloc(Work *w, int num_tasks, int num_colls, int num_chunks, int num_computes, int num_dims) {
+    memset(w, 0, sizeof(Work));
+    w->num_tasks = num_tasks;
+    w->num_colls = num_colls;
+    w->num_chunks = num_chunks;
+    w->num_computes = num_computes;
+    w->num_dims = num_dims;
+    size_t tasks = (size_t)num_tasks + 1, colls = (size_t)num_colls + 1, n = (size_t)num_chunks + 1,
+           dims = (size_t)num_dims + 1;
+    w->pending = malloc(sizeof(int) * tasks);
+    w->earliest = malloc(sizeof(double) * tasks);
+    w->held = malloc(tasks);
+    w->left = malloc(sizeof(int) * colls);
+    w->released = malloc(colls);
+    w->next_phase = malloc(sizeof(int) * n);
+    w->coll_of = malloc(sizeof(int) * n);
+    w->table_of = malloc(sizeof(int) * n);
+    w->busy = malloc(sizeof(int) * dims);
+    w->arrivals = malloc(sizeof(int) * n);
+    w->freed = malloc(sizeof(int) * 2 * n);
+    w->compute_ready = malloc(sizeof(int) * ((size_t)num_computes + 1));
+    w->running = malloc(n);
+    w->fifo = malloc(sizeof(FifoEntry) * dims * n);
+    w->fifo_len = malloc(sizeof(int64_t) * dims);
+    w->queues = calloc(dims, sizeof(Scf));
+    w->entry_dim = malloc(sizeof(int) * dims);
+    w->load = malloc(sizeof(double) * dims);
+    w->unstarted = malloc(sizeof(double) * dims);
+    w->rel = malloc(sizeof(double) * tasks);
+    w->events.cap = (int64_t)tasks + (int64_t)n + 1; /* a release per task, a phase per chunk, a compute task */
+    w->events.data = malloc(sizeof(Event) * (size_t)w->events.cap);
+    int ok = w->pending && w->earliest && w->held && w->left && w->released && w->next_phase && w->coll_of &&
+             w->table_of && w->busy && w->arrivals && w->freed && w->compute_ready && w->running && w->fifo &&
+             w->fifo_len && w->queues && w->entry_dim && w->load && w->unstarted && w->rel && w->events.data;
+    for (int d = 0; ok && d < num_dims; d++) {
+        int64_t cap = 2 * (int64_t)num_chunks + 2;
+        w->queues[d].cap = cap;
+        w->queues[d].keys = malloc(sizeof(double) * (size_t)cap);
+        w->queues[d].items = malloc(sizeof(int) * (size_t)cap);
+        ok = w->queues[d].keys && w->queues[d].items;
+    }
+    if (!ok) {
+        work_free(w);
+        return -2;
+    }
+    return 0;
+}
+
+static void rel_push(Work *w, double t) {
+    int64_t i = w->rel_len++;
+    while (i > 0 && w->rel[(i - 1) / 2] > t) {
+        w->rel[i] = w->rel[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    w->rel[i] = t;
+}
+
+static void rel_pop(Work *w) {
+    double last = w->rel[--w->rel_len];
+    int64_t i = 0, n = w->rel_len;
+    for (;;) {
+        int64_t child = 2 * i + 1;
+        if (child >= n) break;
+        if (child + 1 < n && w->rel[child + 1] < w->rel[child]) child++;
+        if (w->rel[child] >= last) break;
+        w->rel[i] = w->rel[child];
+        i = child;
+    }
+    if (n) w->rel[i] = last;
+}
+
+/* A run's state at the start of an instant at which a collective is released: what a later run
+ * that differs from it only in collectives released from then on resumes from. */
+typedef struct {
+    Event *events;
+    int64_t events_len;
+    double *rel;
+    int64_t rel_len;
+    int *pending;
+    double *earliest;
+    unsigned char *held, *released;
+    int *left, *next_phase, *table_of, *busy, *compute_ready;
+    int64_t num_ready, seq, handled;
+    int compute_busy, waited;
+    int64_t *queue_len; /* per dimension: its queue's entries, one queue after another in fifo or keys/items */
+    FifoEntry *fifo;
+    double *keys;
+    int *items;
+} Snapshot;
+
+static void snapshot_free(Snapshot *s) {
+    if (!s) return;
+    free(s->events);
+    free(s->rel);
+    free(s->pending);
+    free(s->earliest);
+    free(s->held);
+    free(s->released);
+    free(s->left);
+    free(s->next_phase);
+    free(s->table_of);
+    free(s->busy);
+    free(s->compute_ready);
+    free(s->queue_len);
+    free(s->fifo);
+    free(s->keys);
+    free(s->items);
+    free(s);
+}
+
+static Snapshot *snapshot_new(const Work *w) {
+    Snapshot *s = calloc(1, sizeof(Snapshot));
+    if (!s) return NULL;
+    size_t tasks = (size_t)w->num_tasks + 1, colls = (size_t)w->num_colls + 1, n = (size_t)w->num_chunks + 1,
+           dims = (size_t)w->num_dims + 1;
+    s->events = malloc(sizeof(Event) * (tasks + n + 1));
+    s->rel = malloc(sizeof(double) * tasks);
+    s->pending = malloc(sizeof(int) * tasks);
+    s->earliest = malloc(sizeof(double) * tasks);
+    s->held = malloc(tasks);
+    s->released = malloc(colls);
+    s->left = malloc(sizeof(int) * colls);
+    s->next_phase = malloc(sizeof(int) * n);
+    s->table_of = malloc(sizeof(int) * n);
+    s->busy = malloc(sizeof(int) * dims);
+    s->compute_ready = malloc(sizeof(int) * ((size_t)w->num_computes + 1));
+    s->queue_len = malloc(sizeof(int64_t) * dims);
+    s->fifo = malloc(sizeof(FifoEntry) * n);
+    s->keys = malloc(sizeof(double) * n);
+    s->items = malloc(sizeof(int) * n);
+    if (!s->events || !s->rel || !s->pending || !s->earliest || !s->held || !s->released || !s->left ||
+        !s->next_phase || !s->table_of || !s->busy || !s->compute_ready || !s->queue_len || !s->fifo || !s->keys ||
+        !s->items) {
+        snapshot_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* The scalars of a run that a snapshot keeps besides w's arrays. */
+typedef struct {
+    int64_t num_ready, seq, handled;
+    int compute_busy, waited;
+} Scalars;
+
+static void snapshot_take(Snapshot *s, const Work *w, const Scalars *v, int scf) {
+    size_t tasks = (size_t)w->num_tasks, colls = (size_t)w->num_colls, n = (size_t)w->num_chunks;
+    s->events_len = w->events.len;
+    memcpy(s->events, w->events.data, sizeof(Event) * (size_t)w->events.len);
+    s->rel_len = w->rel_len;
+    memcpy(s->rel, w->rel, sizeof(double) * (size_t)w->rel_len);
+    memcpy(s->pending, w->pending, sizeof(int) * tasks);
+    memcpy(s->earliest, w->earliest, sizeof(double) * tasks);
+    memcpy(s->held, w->held, tasks);
+    memcpy(s->released, w->released, colls);
+    memcpy(s->left, w->left, sizeof(int) * colls);
+    memcpy(s->next_phase, w->next_phase, sizeof(int) * n);
+    memcpy(s->table_of, w->table_of, sizeof(int) * n);
+    memcpy(s->busy, w->busy, sizeof(int) * (size_t)w->num_dims);
+    memcpy(s->compute_ready, w->compute_ready, sizeof(int) * (size_t)v->num_ready);
+    s->num_ready = v->num_ready;
+    s->seq = v->seq;
+    s->handled = v->handled;
+    s->compute_busy = v->compute_busy;
+    s->waited = v->waited;
+    int64_t at = 0;
+    for (int d = 0; d < w->num_dims; d++) {
+        if (!scf) {
+            s->queue_len[d] = w->fifo_len[d];
+            memcpy(s->fifo + at, w->fifo + (size_t)d * (n + 1), sizeof(FifoEntry) * (size_t)w->fifo_len[d]);
+        } else {
+            const Scf *q = &w->queues[d];
+            s->queue_len[d] = q->len;
+            memcpy(s->keys + at, q->keys + q->head, sizeof(double) * (size_t)q->len);
+            memcpy(s->items + at, q->items + q->head, sizeof(int) * (size_t)q->len);
+        }
+        at += s->queue_len[d];
+    }
+}
+
+static void snapshot_restore(const Snapshot *s, Work *w, Scalars *v, int scf) {
+    size_t tasks = (size_t)w->num_tasks, colls = (size_t)w->num_colls, n = (size_t)w->num_chunks;
+    w->events.len = s->events_len;
+    memcpy(w->events.data, s->events, sizeof(Event) * (size_t)s->events_len);
+    w->rel_len = s->rel_len;
+    memcpy(w->rel, s->rel, sizeof(double) * (size_t)s->rel_len);
+    memcpy(w->pending, s->pending, sizeof(int) * tasks);
+    memcpy(w->earliest, s->earliest, sizeof(double) * tasks);
+    memcpy(w->held, s->held, tasks);
+    memcpy(w->released, s->released, colls);
+    memcpy(w->left, s->left, sizeof(int) * colls);
+    memcpy(w->next_phase, s->next_phase, sizeof(int) * n);
+    memcpy(w->table_of, s->table_of, sizeof(int) * n);
+    memcpy(w->busy, s->busy, sizeof(int) * (size_t)w->num_dims);
+    memcpy(w->compute_ready, s->compute_ready, sizeof(int) * (size_t)s->num_ready);
+    v->num_ready = s->num_ready;
+    v->seq = s->seq;
+    v->handled = s->handled;
+    v->compute_busy = s->compute_busy;
+    v->waited = s->waited;
+    int64_t at = 0;
+    for (int d = 0; d < w->num_dims; d++) {
+        int64_t len = s->queue_len[d];
+        if (!scf) {
+            w->fifo_len[d] = len;
+            memcpy(w->fifo + (size_t)d * (n + 1), s->fifo + at, sizeof(FifoEntry) * (size_t)len);
+        } else { /* where a sequence sits in its buffer changes no rule */
+            Scf *q = &w->queues[d];
+            q->len = len;
+            q->head = (q->cap - len) / 2;
+            memcpy(q->keys + q->head, s->keys + at, sizeof(double) * (size_t)len);
+            memcpy(q->items + q->head, s->items + at, sizeof(int) * (size_t)len);
+        }
+        at += len;
+    }
+}
+
+/*
+ * A Core keeps what a search's runs share: the work arrays, and the snapshots of a base run
+ * (the search's current assignment) that a run of a neighbouring assignment resumes from.
+ * A run writes its snapshots into scratch[]; core_adopt makes the last complete run the base.
+ */
+typedef struct {
+    int max_snapshots, ready, sizes[5];
+    Work work;
+    Snapshot **base, **scratch;
+    int *base_tokens, *last_tokens, *base_snap_of, *snap_of;
+    int base_count, base_scf, has_base;
+    double base_makespan;
+    int last_ok, last_scf, last_from, last_count;
+    double last_makespan;
+    int64_t counts[4]; /* runs, runs resumed, events handled, events a resumed run did not handle again */
+} Core;
+
+void *core_new(int max_snapshots) {
+    Core *ctx = calloc(1, sizeof(Core));
+    if (!ctx) return NULL;
+    ctx->max_snapshots = max_snapshots > 0 ? max_snapshots : 1;
+    ctx->base = calloc((size_t)ctx->max_snapshots, sizeof(Snapshot *));
+    ctx->scratch = calloc((size_t)ctx->max_snapshots, sizeof(Snapshot *));
+    if (!ctx->base || !ctx->scratch) {
+        free(ctx->base);
+        free(ctx->scratch);
+        free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+void core_free(void *handle) {
+    Core *ctx = handle;
+    if (!ctx) return;
+    for (int k = 0; k < ctx->max_snapshots; k++) {
+        snapshot_free(ctx->base[k]);
+        snapshot_free(ctx->scratch[k]);
+    }
+    free(ctx->base);
+    free(ctx->scratch);
+    free(ctx->base_tokens);
+    free(ctx->last_tokens);
+    free(ctx->base_snap_of);
+    free(ctx->snap_of);
+    work_free(&ctx->work);
+    free(ctx);
+}
+
+/* 0, or -2 when out of memory; the arrays are made at the first run, for its sizes */
+static int core_ready(Core *ctx, int num_tasks, int num_colls, int num_chunks, int num_computes, int num_dims) {
+    int sizes[5] = {num_tasks, num_colls, num_chunks, num_computes, num_dims};
+    if (ctx->ready) return memcmp(sizes, ctx->sizes, sizeof(sizes)) ? -2 : 0;
+    if (work_alloc(&ctx->work, num_tasks, num_colls, num_chunks, num_computes, num_dims)) return -2;
+    ctx->base_tokens = malloc(sizeof(int) * ((size_t)num_chunks + 1));
+    ctx->last_tokens = malloc(sizeof(int) * ((size_t)num_chunks + 1));
+    ctx->base_snap_of = malloc(sizeof(int) * ((size_t)num_colls + 1));
+    ctx->snap_of = malloc(sizeof(int) * ((size_t)num_colls + 1));
+    if (!ctx->base_tokens || !ctx->last_tokens || !ctx->base_snap_of || !ctx->snap_of) return -2;
+    memcpy(ctx->sizes, sizes, sizeof(sizes));
+    ctx->ready = 1;
+    return 0;
+}
+
+/*
+ * Makes the last run the base if it was a complete run of tokens under scf (then returns 0);
+ * 1 if it was not (the caller runs it, then adopts again).
+ */
+int core_adopt(void *handle, const int *tokens, int scf) {
+    Core *ctx = handle;
+    if (!ctx->ready || !ctx->last_ok || ctx->last_scf != scf ||
+        memcmp(tokens, ctx->last_tokens, sizeof(int) * (size_t)ctx->work.num_chunks))
+        return 1;
+    for (int k = ctx->last_from + 1; k < ctx->last_count; k++) {
+        Snapshot *s = ctx->base[k];
+        ctx->base[k] = ctx->scratch[k];
+        ctx->scratch[k] = s;
+    }
+    int *t = ctx->base_tokens;
+    ctx->base_tokens = ctx->last_tokens;
+    ctx->last_tokens = t;
+    memcpy(ctx->last_tokens, ctx->base_tokens, sizeof(int) * (size_t)ctx->work.num_chunks);
+    t = ctx->base_snap_of;
+    ctx->base_snap_of = ctx->snap_of;
+    ctx->snap_of = t;
+    memcpy(ctx->snap_of, ctx->base_snap_of, sizeof(int) * (size_t)ctx->work.num_colls);
+    ctx->base_count = ctx->last_count;
+    ctx->base_scf = scf;
+    ctx->base_makespan = ctx->last_makespan;
+    ctx->has_base = 1;
+    ctx->last_from = ctx->last_count - 1; /* adopting again swaps nothing */
+    return 0;
+}
+
+void core_counts(void *handle, int64_t *out) {
+    Core *ctx = handle;
+    for (int k = 0; k < 4; k++) out[k] = ctx->counts[k];
+}
+
 /*
  * Returns 0, -1 when deadline (CLOCK_MONOTONIC seconds)
  * passed first, -2 when out of memory, -3 when the makespan is sure to exceed cutoff
  * (fixed tables only: some dimension's phases not yet started, run back to back from
  * now, would end after it; makespan[0] is then that lower bound).
  *
+ * handle: NULL, or a Core (core_new) for runs of fixed tables that want the makespan
+ * only (table_of, starts, compute_starts, busy_out and coll_end are then not written):
+ * such a run resumes from the Core's base run where it can (core_adopt).
  * Tasks: is_coll[t], which[t] (collective or compute index), issue[t], pending[t]
  * (dependencies), successors of t at succ_ptr[t]..succ_ptr[t+1] (succ_task, succ_lag).
  * Collectives: chunks, first_chunk, priority, kind, task_of_coll; active dimensions at
@@ -295,6 +665,7 @@ static int64_t perm_rank(const int *active, int k, const int *order) {
  * dimension's busy time, coll_end[c] each collective's end.
  */
 int simulate_core(
+    void *handle,
     int num_tasks, const unsigned char *is_coll, const int *which, const double *issue, const int *pending_in,
     const int64_t *succ_ptr, const int *succ_task, const double *succ_lag,
     int num_colls, const int *chunks, const int *first_chunk, const int64_t *priority, const int *kind,
@@ -305,63 +676,107 @@ int simulate_core(
     const unsigned char *ph_rule,
     int use_planner, const int *fixed_table, const int64_t *perm_ptr, const int *perm_table,
     int scf, double deadline, double cutoff, int max_phases,
-    int *table_of, double *starts, double *compute_starts, double *makespan, double *busy_out, double *coll_end) {
+    int *table_of_out, double *starts, double *compute_starts, double *makespan, double *busy_out, double *coll_end) {
     int num_chunks = num_colls ? first_chunk[num_colls - 1] + chunks[num_colls - 1] : 0;
+    Core *ctx = use_planner ? NULL : handle;
+    Work own, *w = &own;
     int status = -2;
-    int *pending = malloc(sizeof(int) * (size_t)(num_tasks + 1));
-    double *earliest = malloc(sizeof(double) * (size_t)(num_tasks + 1));
-    unsigned char *held = calloc((size_t)num_tasks + 1, 1);
-    int *left = malloc(sizeof(int) * (size_t)(num_colls + 1));
-    int *next_phase = calloc((size_t)num_chunks + 1, sizeof(int));
-    int *coll_of = malloc(sizeof(int) * (size_t)(num_chunks + 1));
-    int *busy = calloc((size_t)num_dims + 1, sizeof(int));
-    int *arrivals = malloc(sizeof(int) * (size_t)(num_chunks + 1));
-    int *freed = malloc(sizeof(int) * (size_t)(2 * num_chunks + 1));
-    int *compute_ready = malloc(sizeof(int) * (size_t)(num_computes + 1));
-    FifoEntry *fifo = NULL;
-    int64_t *fifo_len = calloc((size_t)num_dims + 1, sizeof(int64_t));
-    Scf *queues = calloc((size_t)num_dims + 1, sizeof(Scf));
-    int *entry_dim = malloc(sizeof(int) * (size_t)(num_dims + 1));
-    double *load = malloc(sizeof(double) * (size_t)(num_dims + 1));
-    double *unstarted = calloc((size_t)num_dims + 1, sizeof(double)); /* per dimension, for the cutoff */
-    EventHeap events = {0};
-    if (!pending || !earliest || !held || !left || !next_phase || !coll_of || !busy || !arrivals || !freed ||
-        !compute_ready || !fifo_len || !queues || !entry_dim || !load || !unstarted)
-        goto done;
+    if (ctx) {
+        if (core_ready(ctx, num_tasks, num_colls, num_chunks, num_computes, num_dims)) return -2;
+        w = &ctx->work;
+        starts = compute_starts = NULL; /* the makespan only */
+        ctx->last_ok = 0;
+        ctx->last_scf = scf;
+        ctx->counts[0]++;
+        memcpy(ctx->last_tokens, fixed_table, sizeof(int) * (size_t)num_chunks);
+    } else if (work_alloc(&own, num_tasks, num_colls, num_chunks, num_computes, num_dims)) {
+        return -2;
+    }
+    int *pending = w->pending, *left = w->left, *next_phase = w->next_phase, *coll_of = w->coll_of;
+    int *table_of = ctx ? w->table_of : table_of_out, *busy = w->busy, *arrivals = w->arrivals;
+    int *freed = w->freed, *compute_ready = w->compute_ready;
+    double *earliest = w->earliest, *unstarted = w->unstarted;
+    unsigned char *held = w->held, *released = w->released;
+    FifoEntry *fifo = w->fifo;
+    int64_t *fifo_len = w->fifo_len;
+    Scf *queues = w->queues;
+    EventHeap *events = &w->events;
+    /* where this run resumes: the base's last snapshot before the first collective it changes */
+    int from = -1;
+    if (ctx && ctx->has_base && ctx->base_scf == scf) {
+        from = ctx->base_count; /* past the last: nothing changed */
+        for (int c = 0; c < num_colls; c++)
+            for (int i = first_chunk[c]; i < first_chunk[c] + chunks[c]; i++)
+                if (fixed_table[i] != ctx->base_tokens[i]) {
+                    if (ctx->base_snap_of[c] < from) from = ctx->base_snap_of[c];
+                    break;
+                }
+        if (from == ctx->base_count) { /* the base itself */
+            makespan[0] = ctx->base_makespan;
+            ctx->last_makespan = ctx->base_makespan;
+            ctx->last_from = ctx->last_count = ctx->base_count;
+            ctx->last_ok = 1;
+            ctx->counts[1]++;
+            return 0;
+        }
+    }
     /* the cutoff needs every chunk's table before its release: with fixed tables only */
     int cut = !use_planner && cutoff < INFINITY;
     double per_lane = 1.0 / (double)capacity;
-    if (cut)
-        for (int i = 0; i < num_chunks; i++)
-            for (int64_t at = table_ptr[fixed_table[i]]; at < table_ptr[fixed_table[i] + 1]; at++)
-                unstarted[ph_dim[at]] += ph_dur[at] * per_lane;
-    if (!scf) {
-        fifo = malloc(sizeof(FifoEntry) * (size_t)num_dims * (size_t)(num_chunks + 1));
-        if (!fifo) goto done;
-    } else {
-        for (int d = 0; d < num_dims; d++) {
-            int64_t cap = 2 * (int64_t)num_chunks + 2;
-            queues[d].cap = cap;
-            queues[d].head = cap / 2;
-            queues[d].keys = malloc(sizeof(double) * (size_t)cap);
-            queues[d].items = malloc(sizeof(int) * (size_t)cap);
-            if (!queues[d].keys || !queues[d].items) goto done;
-        }
-    }
-    Planner planner = {num_dims, dim_size, dim_bandwidth, entry_dim, load, 0, 0.0};
+    Scalars v = {0, 0, 0, 0, 0};
+    Planner planner = {num_dims, dim_size, dim_bandwidth, w->entry_dim, w->load, 0, 0.0};
     planner_reset(&planner);
-    for (int t = 0; t < num_tasks; t++) {
-        pending[t] = pending_in[t];
-        earliest[t] = issue[t];
-    }
-    for (int c = 0; c < num_colls; c++) {
-        left[c] = chunks[c];
+    for (int c = 0; c < num_colls; c++)
         for (int k = 0; k < chunks[c]; k++) coll_of[first_chunk[c] + k] = c;
+    for (int d = 0; d < num_dims; d++) unstarted[d] = 0.0;
+    int resumed = from >= 0;
+    if (resumed) {
+        snapshot_restore(ctx->base[from], w, &v, scf);
+        memcpy(ctx->snap_of, ctx->base_snap_of, sizeof(int) * (size_t)num_colls);
+        ctx->counts[1]++;
+        ctx->counts[3] += v.handled;
+        if (cut) { /* what is left of the released collectives' phases, and all of the others' */
+            memset(w->running, 0, (size_t)num_chunks);
+            for (int64_t e = 0; e < events->len; e++)
+                if (events->data[e].what == PHASE_DONE) w->running[events->data[e].b] = 1;
+            for (int i = 0; i < num_chunks; i++) {
+                int x = released[coll_of[i]] ? table_of[i] : fixed_table[i];
+                int64_t at = table_ptr[x] + (released[coll_of[i]] ? next_phase[i] + w->running[i] : 0);
+                for (; at < table_ptr[x + 1]; at++) unstarted[ph_dim[at]] += ph_dur[at] * per_lane;
+            }
+        }
+    } else {
+        if (cut)
+            for (int i = 0; i < num_chunks; i++)
+                for (int64_t at = table_ptr[fixed_table[i]]; at < table_ptr[fixed_table[i] + 1]; at++)
+                    unstarted[ph_dim[at]] += ph_dur[at] * per_lane;
+        for (int t = 0; t < num_tasks; t++) {
+            pending[t] = pending_in[t];
+            earliest[t] = issue[t];
+            held[t] = 0;
+        }
+        for (int c = 0; c < num_colls; c++) {
+            left[c] = chunks[c];
+            released[c] = 0;
+        }
+        for (int i = 0; i < num_chunks; i++) next_phase[i] = 0;
+        for (int d = 0; d < num_dims; d++) {
+            busy[d] = 0;
+            fifo_len[d] = 0;
+            queues[d].len = 0;
+            queues[d].head = queues[d].cap / 2;
+        }
+        events->len = 0;
+        w->rel_len = 0;
+        for (int t = 0; t < num_tasks; t++)
+            if (!pending[t]) {
+                if (heap_push(events, earliest[t], RELEASE, t, 0)) goto done;
+                if (is_coll[t]) rel_push(w, earliest[t]);
+            }
     }
-    for (int t = 0; t < num_tasks; t++)
-        if (!pending[t] && heap_push(&events, earliest[t], RELEASE, t, 0)) goto done;
-    int64_t seq = 0, handled = 0, num_ready = 0;
-    int compute_busy = 0, waited = 0;
+    int count = resumed ? from + 1 : 0; /* the snapshots this run has (the base's up to from) */
+    int stride = ctx ? (num_colls + ctx->max_snapshots - 1) / ctx->max_snapshots : 0, since = stride;
+    if (resumed) since = 0;
     double now = 0.0;
     int order[64];
 /* the head of dimension d's queue starts now if d has room (simulator.py's start_head) */
@@ -372,14 +787,21 @@ int simulate_core(
         if (!scf && fifo_len[dim]) i = fifo_pop(fifo + (size_t)dim * (size_t)(num_chunks + 1), &fifo_len[dim]); \
         if (scf && queues[dim].len) i = scf_pop(&queues[dim]);                                       \
         if (i < 0) break;                                                                             \
-        starts[(int64_t)i * max_phases + next_phase[i]] = now;                                        \
+        if (starts) starts[(int64_t)i * max_phases + next_phase[i]] = now;                            \
         busy[dim]++;                                                                                  \
         unstarted[dim] -= ph_dur[table_ptr[table_of[i]] + next_phase[i]] * per_lane;                  \
-        if (heap_push(&events, now + ph_dur[table_ptr[table_of[i]] + next_phase[i]], PHASE_DONE, dim, i)) \
+        if (heap_push(events, now + ph_dur[table_ptr[table_of[i]] + next_phase[i]], PHASE_DONE, dim, i)) \
             goto done;                                                                                \
     } while (0)
-    while (events.len) {
-        now = events.data[0].t;
+    while (events->len) {
+        now = events->data[0].t;
+        while (w->rel_len && w->rel[0] < now) rel_pop(w);
+        if (ctx && w->rel_len && w->rel[0] == now && !resumed && since >= stride && count < ctx->max_snapshots) {
+            if (!ctx->scratch[count] && !(ctx->scratch[count] = snapshot_new(w))) goto done;
+            snapshot_take(ctx->scratch[count++], w, &v, scf);
+            since = 0;
+        }
+        resumed = 0;
         if (cut)
             for (int d = 0; d < num_dims; d++)
                 if (now + unstarted[d] > cutoff) { /* the sums' rounding is covered by the caller's margin */
@@ -388,9 +810,9 @@ int simulate_core(
                     goto done;
                 }
         int num_arrivals = 0, num_freed = 0;
-        while (events.len && events.data[0].t == now) {
-            Event e = heap_pop(&events);
-            if (!(++handled & 4095) && monotonic() >= deadline) {
+        while (events->len && events->data[0].t == now) {
+            Event e = heap_pop(events);
+            if (!(++v.handled & 4095) && monotonic() >= deadline) {
                 status = -1;
                 goto done;
             }
@@ -407,15 +829,18 @@ int simulate_core(
                     ended = task_of_coll[coll_of[i]];
                 }
             } else if (e.what == COMPUTE_DONE) {
-                compute_busy = 0;
+                v.compute_busy = 0;
                 ended = task_of_compute[e.a];
             } else if (is_coll[e.a]) {
                 int c = which[e.a];
                 const int *act = active + active_ptr[c];
                 int k = (int)(active_ptr[c + 1] - active_ptr[c]);
+                released[c] = 1;
+                since++;
+                if (ctx) ctx->snap_of[c] = count - 1;
                 if (use_planner) {
                     int fresh = !planner.has_reset || now != planner.reset_at;
-                    if (fresh && !waited) planner_reset(&planner);
+                    if (fresh && !v.waited) planner_reset(&planner);
                     planner.has_reset = 1;
                     planner.reset_at = now;
                     unsigned char involved[64] = {0};
@@ -432,13 +857,13 @@ int simulate_core(
                         table_of[first_chunk[c] + kk] =
                             perm_table[perm_ptr[c] + size_class * fact + perm_rank(act, k, order)];
                     }
-                    if (fresh && waited) planner_reset(&planner);
+                    if (fresh && v.waited) planner_reset(&planner);
                 } else {
                     for (int kk = 0; kk < chunks[c]; kk++) table_of[first_chunk[c] + kk] = fixed_table[first_chunk[c] + kk];
                 }
                 for (int kk = 0; kk < chunks[c]; kk++) arrivals[num_arrivals++] = first_chunk[c] + kk;
             } else { /* a compute task: the ready list is a heap on its index */
-                int j = which[e.a], at = (int)num_ready++;
+                int j = which[e.a], at = (int)v.num_ready++;
                 while (at > 0 && compute_ready[(at - 1) / 2] > j) {
                     compute_ready[at] = compute_ready[(at - 1) / 2];
                     at = (at - 1) / 2;
@@ -452,7 +877,10 @@ int simulate_core(
                         earliest[dep] = now + succ_lag[s];
                         held[dep] = is_coll[ended];
                     }
-                    if (!--pending[dep] && heap_push(&events, earliest[dep], RELEASE, dep, 0)) goto done;
+                    if (!--pending[dep]) {
+                        if (heap_push(events, earliest[dep], RELEASE, dep, 0)) goto done;
+                        if (is_coll[dep]) rel_push(w, earliest[dep]);
+                    }
                 }
             }
         }
@@ -470,12 +898,12 @@ int simulate_core(
         for (int g = 0; g < 2; g++) {
             int lo = g ? stay_end : 0, hi = g ? num_arrivals : stay_end;
             for (int a = lo + 1; a < hi; a++) {
-                int v = arrivals[a], b = a - 1;
-                while (b >= lo && arrivals[b] > v) {
+                int x = arrivals[a], b = a - 1;
+                while (b >= lo && arrivals[b] > x) {
                     arrivals[b + 1] = arrivals[b];
                     b--;
                 }
-                arrivals[b + 1] = v;
+                arrivals[b + 1] = x;
             }
         }
         for (int a = 0; a < num_arrivals; a++) {
@@ -483,7 +911,7 @@ int simulate_core(
             int64_t at = table_ptr[table_of[i]] + p;
             int c = coll_of[i], d = ph_dim[at];
             if (!scf) {
-                fifo_push(fifo + (size_t)d * (size_t)(num_chunks + 1), &fifo_len[d], (FifoEntry){-priority[c], seq++, i});
+                fifo_push(fifo + (size_t)d * (size_t)(num_chunks + 1), &fifo_len[d], (FifoEntry){-priority[c], v.seq++, i});
             } else if (ph_rule[at]) {
                 scf_insert_before_lower_rank(&queues[d], priority[c], ph_key[at], i, priority, coll_of);
             } else if (p == table_ptr[table_of[i] + 1] - table_ptr[table_of[i]] - 2) { /* one phase after it */
@@ -495,15 +923,16 @@ int simulate_core(
         }
         /* then every freed dimension, by index (a dimension freed twice is tried twice) */
         for (int f = 1; f < num_freed; f++) {
-            int v = freed[f], b = f - 1;
-            while (b >= 0 && freed[b] > v) {
+            int x = freed[f], b = f - 1;
+            while (b >= 0 && freed[b] > x) {
                 freed[b + 1] = freed[b];
                 b--;
             }
-            freed[b + 1] = v;
+            freed[b + 1] = x;
         }
         for (int f = 0; f < num_freed; f++) START_HEAD(freed[f]);
-        if (!compute_busy && num_ready) {
+        if (!v.compute_busy && v.num_ready) {
+            int num_ready = (int)v.num_ready;
             int j = compute_ready[0], last = compute_ready[--num_ready], at = 0;
             for (;;) { /* pop the heap's least index */
                 int child = 2 * at + 1;
@@ -514,11 +943,22 @@ int simulate_core(
                 at = child;
             }
             if (num_ready) compute_ready[at] = last;
-            waited = waited || held[task_of_compute[j]];
-            compute_starts[j] = now;
-            compute_busy = 1;
-            if (heap_push(&events, now + compute_dur[j], COMPUTE_DONE, j, 0)) goto done;
+            v.num_ready = num_ready;
+            v.waited = v.waited || held[task_of_compute[j]];
+            if (compute_starts) compute_starts[j] = now;
+            v.compute_busy = 1;
+            if (heap_push(events, now + compute_dur[j], COMPUTE_DONE, j, 0)) goto done;
         }
+    }
+#undef START_HEAD
+    makespan[0] = now;
+    status = 0;
+    if (ctx) {
+        ctx->last_makespan = now;
+        ctx->last_from = from;
+        ctx->last_count = count;
+        ctx->last_ok = 1;
+        goto done;
     }
     /* the summary, summed in (chunk, phase) order as Schedule.busy_ns sums it */
     double latest = 0.0;
@@ -537,32 +977,10 @@ int simulate_core(
         double end = compute_starts[j] + compute_dur[j];
         if (end > latest) latest = end;
     }
-    makespan[0] = now;
     makespan[1] = latest;
-    status = 0;
 done:
-    free(pending);
-    free(earliest);
-    free(held);
-    free(left);
-    free(next_phase);
-    free(coll_of);
-    free(busy);
-    free(arrivals);
-    free(freed);
-    free(compute_ready);
-    free(fifo);
-    free(fifo_len);
-    if (queues)
-        for (int d = 0; d < num_dims; d++) {
-            free(queues[d].keys);
-            free(queues[d].items);
-        }
-    free(queues);
-    free(entry_dim);
-    free(load);
-    free(unstarted);
-    free(events.data);
+    if (ctx) ctx->counts[2] += v.handled - (from >= 0 ? ctx->base[from]->handled : 0);
+    if (!ctx) work_free(&own);
     return status;
 }
 

@@ -105,6 +105,7 @@ class SearchParams(_Group):
     sequence_evaluations_per_phase: int = knob(200, "simulations of a sequence search per phase: about 5 s on 128", 1)
     sequence_patience_per_phase: int = knob(25, "candidates per phase without a new best before a restart", 0)
     random_moves: float = knob(0.05, "share of the sequence moves made anywhere, not on a critical path", 0, 1)
+    snapshots: int = knob(64, "of the current assignment's run kept for moves to resume from: one per release", 1)
 
 
 @dataclass(frozen=True)

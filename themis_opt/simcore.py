@@ -60,6 +60,7 @@ def _kind_code(kind: Kind) -> int:
 
 _P = ctypes.c_void_p
 _ARGTYPES: list[Any] = [
+    _P,  # a Core (core_new) for makespan-only runs that resume where they can, or None
     ctypes.c_int, _P, _P, _P, _P, _P, _P, _P,  # tasks
     ctypes.c_int, _P, _P, _P, _P, _P, _P, _P, _P,  # collectives
     ctypes.c_int, _P, _P,  # computes
@@ -88,6 +89,14 @@ def _load() -> Any:
     library.simulate_core.restype = ctypes.c_int
     library.sequence_times.argtypes = _SEQUENCE_ARGTYPES
     library.sequence_times.restype = ctypes.c_double
+    library.core_new.argtypes = [ctypes.c_int]
+    library.core_new.restype = _P
+    library.core_free.argtypes = [_P]
+    library.core_free.restype = None
+    library.core_adopt.argtypes = [_P, _P, ctypes.c_int]
+    library.core_adopt.restype = ctypes.c_int
+    library.core_counts.argtypes = [_P, _P]
+    library.core_counts.restype = None
     return library
 
 
@@ -426,6 +435,7 @@ def run(
     table_of, starts, compute_starts, makespan, busy, ends = out
     _checked(
         core(
+            None,
             *_instance_arguments(instance, prepared, columns),
             int(orders is None),
             _ptr(fixed),
@@ -537,10 +547,26 @@ class TableTimer:
     """Makespans of many fixed assignments of one instance: each chunk's order is given by
     the index of its phase table (:meth:`table`), so that a search timing thousands of
     assignments builds no Python object per chunk and the core's arguments are made once.
+
+    A search walking from one assignment to its neighbours makes the current one the
+    *base* (:meth:`adopt`): the core keeps snapshots of the base's run, one at the
+    release of every collective or so (at most ``snapshots``), and a run that changes
+    only collectives released later resumes from the last snapshot before them, with
+    the same makespan as a run from the start.
+
+    Parameters
+    ----------
+    instance
+        The instance.
+    snapshots
+        How many snapshots of the base's run the core keeps at most.
     """
 
-    def __init__(self, instance: Instance):
+    def __init__(self, instance: Instance, snapshots: int = 64):
+        if snapshots < 1:
+            raise ValueError(f"snapshots must be at least 1, not {snapshots}")
         self.instance = instance
+        self.snapshots = snapshots
         self._prepared = _prepared(instance)
         self._columns: tuple[array[Any], ...] | None = None  # the tables the arguments were made for
         self._head: list[Any] = []
@@ -548,6 +574,13 @@ class TableTimer:
         self._makespan = array("d", [0.0, 0.0])
         self._planner = (array("q", [0]), array("i", [0]))  # unused: the orders are fixed
         self._out: tuple[array[Any], ...] = ()
+        self._handle: int | None = None  # the core's Core, made at the first run
+        self._free: weakref.finalize[Any, Any] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()  # the Core is this process's memory: a copy starts its own
+        state.update(_handle=None, _free=None, _columns=None, _head=[], _tail=[], _out=())
+        return state
 
     def table(self, c: int, nbytes: int, order: Order) -> int:
         """The table of a chunk of ``nbytes`` of collective ``c`` taking ``order`` (not checked)."""
@@ -567,6 +600,16 @@ class TableTimer:
         self._tail = [tables.widest, *(_ptr(a) for a in out)]
         self._out = out  # kept alive while the core writes into them
 
+    def _context(self) -> int:
+        if self._handle is None:
+            library = _library()
+            handle = library.core_new(self.snapshots)
+            if not handle:
+                raise MemoryError("the simulator core ran out of memory")
+            self._handle = int(handle)
+            self._free = weakref.finalize(self, library.core_free, self._handle)
+        return self._handle
+
     def makespan(self, tables: array[int], intra: Intra, deadline: Deadline, cutoff: float = math.inf) -> float:
         """The makespan of ``tables`` (from :meth:`table`) under ``intra``, as
         :func:`~themis_opt.simulator.simulate_makespan` gives it; ``math.inf``
@@ -583,8 +626,33 @@ class TableTimer:
         perm = (_ptr(a) for a in self._planner)
         margin = cutoff + abs(cutoff) * CUTOFF_MARGIN
         tokens = tables.buffer_info()[0]
-        status = _core()(*self._head, tokens, *perm, _policy_code(intra), deadline.at, margin, *self._tail)
+        handle = self._context()
+        status = _core()(handle, *self._head, tokens, *perm, _policy_code(intra), deadline.at, margin, *self._tail)
         if status == _CUT_OFF:
             return math.inf
         _checked(status)
         return float(self._makespan[0])
+
+    def adopt(self, tables: array[int], intra: Intra, deadline: Deadline) -> None:
+        """Make ``tables`` under ``intra`` the base that later runs resume from (timed
+        again first unless it was the last run, and that run was complete).
+
+        Raises
+        ------
+        OutOfTime
+            If ``deadline`` passes while it is timed again.
+        """
+        library, tokens, code = _library(), tables.buffer_info()[0], _policy_code(intra)
+        if library.core_adopt(self._context(), tokens, code):
+            self.makespan(tables, intra, deadline)
+            adopted = library.core_adopt(self._handle, tokens, code)
+            assert adopted == 0, "a complete run is always adopted"
+
+    def counts(self) -> tuple[int, int, int, int]:
+        """Runs, runs that resumed from the base, events handled, and events that resumed
+        runs did not handle again (the base's, before the snapshot they resumed from).
+        """
+        out = array("q", [0, 0, 0, 0])
+        if self._handle is not None:
+            _library().core_counts(self._handle, _ptr(out))
+        return out[0], out[1], out[2], out[3]

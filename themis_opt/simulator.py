@@ -367,12 +367,14 @@ class AssignmentTimer:
         The instance.
     engine
         As :func:`simulate`'s.
+    snapshots
+        How many snapshots of the base's run (:meth:`adopt`) the compiled core keeps at most.
     """
 
-    def __init__(self, instance: Instance, engine: Engine = "auto"):
+    def __init__(self, instance: Instance, engine: Engine = "auto", snapshots: int = 64):
         self.instance = instance
         self.engine: Engine = engine
-        self._core = simcore.TableTimer(instance) if _core_orders(instance, {}, engine)[0] else None
+        self._core = simcore.TableTimer(instance, snapshots) if _core_orders(instance, {}, engine)[0] else None
         self._orders: dict[int, tuple[int, ...]] = {}  # each token's order
         self._known: dict[tuple[int, int, tuple[int, ...]], int] = {}  # (collective, chunk bytes, order) -> token
         self.made: list[tuple[int, int, tuple[int, ...]]] = []  # every (c, k, order) that made a token, in order
@@ -411,6 +413,26 @@ class AssignmentTimer:
             return self._core.makespan(tokens, intra, deadline, cutoff)
         with _gc_paused():
             return _simulate(self.instance, self.orders(tokens), intra, deadline, self._memo)[0]
+
+    def adopt(self, tokens: array[int], intra: Intra, deadline: Deadline) -> None:
+        """Make ``tokens`` under ``intra`` the assignment that later makespans are timed
+        from: in the compiled core, a run that changes only collectives released after
+        some of the base's snapshots resumes from the last of them (the same makespan,
+        less work; see :class:`~themis_opt.simcore.TableTimer`). Nothing in Python.
+
+        Raises
+        ------
+        OutOfTime
+            If ``deadline`` passes while ``tokens`` is timed again (when it was not the last run).
+        """
+        if self._core is not None:
+            self._core.adopt(tokens, intra, deadline)
+
+    def counts(self) -> tuple[int, int, int, int]:
+        """The compiled core's runs, runs resumed from the base, events handled and events the
+        resumed runs did not handle again (see :meth:`simcore.TableTimer.counts`); zeros in Python.
+        """
+        return self._core.counts() if self._core is not None else (0, 0, 0, 0)
 
     def schedule(self, tokens: Sequence[int], intra: Intra, deadline: Deadline | None = None) -> Schedule:
         """The schedule of the assignment ``tokens`` (simulated again)."""

@@ -193,7 +193,7 @@ def improve_assignment(
         split = strategy.split_policies and not strategy.shared and workers > 1 and can_fork()
         return {"seed": seed + n, "walk": list(Intra)[n % len(Intra)] if split else None, **options}
 
-    timer = AssignmentTimer(instance)
+    timer = AssignmentTimer(instance, snapshots=params.snapshots)
     if strategy.shared and workers > 1 and can_fork():
         timers = [_fork_timer(timer) for _ in range(1, workers)]
         try:
@@ -400,6 +400,8 @@ def _search(
         current_makespan, current, policy = best
         if walk is not None:
             (current_makespan, current), policy = leading[walk], walk
+        if not timers:  # the moves resume from the current's run (the timers' runs would not have it)
+            timer.adopt(current, policy, deadline)
         # the cooling runs over the simulations left (so that with time to spare it, like the result, does
         # not depend on the clock) or, where the time left is too short for them at the restarts' pace,
         # over the time left: planned as simulations at that pace, it ended hot on 8 collectives
@@ -439,6 +441,8 @@ def _search(
             for candidate, makespan, cutoff in zip(candidates, timed, cutoffs):
                 if makespan <= cutoff:
                     current, current_makespan = candidate, makespan
+                    if not timers:  # the last run: adopted as it stands
+                        timer.adopt(current, policy, deadline)
                     break  # the later candidates were moves from the old current
     except (OutOfTime, _Optimal):
         pass
