@@ -296,14 +296,18 @@ def _search(
     longest = 0.0  # the longest simulation so far, s
     told = [0] * len(timers)  # how many of the timer's made tokens each timer has been sent
 
-    def time_it(tokens: array[int], policy: Intra, cutoff: float = math.inf) -> float:
-        """The makespan of ``tokens``, or ``math.inf`` once it is sure to exceed ``cutoff``."""
-        nonlocal used, longest
+    def room() -> None:
+        """:class:`OutOfTime` unless there is time for one more simulation."""
         deadline.check("assignment search")  # a small run checks no deadline of its own
         if deadline.remaining() < (4 if handover else 2) * longest:
             # kept for building the best schedule and, in a helper, sending it: with one
             # simulation's worth kept, large instances overran the deadline
             raise OutOfTime("assignment search: the time left is for building the schedule")
+
+    def time_it(tokens: array[int], policy: Intra, cutoff: float = math.inf) -> float:
+        """The makespan of ``tokens``, or ``math.inf`` once it is sure to exceed ``cutoff``."""
+        nonlocal used, longest
+        room()
         used += 1
         start = time.perf_counter()
         makespan = timer.makespan(tokens, policy, deadline, cutoff)
@@ -401,6 +405,7 @@ def _search(
         if walk is not None:
             (current_makespan, current), policy = leading[walk], walk
         if not timers:  # the moves resume from the current's run (the timers' runs would not have it)
+            room()  # it may be timed again
             timer.adopt(current, policy, deadline)
         # the cooling runs over the simulations left (so that with time to spare it, like the result, does
         # not depend on the clock) or, where the time left is too short for them at the restarts' pace,
