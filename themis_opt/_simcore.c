@@ -474,76 +474,58 @@ typedef struct {
     int compute_busy, waited;
 } Scalars;
 
-static void snapshot_take(Snapshot *s, const Work *w, const Scalars *v, int scf) {
+/* take: w's state into s; else s's into w (the same fields both ways) */
+static void snapshot_copy(Snapshot *s, Work *w, Scalars *v, int scf, int take) {
+#define COPY(kept, live, bytes) (take ? memcpy((kept), (live), (bytes)) : memcpy((live), (kept), (bytes)))
     size_t tasks = (size_t)w->num_tasks, colls = (size_t)w->num_colls, n = (size_t)w->num_chunks;
-    s->events_len = w->events.len;
-    memcpy(s->events, w->events.data, sizeof(Event) * (size_t)w->events.len);
-    s->rel_len = w->rel_len;
-    memcpy(s->rel, w->rel, sizeof(double) * (size_t)w->rel_len);
-    memcpy(s->pending, w->pending, sizeof(int) * tasks);
-    memcpy(s->earliest, w->earliest, sizeof(double) * tasks);
-    memcpy(s->held, w->held, tasks);
-    memcpy(s->released, w->released, colls);
-    memcpy(s->left, w->left, sizeof(int) * colls);
-    memcpy(s->next_phase, w->next_phase, sizeof(int) * n);
-    memcpy(s->table_of, w->table_of, sizeof(int) * n);
-    memcpy(s->busy, w->busy, sizeof(int) * (size_t)w->num_dims);
-    memcpy(s->compute_ready, w->compute_ready, sizeof(int) * (size_t)v->num_ready);
-    s->num_ready = v->num_ready;
-    s->seq = v->seq;
-    s->handled = v->handled;
-    s->compute_busy = v->compute_busy;
-    s->waited = v->waited;
+    if (take) {
+        s->events_len = w->events.len;
+        s->rel_len = w->rel_len;
+        s->num_ready = v->num_ready;
+        s->seq = v->seq;
+        s->handled = v->handled;
+        s->compute_busy = v->compute_busy;
+        s->waited = v->waited;
+    } else {
+        w->events.len = s->events_len;
+        w->rel_len = s->rel_len;
+        v->num_ready = s->num_ready;
+        v->seq = s->seq;
+        v->handled = s->handled;
+        v->compute_busy = s->compute_busy;
+        v->waited = s->waited;
+    }
+    COPY(s->events, w->events.data, sizeof(Event) * (size_t)s->events_len);
+    COPY(s->rel, w->rel, sizeof(double) * (size_t)s->rel_len);
+    COPY(s->pending, w->pending, sizeof(int) * tasks);
+    COPY(s->earliest, w->earliest, sizeof(double) * tasks);
+    COPY(s->held, w->held, tasks);
+    COPY(s->released, w->released, colls);
+    COPY(s->left, w->left, sizeof(int) * colls);
+    COPY(s->next_phase, w->next_phase, sizeof(int) * n);
+    COPY(s->table_of, w->table_of, sizeof(int) * n);
+    COPY(s->busy, w->busy, sizeof(int) * (size_t)w->num_dims);
+    COPY(s->compute_ready, w->compute_ready, sizeof(int) * (size_t)s->num_ready);
     int64_t at = 0;
     for (int d = 0; d < w->num_dims; d++) {
         if (!scf) {
-            s->queue_len[d] = w->fifo_len[d];
-            memcpy(s->fifo + at, w->fifo + (size_t)d * (n + 1), sizeof(FifoEntry) * (size_t)w->fifo_len[d]);
+            if (take) s->queue_len[d] = w->fifo_len[d];
+            else w->fifo_len[d] = s->queue_len[d];
+            COPY(s->fifo + at, w->fifo + (size_t)d * (n + 1), sizeof(FifoEntry) * (size_t)s->queue_len[d]);
         } else {
-            const Scf *q = &w->queues[d];
-            s->queue_len[d] = q->len;
-            memcpy(s->keys + at, q->keys + q->head, sizeof(double) * (size_t)q->len);
-            memcpy(s->items + at, q->items + q->head, sizeof(int) * (size_t)q->len);
+            Scf *q = &w->queues[d];
+            if (take) {
+                s->queue_len[d] = q->len;
+            } else { /* where a sequence sits in its buffer changes no rule */
+                q->len = s->queue_len[d];
+                q->head = (q->cap - q->len) / 2;
+            }
+            COPY(s->keys + at, q->keys + q->head, sizeof(double) * (size_t)q->len);
+            COPY(s->items + at, q->items + q->head, sizeof(int) * (size_t)q->len);
         }
         at += s->queue_len[d];
     }
-}
-
-static void snapshot_restore(const Snapshot *s, Work *w, Scalars *v, int scf) {
-    size_t tasks = (size_t)w->num_tasks, colls = (size_t)w->num_colls, n = (size_t)w->num_chunks;
-    w->events.len = s->events_len;
-    memcpy(w->events.data, s->events, sizeof(Event) * (size_t)s->events_len);
-    w->rel_len = s->rel_len;
-    memcpy(w->rel, s->rel, sizeof(double) * (size_t)s->rel_len);
-    memcpy(w->pending, s->pending, sizeof(int) * tasks);
-    memcpy(w->earliest, s->earliest, sizeof(double) * tasks);
-    memcpy(w->held, s->held, tasks);
-    memcpy(w->released, s->released, colls);
-    memcpy(w->left, s->left, sizeof(int) * colls);
-    memcpy(w->next_phase, s->next_phase, sizeof(int) * n);
-    memcpy(w->table_of, s->table_of, sizeof(int) * n);
-    memcpy(w->busy, s->busy, sizeof(int) * (size_t)w->num_dims);
-    memcpy(w->compute_ready, s->compute_ready, sizeof(int) * (size_t)s->num_ready);
-    v->num_ready = s->num_ready;
-    v->seq = s->seq;
-    v->handled = s->handled;
-    v->compute_busy = s->compute_busy;
-    v->waited = s->waited;
-    int64_t at = 0;
-    for (int d = 0; d < w->num_dims; d++) {
-        int64_t len = s->queue_len[d];
-        if (!scf) {
-            w->fifo_len[d] = len;
-            memcpy(w->fifo + (size_t)d * (n + 1), s->fifo + at, sizeof(FifoEntry) * (size_t)len);
-        } else { /* where a sequence sits in its buffer changes no rule */
-            Scf *q = &w->queues[d];
-            q->len = len;
-            q->head = (q->cap - len) / 2;
-            memcpy(q->keys + q->head, s->keys + at, sizeof(double) * (size_t)len);
-            memcpy(q->items + q->head, s->items + at, sizeof(int) * (size_t)len);
-        }
-        at += len;
-    }
+#undef COPY
 }
 
 /*
@@ -731,7 +713,7 @@ int simulate_core(
     for (int d = 0; d < num_dims; d++) unstarted[d] = 0.0;
     int resumed = from >= 0;
     if (resumed) {
-        snapshot_restore(ctx->base[from], w, &v, scf);
+        snapshot_copy(ctx->base[from], w, &v, scf, 0);
         memcpy(ctx->snap_of, ctx->base_snap_of, sizeof(int) * (size_t)num_colls);
         ctx->counts[1]++;
         ctx->counts[3] += v.handled;
@@ -798,7 +780,7 @@ int simulate_core(
         while (w->rel_len && w->rel[0] < now) rel_pop(w);
         if (ctx && w->rel_len && w->rel[0] == now && !resumed && since >= stride && count < ctx->max_snapshots) {
             if (!ctx->scratch[count] && !(ctx->scratch[count] = snapshot_new(w))) goto done;
-            snapshot_take(ctx->scratch[count++], w, &v, scf);
+            snapshot_copy(ctx->scratch[count++], w, &v, scf, 1);
             since = 0;
         }
         resumed = 0;

@@ -33,6 +33,7 @@ from themis_opt.cost import PhaseSpec, chunk_phases, merges
 from themis_opt.instance import Collective, Instance, Kind, Op
 from themis_opt.methods import Intra
 from themis_opt.orders import Order, Orders
+from themis_opt.params import SearchParams
 from themis_opt.policies import planned_bytes
 from themis_opt.schedule import PhaseColumns
 
@@ -559,10 +560,10 @@ class TableTimer:
     instance
         The instance.
     snapshots
-        How many snapshots of the base's run the core keeps at most.
+        How many snapshots of the base's run the core keeps at most (``search.snapshots``).
     """
 
-    def __init__(self, instance: Instance, snapshots: int = 64):
+    def __init__(self, instance: Instance, snapshots: int = SearchParams().snapshots):
         if snapshots < 1:
             raise ValueError(f"snapshots must be at least 1, not {snapshots}")
         self.instance = instance

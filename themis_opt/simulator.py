@@ -55,6 +55,7 @@ from themis_opt.errors import InputError
 from themis_opt.instance import Collective, Instance, Kind, Op
 from themis_opt.methods import Intra
 from themis_opt.orders import Orders, Planner
+from themis_opt.params import SearchParams
 from themis_opt.policies import ThemisTracker
 from themis_opt.schedule import ChunkSchedule, ComputeSchedule, Phase, Schedule
 
@@ -368,10 +369,11 @@ class AssignmentTimer:
     engine
         As :func:`simulate`'s.
     snapshots
-        How many snapshots of the base's run (:meth:`adopt`) the compiled core keeps at most.
+        How many snapshots of the base's run (:meth:`adopt`) the compiled core keeps at most
+        (``search.snapshots``).
     """
 
-    def __init__(self, instance: Instance, engine: Engine = "auto", snapshots: int = 64):
+    def __init__(self, instance: Instance, engine: Engine = "auto", snapshots: int = SearchParams().snapshots):
         self.instance = instance
         self.engine: Engine = engine
         self._core = simcore.TableTimer(instance, snapshots) if _core_orders(instance, {}, engine)[0] else None
