@@ -13,6 +13,7 @@ import pytest
 from themis_opt.budget import Deadline
 from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.methods import Intra
+from themis_opt.orders import Orders
 from themis_opt.params import SearchParams
 from themis_opt.policies import baseline_orders, themis_orders
 from themis_opt.schedule import Schedule
@@ -452,3 +453,47 @@ def test_moves_resumed_from_the_current_walk_as_full_runs_do() -> None:
     assert validate(timers[0].instance, walks[0]) == []
     runs, resumed, _, skipped = timers[0].counts()
     assert resumed > runs // 2 and skipped > 0
+
+
+def _moves(
+    instance: Instance, in_core: bool, starts: list[Orders], **options: Any
+) -> tuple[Schedule | None, tuple[int, int, int, int], int]:
+    from themis_opt.search.assignment import _search
+
+    timer = AssignmentTimer(instance)
+    params = dataclasses.replace(SEARCH, walk_in_core=in_core)
+    found = _search(
+        timer, starts, params=params, **{"seed": 3, "strategy": ANNEALING, "evaluations": 400, **NO_LIMITS, **options}
+    )
+    return found, timer.counts(), len(timer.made)
+
+
+@pytest.mark.parametrize("case", ["annealing", "hot", "descent", "keep counts", "new orders", "issued over time"])
+def test_the_walk_in_the_core_is_the_walk_in_python(case: str, caplog: pytest.LogCaptureFixture) -> None:
+    # the same draws, the same simulations (runs and events), the same schedule
+    instance = _issued_over_time() if case == "issued over time" else _three_dims(16 if case == "new orders" else 8)
+    starts = [themis_orders(instance)] if case == "keep counts" else [baseline_orders(instance)]
+    options: dict[str, Any] = {
+        "hot": {"strategy": Strategy(0.1, 0.02)},  # many worse moves kept: the Metropolis rule decides often
+        "descent": {"strategy": DESCENT},
+        "keep counts": {"keep_counts": True},
+    }.get(case, {})
+    with caplog.at_level("INFO", logger="themis_opt.search.assignment"):
+        core = _moves(instance, True, starts, **options)
+    assert "the moves in the core ended (done)" in caplog.text
+    python = _moves(instance, False, starts, **options)
+    assert core[0] is not None and validate(instance, core[0]) == []
+    assert core == python
+    if case == "new orders":  # orders no start has, made while the walk ran in the core
+        assert core[2] > len(set(starts[0].values()))
+
+
+def test_a_walk_in_the_core_stops_at_the_target() -> None:
+    instance = _three_dims()
+    starts = [baseline_orders(instance)]
+    free = _moves(instance, True, starts)
+    assert free[0] is not None
+    stopped = _moves(instance, True, starts, target=free[0].makespan)
+    assert stopped == _moves(instance, False, starts, target=free[0].makespan)
+    assert stopped[0] is not None and stopped[0].makespan == free[0].makespan
+    assert stopped[1][0] < free[1][0]  # fewer runs: it stopped at the first schedule that met the target

@@ -106,6 +106,9 @@ class SearchParams(_Group):
     sequence_patience_per_phase: int = knob(25, "candidates per phase without a new best before a restart", 0)
     random_moves: float = knob(0.05, "share of the sequence moves made anywhere, not on a critical path", 0, 1)
     snapshots: int = knob(64, "of the current assignment's run kept for moves to resume from: one per release", 1)
+    swap_share: float = knob(0.6, "of the assignment moves a swap of two chunks' orders, the rest a new order", 0, 1)
+    known_share: float = knob(0.8, "of the new orders one a start gives the class: the load programs chose well", 0, 1)
+    walk_in_core: bool = knob(True, "the assignment moves drawn and timed in C: the same walk, no Python per move")
 
 
 @dataclass(frozen=True)

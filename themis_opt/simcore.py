@@ -22,9 +22,10 @@ import importlib.util
 import itertools
 import logging
 import math
+import random
 import weakref
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
@@ -35,6 +36,7 @@ from themis_opt.methods import Intra
 from themis_opt.orders import Order, Orders
 from themis_opt.params import SearchParams
 from themis_opt.policies import planned_bytes
+from themis_opt.result import OPTIMALITY_TOLERANCE
 from themis_opt.schedule import PhaseColumns
 
 logger = logging.getLogger(__name__)
@@ -73,6 +75,35 @@ _ARGTYPES: list[Any] = [
 ]  # fmt: skip
 
 
+_WALK_DOUBLES = (
+    "swap_share", "known_share", "temperature", "moves_began", "span", "deadline", "room_factor", "target",
+    "origin", "tolerance", "cutoff_margin", "slice",
+)  # fmt: skip
+
+
+class _Walk(ctypes.Structure):
+    """The C file's Walk: what a walk's moves draw from, its stopping rules and its state."""
+
+    _fields_ = [
+        ("num_classes", ctypes.c_int64),
+        *((name, _P) for name in ("class_ptr", "places", "known_ptr", "known", "dims_ptr", "dims", "token_ptr")),
+        ("tokens", _P),
+        *((name, ctypes.c_int64) for name in ("keep_counts", "scf", "evaluations", "max_draws", "by_clock")),
+        ("first", ctypes.c_int64),
+        ("moves", ctypes.c_int64),
+        *((name, ctypes.c_double) for name in _WALK_DOUBLES),
+        ("mt", _P),
+        ("used", ctypes.c_int64),
+        ("draws", ctypes.c_int64),
+        ("longest", ctypes.c_double),
+        ("current_makespan", ctypes.c_double),
+        ("best_makespan", ctypes.c_double),
+        *((name, _P) for name in ("current", "best", "candidate")),
+        *((name, ctypes.c_int64) for name in ("best_changed", "need_class", "need_chunk")),
+        ("need_order", _P),
+    ]
+
+
 _SEQUENCE_ARGTYPES: list[Any] = [ctypes.c_int, _P, _P, _P, _P, ctypes.c_int, _P, _P, _P, _P]
 
 
@@ -98,6 +129,12 @@ def _load() -> Any:
     library.core_adopt.restype = ctypes.c_int
     library.core_counts.argtypes = [_P, _P]
     library.core_counts.restype = None
+    library.core_bind.argtypes = [_P, *_ARGTYPES[1:30], ctypes.c_int]
+    library.core_bind.restype = None
+    library.core_run.argtypes = [_P, _P, ctypes.c_int, ctypes.c_double, ctypes.c_double, _P]
+    library.core_run.restype = ctypes.c_int
+    library.core_walk.argtypes = [_P, ctypes.POINTER(_Walk)]
+    library.core_walk.restype = ctypes.c_int
     return library
 
 
@@ -544,6 +581,105 @@ class PhaseGraph:
         return makespan, head, tail
 
 
+MAX_WALK_DIMS = 8  # a walk in C keeps a token for every order of a class's dimensions: 8! = 40,320 at most
+_WALK_SLICE = 0.1  # seconds a walk runs in C before it comes back to Python (for Ctrl-C)
+_WALK_DONE, _WALK_SLICE, _WALK_NEED_TOKEN, _WALK_OPTIMAL = 0, 1, 2, 3
+
+
+def _rank(dims: Sequence[int], order: Sequence[int]) -> int:
+    """The lexicographic rank of ``order`` among the permutations of ``dims`` (as the C file's perm_rank)."""
+    left, rank = list(range(len(dims))), 0
+    for i, d in enumerate(order):
+        at = left.index(dims.index(d))
+        rank += at * math.factorial(len(dims) - 1 - i)
+        left.pop(at)
+    return rank
+
+
+@dataclass(frozen=True)
+class MoveDraws:
+    """What a walk's moves draw from (see :mod:`themis_opt.search.assignment`), per chunk class:
+    its chunks' positions in an assignment, the tokens some start gives it and its collective's
+    active dimensions (in the instance's order: a new order is a shuffle of them).
+    """
+
+    places: tuple[tuple[int, ...], ...]
+    known: tuple[tuple[int, ...], ...]
+    dims: tuple[tuple[int, ...], ...]
+    keep_counts: bool
+    swap_share: float
+    known_share: float
+
+    def __post_init__(self) -> None:
+        if not len(self.places) == len(self.known) == len(self.dims) or not self.places:
+            raise ValueError("a walk needs places, known tokens and dimensions for each of one class or more")
+        if any(not p for p in self.places) or any(not k for k in self.known):
+            raise ValueError("every class of a walk has a chunk and a known token")
+        if max(len(d) for d in self.dims) > MAX_WALK_DIMS:
+            raise ValueError(f"a walk in the core takes classes of at most {MAX_WALK_DIMS} dimensions")
+
+    @property
+    def orders(self) -> array[int]:
+        """Where each class's tokens by order rank start in the walk's cache, and their total."""
+        return _offsets([math.factorial(len(d)) for d in self.dims])
+
+    @property
+    def arrays(self) -> dict[str, array[int]]:
+        """The C file's Walk's arrays (kept alive here while a walk reads them)."""
+        found: dict[str, array[int]] | None = self.__dict__.get("_arrays")
+        if found is None:
+            found = {
+                "class_ptr": _offsets([len(p) for p in self.places]),
+                "places": array("i", [i for p in self.places for i in p]),
+                "known_ptr": _offsets([len(k) for k in self.known]),
+                "known": array("i", [x for k in self.known for x in k]),
+                "dims_ptr": _offsets([len(d) for d in self.dims]),
+                "dims": array("i", [d for ds in self.dims for d in ds]),
+                "token_ptr": self.orders,
+            }
+            object.__setattr__(self, "_arrays", found)
+        return found
+
+
+@dataclass(frozen=True)
+class WalkRules:
+    """A walk's policy, random numbers, stopping rules and cooling (see :meth:`TableTimer.walk`).
+
+    The temperature of a move is ``temperature`` times the best makespan times
+    ``1 - cooled``, where ``cooled`` is ``(used - first) / moves`` or, ``by_clock``,
+    the share of ``span`` seconds gone since ``moves_began`` (``time.perf_counter``).
+    A move is timed only while the time left is ``room_factor`` times the longest
+    simulation or more.
+    """
+
+    rng: random.Random
+    intra: Intra
+    evaluations: int
+    max_draws: int
+    temperature: float
+    by_clock: bool
+    first: int
+    moves: int
+    moves_began: float
+    span: float
+    deadline: Deadline
+    room_factor: float
+    target: float | None
+
+
+@dataclass
+class WalkState:
+    """A walk's state, read and updated by :meth:`TableTimer.walk`."""
+
+    current: array[int]
+    current_makespan: float
+    best: array[int]
+    best_makespan: float
+    used: int
+    draws: int
+    longest: float
+
+
 class TableTimer:
     """Makespans of many fixed assignments of one instance: each chunk's order is given by
     the index of its phase table (:meth:`table`), so that a search timing thousands of
@@ -569,18 +705,14 @@ class TableTimer:
         self.instance = instance
         self.snapshots = snapshots
         self._prepared = _prepared(instance)
-        self._columns: tuple[array[Any], ...] | None = None  # the tables the arguments were made for
-        self._head: list[Any] = []
-        self._tail: list[Any] = []
+        self._columns: tuple[array[Any], ...] | None = None  # the tables the Core was bound to
         self._makespan = array("d", [0.0, 0.0])
-        self._planner = (array("q", [0]), array("i", [0]))  # unused: the orders are fixed
-        self._out: tuple[array[Any], ...] = ()
         self._handle: int | None = None  # the core's Core, made at the first run
         self._free: weakref.finalize[Any, Any] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()  # the Core is this process's memory: a copy starts its own
-        state.update(_handle=None, _free=None, _columns=None, _head=[], _tail=[], _out=())
+        state.update(_handle=None, _free=None, _columns=None)
         return state
 
     def table(self, c: int, nbytes: int, order: Order) -> int:
@@ -595,11 +727,8 @@ class TableTimer:
         """The core's arguments but the tables and the policy (again after a new table was made)."""
         tables = self._prepared.tables
         self._columns = tables.columns()
-        self._head = [*_instance_arguments(self.instance, self._prepared, self._columns), 0]
-        out = _outputs(self.instance, tables.widest)
-        self._makespan = out[3]
-        self._tail = [tables.widest, *(_ptr(a) for a in out)]
-        self._out = out  # kept alive while the core writes into them
+        arguments = _instance_arguments(self.instance, self._prepared, self._columns)
+        _library().core_bind(self._context(), *arguments, tables.widest)
 
     def _context(self) -> int:
         if self._handle is None:
@@ -609,6 +738,13 @@ class TableTimer:
                 raise MemoryError("the simulator core ran out of memory")
             self._handle = int(handle)
             self._free = weakref.finalize(self, library.core_free, self._handle)
+        return self._handle
+
+    def _bound(self) -> int:
+        """The Core, bound to the instance's arguments and its tables as they are now."""
+        if self._prepared.tables.columns() is not self._columns or self._handle is None:
+            self._bind()
+        assert self._handle is not None
         return self._handle
 
     def makespan(self, tables: array[int], intra: Intra, deadline: Deadline, cutoff: float = math.inf) -> float:
@@ -622,17 +758,101 @@ class TableTimer:
         OutOfTime
             If ``deadline`` passes first.
         """
-        if self._prepared.tables.columns() is not self._columns:
-            self._bind()
-        perm = (_ptr(a) for a in self._planner)
+        handle = self._bound()
         margin = cutoff + abs(cutoff) * CUTOFF_MARGIN
-        tokens = tables.buffer_info()[0]
-        handle = self._context()
-        status = _core()(handle, *self._head, tokens, *perm, _policy_code(intra), deadline.at, margin, *self._tail)
+        out = self._makespan.buffer_info()[0]
+        status = _library().core_run(handle, tables.buffer_info()[0], _policy_code(intra), deadline.at, margin, out)
         if status == _CUT_OFF:
             return math.inf
         _checked(status)
         return float(self._makespan[0])
+
+    def walk(
+        self, draws: MoveDraws, rules: WalkRules, state: WalkState, make: Callable[[int, int, list[int]], int]
+    ) -> str:
+        """Run a search's moves in the core: the loop of
+        :func:`themis_opt.search.assignment.improve_assignment`'s moves, draw for draw
+        (its random numbers are Python's ``rules.rng``'s, taken from it and given back),
+        with no Python per move.
+
+        Parameters
+        ----------
+        draws
+            What the moves draw from.
+        rules
+            The walk's stopping rules, cooling and policy.
+        state
+            The walk's state, updated in place: the current assignment and its makespan,
+            the best, the simulations and draws so far, the longest simulation.
+        make
+            Makes the token of a class's chunk taking an order (the class's index, the
+            chunk's index in it, the order) when a move draws an order not yet made.
+
+        Returns
+        -------
+        str
+            Why the walk ended: ``"done"`` (its simulations or draws spent), ``"optimal"``
+            (a schedule met ``rules.target``) or ``"out of time"``.
+        """
+        library, n = _library(), len(self.instance.chunk_ids)
+        cache = array("i", [-1]) * draws.orders[-1]
+        version, words, gauss = rules.rng.getstate()
+        mt = array("I", words)
+        current, best, candidate = array("i", state.current), array("i", state.best), array("i", [0]) * max(n, 1)
+        need = array("i", [0]) * 64
+        walk = _Walk(
+            num_classes=len(draws.places),
+            **{name: _ptr(a) for name, a in draws.arrays.items()},
+            tokens=_ptr(cache),
+            keep_counts=draws.keep_counts,
+            scf=_policy_code(rules.intra),
+            evaluations=rules.evaluations,
+            max_draws=rules.max_draws,
+            by_clock=rules.by_clock,
+            first=rules.first,
+            moves=rules.moves,
+            swap_share=draws.swap_share,
+            known_share=draws.known_share,
+            temperature=rules.temperature,
+            moves_began=rules.moves_began,
+            span=rules.span,
+            deadline=rules.deadline.at,
+            room_factor=rules.room_factor,
+            target=-math.inf if rules.target is None else rules.target,
+            origin=self.instance.origin_ns,
+            tolerance=OPTIMALITY_TOLERANCE,
+            cutoff_margin=CUTOFF_MARGIN,
+            slice=_WALK_SLICE,
+            mt=_ptr(mt),
+            used=state.used,
+            draws=state.draws,
+            longest=state.longest,
+            current_makespan=state.current_makespan,
+            best_makespan=state.best_makespan,
+            current=_ptr(current),
+            best=_ptr(best),
+            candidate=_ptr(candidate),
+            need_order=_ptr(need),
+        )
+        try:
+            while True:  # back in Python every slice, so that Ctrl-C is seen
+                status = library.core_walk(self._bound(), ctypes.byref(walk))
+                if status == _WALK_SLICE:
+                    continue
+                if status != _WALK_NEED_TOKEN:
+                    break
+                k = walk.need_class
+                order = list(need[: len(draws.dims[k])])
+                cache[draws.orders[k] + _rank(draws.dims[k], order)] = make(k, walk.need_chunk, order)
+        finally:
+            rules.rng.setstate((version, tuple(mt), gauss))
+            state.current, state.current_makespan = current, walk.current_makespan
+            state.used, state.draws, state.longest = walk.used, walk.draws, walk.longest
+            if walk.best_changed:
+                state.best, state.best_makespan = best, walk.best_makespan
+        if status in (-1, _WALK_DONE, _WALK_OPTIMAL):
+            return {-1: "out of time", _WALK_DONE: "done", _WALK_OPTIMAL: "optimal"}[status]
+        raise MemoryError("the simulator core ran out of memory")
 
     def adopt(self, tables: array[int], intra: Intra, deadline: Deadline) -> None:
         """Make ``tables`` under ``intra`` the base that later runs resume from (timed

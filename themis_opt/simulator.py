@@ -430,6 +430,29 @@ class AssignmentTimer:
         if self._core is not None:
             self._core.adopt(tokens, intra, deadline)
 
+    @property
+    def walks_in_core(self) -> bool:
+        """Whether :meth:`walk` can run (the compiled core times this instance)."""
+        return self._core is not None
+
+    def walk(
+        self,
+        draws: simcore.MoveDraws,
+        rules: simcore.WalkRules,
+        state: simcore.WalkState,
+        make: Callable[[int, int, list[int]], int],
+    ) -> str:
+        """A search's moves run in the compiled core (:meth:`simcore.TableTimer.walk`).
+
+        Raises
+        ------
+        ValueError
+            If the core does not time this instance (:attr:`walks_in_core`).
+        """
+        if self._core is None:
+            raise ValueError("a walk in the core needs the compiled core")
+        return self._core.walk(draws, rules, state, make)
+
     def counts(self) -> tuple[int, int, int, int]:
         """The compiled core's runs, runs resumed from the base, events handled and events the
         resumed runs did not handle again (see :meth:`simcore.TableTimer.counts`); zeros in Python.

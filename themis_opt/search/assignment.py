@@ -67,6 +67,7 @@ from themis_opt.params import SearchParams
 from themis_opt.result import is_proven
 from themis_opt.schedule import Schedule
 from themis_opt.search.pool import Helper, can_fork, fork, rate_line, result_of, stop
+from themis_opt.simcore import MAX_WALK_DIMS, MoveDraws, WalkRules, WalkState
 from themis_opt.simulator import AssignmentTimer, check_orders
 
 logger = logging.getLogger(__name__)
@@ -187,6 +188,7 @@ def improve_assignment(
         "deadline": deadline,
         "keep_counts": keep_counts,
         "target": target,
+        "params": params,
     }
 
     def run(n: int) -> dict[str, Any]:
@@ -262,6 +264,7 @@ def _search(
     handover: bool = False,
     timers: Sequence[Helper] = (),
     walk: Intra | None = None,
+    params: SearchParams = SEARCH,
 ) -> Schedule | None:
     """One search with ``strategy`` (:func:`improve_assignment` with one worker).
 
@@ -275,7 +278,9 @@ def _search(
     unpickling a schedule each took about as long as a simulation. With ``timers`` (see
     :func:`_fork_timer`) it draws one candidate more than there are timers, times them all at
     once and takes the first it accepts: the walk depends on how many timers there are, never
-    on which answers first.
+    on which answers first. Without timers the moves run in the compiled core where it
+    can (``params.walk_in_core``; :meth:`~themis_opt.simcore.TableTimer.walk`): the same
+    walk, draw for draw.
     """
     instance = timer.instance
     rng = random.Random(seed)
@@ -355,14 +360,14 @@ def _search(
         cls = rng.choice(classes)
         chunk = rng.randrange(len(cls.chunks))
         a = places[cls][chunk]
-        if len(cls.chunks) > 1 and (keep_counts or rng.random() < 0.6):
+        if len(cls.chunks) > 1 and (keep_counts or rng.random() < params.swap_share):
             b = places[cls][rng.randrange(len(cls.chunks))]
             if current[a] == current[b]:
                 return None
             candidate = current[:]
             candidate[a], candidate[b] = current[b], current[a]
             return candidate
-        if rng.random() < 0.8:  # an order some start gives this class: the load programs chose well
+        if rng.random() < params.known_share:  # an order some start gives this class
             token = rng.choice(known[cls])
         else:
             dims = list(instance.active_dims[cls.collective])
@@ -426,29 +431,56 @@ def _search(
             return (used - first) / max(1, moves)
 
         draws = 0
-        while used < evaluations and draws < 4 * evaluations:  # moves that change nothing are drawn again
-            candidates: list[array[int]] = []
-            while len(candidates) < min(1 + len(timers), evaluations - used) and draws < 4 * evaluations:
-                draws += 1
-                candidate = draw(current)
-                if candidate is not None:
-                    candidates.append(candidate)
-            if not candidates:
-                break
-            # a move is kept if no worse, or worse by less than temperature x -ln(u) (the Metropolis
-            # rule): u is drawn first, so that each simulation stops once past what it could be kept at
-            temperature = strategy.temperature * best[0] * max(0.0, 1.0 - cooled())
-            cutoffs = [
-                current_makespan - (temperature * math.log(1.0 - rng.random()) if temperature > 0 else 0.0)
-                for _ in candidates
-            ]
-            timed = time_all([(c, policy, cutoff) for c, cutoff in zip(candidates, cutoffs)])
-            for candidate, makespan, cutoff in zip(candidates, timed, cutoffs):
-                if makespan <= cutoff:
-                    current, current_makespan = candidate, makespan
-                    if not timers:  # the last run: adopted as it stands
-                        timer.adopt(current, policy, deadline)
-                    break  # the later candidates were moves from the old current
+        dims = [instance.active_dims[cls.collective] for cls in classes]
+        if params.walk_in_core and not timers and timer.walks_in_core and max(map(len, dims)) <= MAX_WALK_DIMS:
+            state = WalkState(current, current_makespan, best[1], best[0], used, draws, longest)
+            rules = WalkRules(
+                rng, policy, evaluations, 4 * evaluations, strategy.temperature, by_clock, first, moves,
+                moves_began, span, deadline, 4 if handover else 2, target,
+            )  # fmt: skip
+            draws_from = MoveDraws(
+                tuple(tuple(places[cls]) for cls in classes),
+                tuple(tuple(known[cls]) for cls in classes),
+                tuple(tuple(d) for d in dims),
+                keep_counts,
+                params.swap_share,
+                params.known_share,
+            )
+
+            def make(k: int, j: int, order: list[int]) -> int:
+                return timer.token(classes[k].collective, classes[k].chunks[j], order)
+
+            try:
+                ended = timer.walk(draws_from, rules, state, make)
+                logger.info("assignment search: the moves in the core ended (%s)", ended)
+            finally:
+                used, longest = state.used, state.longest
+                if state.best_makespan < best[0]:
+                    best = (state.best_makespan, state.best, policy)
+        else:  # the reference: drawn and timed here
+            while used < evaluations and draws < 4 * evaluations:  # moves that change nothing are drawn again
+                candidates: list[array[int]] = []
+                while len(candidates) < min(1 + len(timers), evaluations - used) and draws < 4 * evaluations:
+                    draws += 1
+                    candidate = draw(current)
+                    if candidate is not None:
+                        candidates.append(candidate)
+                if not candidates:
+                    break
+                # a move is kept if no worse, or worse by less than temperature x -ln(u) (the Metropolis
+                # rule): u is drawn first, so that each simulation stops once past what it could be kept at
+                temperature = strategy.temperature * best[0] * max(0.0, 1.0 - cooled())
+                cutoffs = [
+                    current_makespan - (temperature * math.log(1.0 - rng.random()) if temperature > 0 else 0.0)
+                    for _ in candidates
+                ]
+                timed = time_all([(c, policy, cutoff) for c, cutoff in zip(candidates, cutoffs)])
+                for candidate, makespan, cutoff in zip(candidates, timed, cutoffs):
+                    if makespan <= cutoff:
+                        current, current_makespan = candidate, makespan
+                        if not timers:  # the last run: adopted as it stands
+                            timer.adopt(current, policy, deadline)
+                        break  # the later candidates were moves from the old current
     except (OutOfTime, _Optimal):
         pass
     if best is None:
