@@ -13,6 +13,11 @@ An instance's arrays (tasks, dependencies, collectives, dimensions) and its
 phase tables (one per distinct kind, chunk size and order, from
 :func:`themis_opt.cost.chunk_phases`) are prepared once and kept while the
 instance lives.
+
+For the searches, :class:`TableTimer` times fixed assignments from snapshots
+of the current one's run, and :meth:`TableTimer.walk` runs the assignment
+search's moves in C, drawing from the search's ``random.Random`` (its
+Mersenne Twister replayed in C), so that the walk is the Python loop's.
 """
 
 from __future__ import annotations

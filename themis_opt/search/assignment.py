@@ -42,7 +42,10 @@ chunks of each class on each order that its start has.
 
 It draws from ``random.Random(seed)`` and stops after ``evaluations``
 simulations (or at the deadline), so with time to spare the same call gives
-the same schedule.
+the same schedule. The moves run in the compiled core where it can
+(:meth:`~themis_opt.simcore.TableTimer.walk`, ``search.walk_in_core``): the
+same draws from the same generator, so the same walk as the Python loop here,
+which stays as the reference.
 """
 
 from __future__ import annotations
