@@ -587,8 +587,8 @@ class PhaseGraph:
 
 
 MAX_WALK_DIMS = 8  # a walk in C keeps a token for every order of a class's dimensions: 8! = 40,320 at most
-_WALK_SLICE = 0.1  # seconds a walk runs in C before it comes back to Python (for Ctrl-C)
-_WALK_DONE, _WALK_SLICE, _WALK_NEED_TOKEN, _WALK_OPTIMAL = 0, 1, 2, 3
+WALK_SLICE_SECONDS = 0.1  # a walk runs in C this long before it comes back to Python (for Ctrl-C)
+_WALK_DONE, _WALK_PAUSED, _WALK_NEED_TOKEN, _WALK_OPTIMAL = 0, 1, 2, 3  # core_walk's statuses
 
 
 def _rank(dims: Sequence[int], order: Sequence[int]) -> int:
@@ -827,7 +827,7 @@ class TableTimer:
             origin=self.instance.origin_ns,
             tolerance=OPTIMALITY_TOLERANCE,
             cutoff_margin=CUTOFF_MARGIN,
-            slice=_WALK_SLICE,
+            slice=WALK_SLICE_SECONDS,
             mt=_ptr(mt),
             used=state.used,
             draws=state.draws,
@@ -842,7 +842,7 @@ class TableTimer:
         try:
             while True:  # back in Python every slice, so that Ctrl-C is seen
                 status = library.core_walk(self._bound(), ctypes.byref(walk))
-                if status == _WALK_SLICE:
+                if status == _WALK_PAUSED:
                     continue
                 if status != _WALK_NEED_TOKEN:
                     break
