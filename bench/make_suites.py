@@ -19,7 +19,7 @@ from themis_opt.generator import generate
 from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.io import load_instance, save_instance
 from themis_opt.result import Status
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 
 ROOT = Path(__file__).resolve().parent.parent / "themis_opt" / "suites"
 GIB = 2**30

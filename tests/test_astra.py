@@ -25,7 +25,7 @@ from themis_opt.instance import (
     Topology,
 )
 from themis_opt.io import load_instance
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 from themis_opt.validator import validate
 
 from .conftest import DATA

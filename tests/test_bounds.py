@@ -295,7 +295,7 @@ def test_least_busy_never_exceeds_the_brute_force_optimum(name: str) -> None:
 def test_least_busy_is_the_one_chunk_on_its_cheapest_order() -> None:
     # one chunk on one dimension: its two phases back to back are the makespan
     from themis_opt.bounds import least_busy_bound
-    from themis_opt.solve import solve
+    from themis_opt.solving import solve
 
     instance = make([(8, "ring", 100.0)], "all_reduce", MIB, 1)
     bound = least_busy_bound(instance)
@@ -306,7 +306,7 @@ def test_the_default_bound_counts_latency() -> None:
     # 64 chunks of 16 KiB on microsecond hops: the ideal bound is a sliver of the makespan; the
     # solver-free bounds a baseline gets by default are near the full ones
     from themis_opt.instance import Collective, Dimension, Network
-    from themis_opt.solve import solve
+    from themis_opt.solving import solve
 
     dims = [(2, "ring", 200.0), (8, "fully_connected", 100.0), (2, "switch", 50.0)]
     network = Network(tuple(Dimension(n, topology, rate, 5000.0) for n, topology, rate in dims))
@@ -406,7 +406,7 @@ def _waiting(count: int) -> Instance:
 
 
 def test_the_fluid_bound_sees_a_dimension_wait_and_stays_below_the_optimum() -> None:
-    from themis_opt.solve import solve
+    from themis_opt.solving import solve
 
     instance = _waiting(2)
     bounds = compute_bounds(instance)

@@ -10,7 +10,7 @@ from themis_opt.bounds import compute_bounds, load_programs_fit
 from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
 from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.result import Status
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 from themis_opt.validator import validate
 
 GIB = 2**30

@@ -14,7 +14,7 @@ from themis_opt.astra.chakra import TraceNode, write_trace
 from themis_opt.cli import main
 from themis_opt.errors import InputError
 from themis_opt.instance import Kind
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 from themis_opt.validator import validate
 
 pytest.importorskip("chakra", reason='the chakra extra is not installed (pip install -e ".[chakra]")')

@@ -82,7 +82,7 @@ def test_windows_with_too_little_time_return_the_incumbent_unbuilt() -> None:
 
 def test_cpsat_searches_windows_when_the_model_is_too_big() -> None:
     from themis_opt.params import CpsatParams, SolveParams
-    from themis_opt.solve import solve
+    from themis_opt.solving import solve
 
     instance = _four_collectives()
     small = SolveParams(cpsat=CpsatParams(max_phases=10))
@@ -133,7 +133,7 @@ def test_quanta_rounds_down_unless_whole() -> None:
 @pytest.mark.parametrize("name", ["tiny_rs", "tiny_ar", "tiny_3d", "tiny_ag"])
 def test_exact_quantum_cpsat_proves_the_brute_force_optimum(name: str) -> None:
     # nothing rounded: the proven optimum is the brute-force one, and so is the bound
-    from themis_opt.solve import solve
+    from themis_opt.solving import solve
 
     from .conftest import brute_force, load
 

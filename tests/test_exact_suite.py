@@ -9,7 +9,7 @@ import pytest
 
 from themis_opt.io import load_instance
 from themis_opt.result import Status
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 from themis_opt.validator import validate
 
 EXACT = Path(__file__).resolve().parent.parent / "instances" / "exact"

@@ -14,7 +14,7 @@ from themis_opt.methods import Intra
 from themis_opt.params import BoundsParams, PipelineParams, SolveParams
 from themis_opt.policies import baseline_orders
 from themis_opt.simulator import simulate
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 from themis_opt.validator import validate
 
 # no load program fits (one order count at most) and no short search: balanced's stand-ins alone

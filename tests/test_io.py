@@ -23,7 +23,7 @@ from themis_opt.io import (
     save_instance,
     save_result,
 )
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 
 from .conftest import DATA, NAMES, load
 

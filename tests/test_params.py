@@ -17,7 +17,7 @@ from themis_opt.params import (
     changes,
     parameter_table,
 )
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 from themis_opt.validator import validate
 
 from .conftest import load

@@ -205,3 +205,25 @@ def test_no_search_stage_starts_with_less_time_than_the_warm_start_took() -> Non
     assert ran == []
     run_stages(_context(instance, None, bounds, seconds=20), stages)
     assert ran == ["assignment search", "at the bound", "sequence search"]
+
+
+def test_a_model_too_large_with_no_time_to_load_cp_sat_returns_the_best_heuristic_schedule(
+    tmp_path: Any,
+) -> None:
+    # a fresh process has not loaded OR-Tools, and 0.3 s is less than loading it needs
+    # (bounds.solver_load): the window search cannot start, and the call still ends with a schedule
+    import json
+    import subprocess
+    import sys
+
+    from themis_opt.io import save_instance
+
+    eight = Network(tuple(Dimension(2, "ring", b, 500.0) for b in (400, 350, 300, 250, 200, 150, 100, 50)))
+    instance = Instance(eight, (Collective("all_reduce", 2**30, 4),), "8d")  # 8! orders: no exact model
+    save_instance(instance, tmp_path / "8d.json")
+    argv = [sys.executable, "-m", "themis_opt.cli", "solve", str(tmp_path / "8d.json"), "--method", "cpsat"]
+    argv += ["--time-limit", "0.3", "--out", str(tmp_path / "result.json")]
+    process = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert process.returncode == 0, process.stderr
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["status"] == "feasible" and "out of time before CP-SAT was loaded" in result["note"]

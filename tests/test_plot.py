@@ -9,7 +9,7 @@ import pytest
 
 from themis_opt.cli import main
 from themis_opt.io import load_instance, save_result
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 
 from .conftest import DATA
 

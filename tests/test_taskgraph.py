@@ -20,7 +20,7 @@ from themis_opt.policies import baseline_orders
 from themis_opt.result import Status
 from themis_opt.schedule import ComputeSchedule, Schedule
 from themis_opt.simulator import simulate
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 from themis_opt.validator import validate
 
 from .conftest import DATA, brute_force, load

@@ -12,7 +12,7 @@ from themis_opt.instance import After, Collective, Compute, Dimension, Instance,
 from themis_opt.io import load_instance
 from themis_opt.policies import ThemisTracker
 from themis_opt.result import iteration_metrics
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 from themis_opt.validator import validate
 from themis_opt.workloads import HIGHEST_PRIORITY, Workload, parse_workload, task_graph
 from themis_opt.zoo import ARCHITECTURES, ZooOptions, model_workload, parameters

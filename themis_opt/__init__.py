@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover - the public API, listed once: __getattr__
     from themis_opt.params import SolveParams as SolveParams
     from themis_opt.result import Result as Result, Status as Status, iteration_metrics as iteration_metrics
     from themis_opt.schedule import Schedule as Schedule
-    from themis_opt.solve import solve as solve, solve_all as solve_all
+    from themis_opt.solving import solve as solve, solve_all as solve_all
     from themis_opt.validator import validate as validate
     from themis_opt.workloads import parse_workload as parse_workload, task_graph as task_graph
     from themis_opt.zoo import model_workload as model_workload

@@ -28,7 +28,7 @@ from themis_opt.io import check_writable, in_file, instance_from_dict, instance_
 from themis_opt.methods import VARIANTS, method_names
 from themis_opt.params import SolveParams, changes
 from themis_opt.result import Status, gap, iteration_metrics
-from themis_opt.solve import solve_all
+from themis_opt.solving import solve_all
 from themis_opt.validator import validate
 
 METHODS = VARIANTS  # the bench's runs: methods of the registry, with their intra-dimension variants
@@ -132,7 +132,7 @@ def instance_digest(instance: Instance) -> str:
 
 
 def parse_methods(text: str) -> tuple[str, ...]:
-    """A comma-separated list of methods or variants (as :func:`~themis_opt.solve.solve` takes
+    """A comma-separated list of methods or variants (as :func:`~themis_opt.solving.solve` takes
     them), or ``all``: every variant; checked.
     """
     if text.strip() == "all":
@@ -172,7 +172,7 @@ def run_document(
     """Run ``methods`` on an instance given as its JSON document (what a remote worker receives).
 
     The bounds get their own ``time_limit``, then every method gets
-    ``time_limit`` for its whole run (:func:`~themis_opt.solve.solve_all`
+    ``time_limit`` for its whole run (:func:`~themis_opt.solving.solve_all`
     with ``each``).
     """
     try:

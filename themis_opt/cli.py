@@ -429,7 +429,7 @@ def _run_solve(args: argparse.Namespace, console: Console, instance: Instance, p
     from themis_opt.io import save_result
     from themis_opt.params import SolveParams
     from themis_opt.report import comparison_table, result_summary
-    from themis_opt.solve import solve, solve_all
+    from themis_opt.solving import solve, solve_all
 
     settings = params or SolveParams()
     reserve = min(settings.pipeline.exit_reserve, settings.pipeline.exit_reserve_share * args.time_limit)
@@ -596,7 +596,7 @@ def _bench_backend(
     digests: dict[str, str],
 ) -> Iterator[tuple[Iterator[tuple[str, benchmod.Record]], int, int]]:
     """(finished (path, record) pairs, jobs, CP-SAT workers per job) on the chosen backend."""
-    from themis_opt.solve import available_workers
+    from themis_opt.solving import available_workers
 
     if args.scheduler is None:
         workers = args.workers if args.workers is not None else max(1, available_workers() // args.jobs)

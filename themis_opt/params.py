@@ -109,6 +109,11 @@ class SearchParams(_Group):
     swap_share: float = knob(0.6, "of the assignment moves a swap of two chunks' orders, the rest a new order", 0, 1)
     known_share: float = knob(0.8, "of the new orders one a start gives the class: the load programs chose well", 0, 1)
     walk_in_core: bool = knob(True, "the assignment moves drawn and timed in C: the same walk, no Python per move")
+    draws_per_evaluation: int = knob(4, "assignment moves drawn per simulation at most: a no-op is drawn again", 1)
+    room_simulations: float = knob(2.0, "x the longest simulation kept at the deadline, to build the best schedule", 0)
+    handover_room_simulations: float = knob(
+        4.0, "the same in a forked worker, which also sends the schedule: with less, large instances overran", 0
+    )
 
 
 @dataclass(frozen=True)

@@ -265,18 +265,22 @@ def windows(ctx: Context, budget: Deadline) -> None:
     """The exact model would be too large: the large-neighbourhood search from the best schedule
     (windows of collectives re-solved by CP-SAT) until the deadline; the method ends here.
     """
-    if not solvers_loaded(budget, ctx.params.bounds):
-        raise OutOfTime("cpsat: out of time before CP-SAT was loaded")
-    from themis_opt.cpsat import improve_by_windows
-
     assert ctx.best is not None
     cpsat = ctx.params.cpsat
-    ctx.note = (
+    too_large = (
         f"cpsat: the exact model would have {ctx.literals} order literals and {ctx.instance.num_phases} phases "
-        f"(limits {cpsat.max_order_literals} and {cpsat.max_phases}): large-neighbourhood search from the best "
-        "heuristic schedule instead (windows of collectives re-solved by CP-SAT)"
+        f"(limits {cpsat.max_order_literals} and {cpsat.max_phases})"
     )
     ctx.done = True
+    if not solvers_loaded(budget, ctx.params.bounds):
+        ctx.note = f"{too_large}; out of time before CP-SAT was loaded: the best heuristic schedule is returned"
+        return
+    from themis_opt.cpsat import improve_by_windows
+
+    ctx.note = (
+        f"{too_large}: large-neighbourhood search from the best heuristic schedule instead "
+        "(windows of collectives re-solved by CP-SAT)"
+    )
     try:
         best, trajectory = improve_by_windows(
             ctx.instance, ctx.best, deadline=budget, workers=ctx.workers, seed=ctx.seed, t0=ctx.t0, params=cpsat

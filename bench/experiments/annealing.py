@@ -25,7 +25,7 @@ from themis_opt.params import SearchParams
 from themis_opt.policies import spread_orders
 from themis_opt.search import Strategy, improve_assignment
 from themis_opt.search.counts import level_counts
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ import time
 
 from bench.instances import SHAPES, SIZES, all_reduce
 from themis_opt.params import PipelineParams, SolveParams
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 
 # stage -> its field of PipelineParams
 STAGES = {"sequence": "sequence", "counts-fixed": "counts_fixed", "at-bound": "at_bound"}

@@ -23,7 +23,7 @@ import random
 
 from bench.instances import eight_collectives
 from themis_opt.orders import Order
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 
 
 def _shared(a: Order, b: Order) -> int:

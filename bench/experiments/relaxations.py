@@ -29,7 +29,7 @@ from bench.instances import SHAPES, SIZES, network
 from themis_opt.bounds import compute_bounds
 from themis_opt.cpsat import CpsatModel, default_quantum, exact_quantum
 from themis_opt.instance import Collective, Instance
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 
 
 class Relaxed(CpsatModel):

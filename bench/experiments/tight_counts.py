@@ -30,7 +30,7 @@ from themis_opt.cpsat import solve_cpsat
 from themis_opt.instance import ChunkClass, Collective, Instance
 from themis_opt.pipeline import spread
 from themis_opt.result import is_proven
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 
 SHAPE = (4, 4, 4, 16)
 

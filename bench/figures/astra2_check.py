@@ -31,7 +31,7 @@ from pathlib import Path
 
 from themis_opt.astra import import_astra
 from themis_opt.astra.files import IMPLEMENTATION_KEYS
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 
 NETWORKS = {
     "frac": "topology: [ Switch, Ring ]\nnpus_count: [ 8, 4 ]\nbandwidth: [ 400.0, 50.0 ]\n"

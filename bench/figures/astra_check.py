@@ -138,7 +138,7 @@ def run_ours(case: Case) -> dict[str, object]:
     """themis_opt's outcome: the import's exit and one line, and the makespan of the method asked for."""
     from themis_opt.cli import main as themis_opt
     from themis_opt.io import load_instance
-    from themis_opt.solve import solve
+    from themis_opt.solving import solve
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -21,7 +21,7 @@ from themis_opt.budget import Deadline
 from themis_opt.instance import Instance
 from themis_opt.io import load_instance
 from themis_opt.params import SolveParams
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 from themis_opt.suites import suite_folder
 
 

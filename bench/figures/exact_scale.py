@@ -22,7 +22,7 @@ import time
 
 from bench.instances import SHAPES, SIZES, all_reduce, eight_collectives
 from themis_opt.instance import Instance
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 
 
 def report(name: str, instance: Instance, limit: float, workers: int) -> None:

@@ -17,7 +17,7 @@ import platform
 import time
 
 from themis_opt.instance import Collective, Dimension, Instance, Network
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 from themis_opt.validator import validate
 
 

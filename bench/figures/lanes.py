@@ -28,7 +28,7 @@ import math
 from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.params import PipelineParams, SolveParams
 from themis_opt.search import improve_assignment, improve_sequences
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 from themis_opt.validator import validate
 
 MIB = 2**20

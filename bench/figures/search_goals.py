@@ -23,7 +23,7 @@ import time
 
 from bench.instances import SHAPES, eight_collectives
 from themis_opt.params import SearchParams, SolveParams
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 
 
 class _Rates(logging.Handler):

@@ -31,7 +31,7 @@ from themis_opt.methods import Intra
 from themis_opt.params import SearchParams
 from themis_opt.search import Strategy, improve_assignment
 from themis_opt.simulator import AssignmentTimer, simulate_makespan
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 
 
 def main() -> None:

@@ -303,13 +303,13 @@ def _search(
     origin = instance.origin_ns
     longest = 0.0  # the longest simulation so far, s
     told = [0] * len(timers)  # how many of the timer's made tokens each timer has been sent
+    room_factor = params.handover_room_simulations if handover else params.room_simulations
+    max_draws = params.draws_per_evaluation * evaluations
 
     def room() -> None:
         """:class:`OutOfTime` unless there is time for one more simulation."""
         deadline.check("assignment search")  # a small run checks no deadline of its own
-        if deadline.remaining() < (4 if handover else 2) * longest:
-            # kept for building the best schedule and, in a helper, sending it: with one
-            # simulation's worth kept, large instances overran the deadline
+        if deadline.remaining() < room_factor * longest:  # kept for building (and sending) the best schedule
             raise OutOfTime("assignment search: the time left is for building the schedule")
 
     def time_it(tokens: array[int], policy: Intra, cutoff: float = math.inf) -> float:
@@ -438,8 +438,8 @@ def _search(
         if params.walk_in_core and not timers and timer.walks_in_core and max(map(len, dims)) <= MAX_WALK_DIMS:
             state = WalkState(current, current_makespan, best[1], best[0], used, draws, longest)
             rules = WalkRules(
-                rng, policy, evaluations, 4 * evaluations, strategy.temperature, by_clock, first, moves,
-                moves_began, span, deadline, 4 if handover else 2, target,
+                rng, policy, evaluations, max_draws, strategy.temperature, by_clock, first, moves,
+                moves_began, span, deadline, room_factor, target,
             )  # fmt: skip
             draws_from = MoveDraws(
                 tuple(tuple(places[cls]) for cls in classes),
@@ -461,9 +461,9 @@ def _search(
                 if state.best_makespan < best[0]:
                     best = (state.best_makespan, state.best, policy)
         else:  # the reference: drawn and timed here
-            while used < evaluations and draws < 4 * evaluations:  # moves that change nothing are drawn again
+            while used < evaluations and draws < max_draws:  # moves that change nothing are drawn again
                 candidates: list[array[int]] = []
-                while len(candidates) < min(1 + len(timers), evaluations - used) and draws < 4 * evaluations:
+                while len(candidates) < min(1 + len(timers), evaluations - used) and draws < max_draws:
                     draws += 1
                     candidate = draw(current)
                     if candidate is not None:

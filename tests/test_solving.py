@@ -12,7 +12,7 @@ from themis_opt.errors import InputError
 from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.methods import METHODS
 from themis_opt.result import Status
-from themis_opt.solve import solve
+from themis_opt.solving import solve
 from themis_opt.validator import validate
 
 from .conftest import brute_force, load, make
@@ -264,7 +264,7 @@ def test_the_window_search_runs_on_every_shape() -> None:
 def test_solve_all_runs_every_variant_with_one_set_of_bounds_and_one_definition_of_optimal() -> None:
     from themis_opt.methods import VARIANTS
     from themis_opt.result import is_proven
-    from themis_opt.solve import solve_all
+    from themis_opt.solving import solve_all
 
     instance = load("three_dim")
     results = solve_all(instance, time_limit=20, workers=1)
@@ -281,7 +281,7 @@ def test_solve_all_runs_every_variant_with_one_set_of_bounds_and_one_definition_
 
 
 def test_solve_all_keeps_one_time_limit_for_the_whole_call() -> None:
-    from themis_opt.solve import solve_all
+    from themis_opt.solving import solve_all
 
     instance = load("three_dim")
     t0 = time.perf_counter()
