@@ -497,3 +497,32 @@ def test_a_walk_in_the_core_stops_at_the_target() -> None:
     assert stopped == _moves(instance, False, starts, target=free[0].makespan)
     assert stopped[0] is not None and stopped[0].makespan == free[0].makespan
     assert stopped[1][0] < free[1][0]  # fewer runs: it stopped at the first schedule that met the target
+
+
+@pytest.mark.parametrize("in_core", [True, False])
+def test_a_walk_of_moves_that_change_nothing_keeps_the_deadline(in_core: bool) -> None:
+    # keep_counts from a start that gives each class one order: every swap changes nothing, so the
+    # walk only draws; it still stops at the deadline, not after its 4 x 10^7 draws
+    net = Network((Dimension(4, "switch", 200.0, 500.0), Dimension(4, "switch", 50.0, 500.0)))
+    instance = Instance(
+        net, (Collective("all_reduce", 64 * MIB, 8), Collective("all_reduce", 64 * MIB, 8, issue_ns=1e4))
+    )
+    params = dataclasses.replace(SEARCH, walk_in_core=in_core)
+    began = time.perf_counter()
+    found = improve_assignment(
+        instance, [baseline_orders(instance)], evaluations=10**7, deadline=Deadline.after(0.3),
+        keep_counts=True, strategy=Strategy(0.1, 0.0), params=params,
+    )  # fmt: skip
+    assert time.perf_counter() - began < 0.3 + 2.0  # generous: the limits' figures are in bench/
+    assert found is not None and validate(instance, found) == []
+
+
+def test_a_walk_in_the_core_draws_for_at_most_so_many_orders() -> None:
+    from themis_opt.simcore import MAX_WALK_DIMS, MAX_WALK_ORDERS, MoveDraws
+
+    eight = tuple(range(8))
+    most = MAX_WALK_ORDERS // 40_320  # 8! orders each
+    assert MoveDraws.fits([eight] * most) and not MoveDraws.fits([eight] * (most + 1))
+    assert not MoveDraws.fits([tuple(range(MAX_WALK_DIMS + 1))])
+    with pytest.raises(ValueError, match="orders of them in all"):
+        MoveDraws(((0,),) * (most + 1), ((0,),) * (most + 1), (eight,) * (most + 1), False, 0.6, 0.8)

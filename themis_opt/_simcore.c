@@ -1156,7 +1156,7 @@ typedef struct {
     const int *dims;
     const int64_t *token_ptr; /* class k's token of each order of its dimensions, by rank; -1: not made yet */
     int *tokens;
-    int64_t keep_counts, scf, evaluations, max_draws, by_clock, first, moves;
+    int64_t keep_counts, scf, evaluations, max_draws, by_clock, first, moves, clock_draws;
     double swap_share, known_share, temperature, moves_began, span, deadline, room_factor, target, origin,
         tolerance, cutoff_margin, slice;
     uint32_t *mt; /* 625 words: the state and index of getstate() */
@@ -1189,6 +1189,17 @@ int core_walk(void *handle, Walk *k) {
     while (k->used < k->evaluations && k->draws < k->max_draws) {
         int found = 0;
         while (!found && k->draws < k->max_draws) {
+            if ((k->draws + 1) % k->clock_draws == 0) { /* moves that change nothing take time too */
+                double now = monotonic();
+                if (now >= k->deadline) {
+                    status = -1;
+                    goto out;
+                }
+                if (now >= slice_end) {
+                    status = WALK_SLICE;
+                    goto out;
+                }
+            }
             saved = mt;
             k->draws++;
             int64_t cls = mt_below(&mt, k->num_classes), base = k->class_ptr[cls];
@@ -1234,8 +1245,9 @@ int core_walk(void *handle, Walk *k) {
             found = 1;
         }
         if (!found) break;
-        double cooled = k->by_clock ? (monotonic() - k->moves_began) / k->span
-                                    : (double)(k->used - k->first) / (double)(k->moves > 1 ? k->moves : 1);
+        double cooled = !k->by_clock ? (double)(k->used - k->first) / (double)(k->moves > 1 ? k->moves : 1)
+                        : k->span > 0 ? (monotonic() - k->moves_began) / k->span
+                                      : 1.0; /* no span: the deadline had passed when the moves began */
         double left = 1.0 - cooled, temperature = k->temperature * k->best_makespan * (left > 0.0 ? left : 0.0);
         double cutoff = k->current_makespan - (temperature > 0 ? temperature * log(1.0 - mt_random(&mt)) : 0.0);
         double now = monotonic();

@@ -96,6 +96,7 @@ class _Walk(ctypes.Structure):
         *((name, ctypes.c_int64) for name in ("keep_counts", "scf", "evaluations", "max_draws", "by_clock")),
         ("first", ctypes.c_int64),
         ("moves", ctypes.c_int64),
+        ("clock_draws", ctypes.c_int64),
         *((name, ctypes.c_double) for name in _WALK_DOUBLES),
         ("mt", _P),
         ("used", ctypes.c_int64),
@@ -587,7 +588,9 @@ class PhaseGraph:
 
 
 MAX_WALK_DIMS = 8  # a walk in C keeps a token for every order of a class's dimensions: 8! = 40,320 at most
+MAX_WALK_ORDERS = 1 << 22  # and for all its classes 4 Mi of them (16 MiB) at most: beyond, the Python loop
 WALK_SLICE_SECONDS = 0.1  # a walk runs in C this long before it comes back to Python (for Ctrl-C)
+CLOCK_DRAWS = 4096  # a walk drawing moves that change nothing looks at the clock this often (both loops)
 _WALK_DONE, _WALK_PAUSED, _WALK_NEED_TOKEN, _WALK_OPTIMAL = 0, 1, 2, 3  # core_walk's statuses
 
 
@@ -620,8 +623,20 @@ class MoveDraws:
             raise ValueError("a walk needs places, known tokens and dimensions for each of one class or more")
         if any(not p for p in self.places) or any(not k for k in self.known):
             raise ValueError("every class of a walk has a chunk and a known token")
-        if max(len(d) for d in self.dims) > MAX_WALK_DIMS:
-            raise ValueError(f"a walk in the core takes classes of at most {MAX_WALK_DIMS} dimensions")
+        if not self.fits(self.dims):
+            raise ValueError(
+                f"a walk in the core takes classes of at most {MAX_WALK_DIMS} dimensions and "
+                f"{MAX_WALK_ORDERS} orders of them in all"
+            )
+
+    @staticmethod
+    def fits(dims: Sequence[Sequence[int]]) -> bool:
+        """Whether a walk in the core can draw for classes of these dimensions: at most
+        :data:`MAX_WALK_DIMS` each, and at most :data:`MAX_WALK_ORDERS` orders of them in all.
+        """
+        if max(map(len, dims), default=0) > MAX_WALK_DIMS:
+            return False
+        return sum(math.factorial(len(d)) for d in dims) <= MAX_WALK_ORDERS
 
     @property
     def orders(self) -> array[int]:
@@ -816,6 +831,7 @@ class TableTimer:
             by_clock=rules.by_clock,
             first=rules.first,
             moves=rules.moves,
+            clock_draws=CLOCK_DRAWS,
             swap_share=draws.swap_share,
             known_share=draws.known_share,
             temperature=rules.temperature,

@@ -70,7 +70,7 @@ from themis_opt.params import SearchParams
 from themis_opt.result import is_proven
 from themis_opt.schedule import Schedule
 from themis_opt.search.pool import Helper, can_fork, fork, rate_line, result_of, stop
-from themis_opt.simcore import MAX_WALK_DIMS, MoveDraws, WalkRules, WalkState
+from themis_opt.simcore import CLOCK_DRAWS, MoveDraws, WalkRules, WalkState
 from themis_opt.simulator import AssignmentTimer, check_orders
 
 logger = logging.getLogger(__name__)
@@ -429,13 +429,13 @@ def _search(
 
         def cooled() -> float:
             """How far the cooling has gone, 0 to 1."""
-            if by_clock:
-                return (time.perf_counter() - moves_began) / span
+            if by_clock:  # no span: the deadline had passed when the moves began
+                return (time.perf_counter() - moves_began) / span if span > 0 else 1.0
             return (used - first) / max(1, moves)
 
         draws = 0
         dims = [instance.active_dims[cls.collective] for cls in classes]
-        if params.walk_in_core and not timers and timer.walks_in_core and max(map(len, dims)) <= MAX_WALK_DIMS:
+        if params.walk_in_core and not timers and timer.walks_in_core and MoveDraws.fits(dims):
             state = WalkState(current, current_makespan, best[1], best[0], used, draws, longest)
             rules = WalkRules(
                 rng, policy, evaluations, max_draws, strategy.temperature, by_clock, first, moves,
@@ -465,6 +465,8 @@ def _search(
                 candidates: list[array[int]] = []
                 while len(candidates) < min(1 + len(timers), evaluations - used) and draws < max_draws:
                     draws += 1
+                    if draws % CLOCK_DRAWS == 0:  # moves that change nothing take time too
+                        deadline.check("assignment search")
                     candidate = draw(current)
                     if candidate is not None:
                         candidates.append(candidate)
