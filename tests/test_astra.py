@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -354,3 +355,18 @@ def test_a_one_ring_astra_never_finishes_is_refused(tmp_path: Path, capsys: pyte
     slow.write_text(json.dumps(even))
     instance = import_astra(slow, system, all_reduce_bytes=MIB)
     assert instance.active_dims == ((0,),)
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (lambda t: t + "topology: [ Switch, Switch ]\n", "topology: appears twice"),  # PyYAML keeps the last
+        (lambda t: t + "extra: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+        (lambda t: t.replace("npus_count: [ ", "npus_count: [ " + "9" * 5000 + ", ", 1), "digits"),
+    ],
+)
+def test_a_yaml_network_that_is_not_plain_yaml_is_one_error(change: Any, problem: str, tmp_path: Path) -> None:
+    path = tmp_path / "net.yml"
+    path.write_text(change((ASTRA / "net_v2.yml").read_text()))
+    with pytest.raises(InputError, match=problem):
+        import_astra(path, ASTRA / "sys_v2.json", all_reduce_bytes=MIB)

@@ -55,3 +55,35 @@ def test_records_round_trip_and_bad_lines(tmp_path: Path) -> None:
     path.write_text("not json\n" + rec.to_json() + "\n")
     with pytest.raises(InputError, match="line 1"):
         read_records(path)
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        ({"time_limit_s": "1"}, "time_limit_s"),
+        ({"outcomes": [{**_record("a", 1.0, {"baseline": 2.0}).outcomes[0].__dict__, "makespan_ns": "fast"}]},
+         "outcomes[0].makespan_ns"),
+        ({"outcomes": [{**_record("a", 1.0, {"baseline": 2.0}).outcomes[0].__dict__, "method": "magic"}]},
+         "outcomes[0].method"),
+        ({"outcomes": []}, "outcomes"),
+        ({"seed": True}, "seed"),
+    ],
+)  # fmt: skip
+def test_a_row_of_the_wrong_types_is_refused_with_its_field(change: dict[str, object], where: str) -> None:
+    import json
+
+    data = {**json.loads(_record("a", 1.0, {"baseline": 2.0}).to_json()), **change}
+    with pytest.raises(InputError) as error:
+        Record.from_dict(data)
+    assert error.value.path == where
+
+
+def test_a_row_appended_to_a_file_whose_last_line_has_no_newline_starts_a_line(tmp_path: Path) -> None:
+    from themis_opt.bench import prepare_rows_file
+
+    path = tmp_path / "r.jsonl"
+    rec = _record("a", 1.0, {"baseline": 2.0})
+    path.write_text(rec.to_json())  # no newline: written by hand, or cut by an editor
+    assert prepare_rows_file(path, rec.settings()) == [rec]
+    append_record(path, rec)
+    assert read_records(path) == [rec, rec]

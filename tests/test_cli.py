@@ -397,3 +397,29 @@ def test_bench_csv_in_a_missing_folder_is_written(tmp_path: Path, capsys: pytest
     csv_file = tmp_path / "new" / "rows.csv"
     assert run(["bench", WORKED, "--method", "baseline", "--csv", str(csv_file)], capsys)[0] == 0
     assert csv_file.read_text().startswith("instance,")
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["solve", "{instance}", "--out", "{instance}"], "--out"),
+        (["bench", "{instance}", "--method", "baseline", "--csv", "{instance}"], "--csv"),
+        (["bench", "{instance}", "--method", "baseline", "--out", "{tmp}/r.jsonl", "--csv", "{tmp}/r.jsonl"], "--csv"),
+        (["bench", "{instance}", "--method", "baseline", "--out", ""], "argument --out"),
+        (["bench", "{instance}", "--method", "baseline", "--allow-mixed"], "--allow-mixed"),
+        (["bench", "{instance}", "--method", "baseline", "--connect-timeout", "5"], "--connect-timeout"),
+        (["bench", "{instance}", "--method", "baseline,,themis"], "--method"),
+        (["bench", "{instance}", "--method", "all,baseline"], "--method"),
+        (["solve", "{instance}", "--time-limit", "-1"], "argument --time-limit"),
+    ],
+)
+def test_bad_outputs_and_options_fail_at_once_and_lose_nothing(
+    argv: list[str], option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    instance = tmp_path / "i.json"
+    instance.write_bytes((DATA / "tiny_ar.json").read_bytes())
+    code, _, err = run([a.format(instance=instance, tmp=tmp_path) for a in argv], capsys)
+    assert code == 2 and err.startswith(f"themis-opt: error: {option}: ") and err.count("\n") == 1
+    assert f"{option}: {option}" not in err  # the option is named once
+    assert instance.read_bytes() == (DATA / "tiny_ar.json").read_bytes()
+    assert not (tmp_path / "r.jsonl").exists()

@@ -217,3 +217,12 @@ def test_mutated_instances_raise_only_input_error(mutations: list[tuple[list[Any
         assert "\n" not in str(error)
         return
     assert instance_from_dict(instance_to_dict(instance)) == instance
+
+
+def test_a_number_of_more_digits_than_python_converts_is_one_error(tmp_path: Path) -> None:
+    document = json.loads((DATA / "tiny_ar.json").read_text())
+    text = json.dumps(document).replace('"size_bytes": ', '"size_bytes": ' + "9" * 5000 + ', "x": ', 1)
+    path = tmp_path / "huge.json"
+    path.write_text(text)
+    with pytest.raises(InputError, match="not valid JSON: a number of more than"):
+        load_instance(path)

@@ -112,3 +112,14 @@ def test_a_deterministic_stop_gives_the_same_schedule_every_time() -> None:
 def test_solve_refuses_what_is_not_parameters() -> None:
     with pytest.raises(InputError, match="params: must be a SolveParams"):
         solve(load("tiny_ar"), "themis", params={"search": {}})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [("[search]\nevaluations = " + "9" * 5000 + "\n", "digits"), ("x = " + "[" * 5000 + "]" * 5000 + "\n", "deeply")],
+)
+def test_a_toml_file_python_cannot_read_is_one_error(text: str, problem: str, tmp_path: Path) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(text)
+    with pytest.raises(InputError, match=f"not valid TOML .*{problem}"):
+        SolveParams.from_file(path)

@@ -175,7 +175,9 @@ def test_zoo_parameter_totals_and_layer_counts() -> None:
 def test_zoo_models_become_valid_task_graphs(model: str, tmp_path: Path) -> None:
     out = tmp_path / "w.json"
     argv = ["workload", model, "--network", str(DATA / "tiny_3d.json"), "--passes", "1", "--chunks", "2"]
-    assert main([*argv, "--model-parallel", "2", "--out", str(out)]) == 0
+    if model == "transformer1t":  # the one zoo model with a model-parallel group
+        argv += ["--model-parallel", "2"]
+    assert main([*argv, "--out", str(out)]) == 0
     instance = load_instance(out)
     assert instance.is_task_graph and instance.computes
     result = solve(instance, "themis")
@@ -316,3 +318,22 @@ def test_themis_plans_from_the_loads_before_once_the_npu_has_waited() -> None:
     assert [orders[(1, k)] for k in range(4)] == [(2, 1, 0), (2, 0, 1), (1, 0, 2), (2, 1, 0)]
     # without the wait, a fresh plan: the first chunk falls back to ascending
     assert ThemisTracker(instance).plan(1, 99.0)[0] == (0, 1, 2)
+
+
+@pytest.mark.parametrize(
+    ("model", "option", "value"),
+    [
+        ("resnet50", "--model-parallel", "2"),  # resnet50 is data-parallel only
+        (str(DATA / "workloads" / "data_2l.txt"), "--batch", "4"),  # a file gives its own sizes
+        (str(DATA / "workloads" / "data_2l.txt"), "--precision", "fp32"),
+        (str(DATA / "workloads" / "data_2l.txt"), "--peak-tflops", "5"),
+    ],
+)
+def test_an_option_that_would_change_nothing_is_an_error(
+    model: str, option: str, value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["workload", model, "--network", str(DATA / "tiny_3d.json"), option, value]
+    assert main([*argv, "--out", str(tmp_path / "w.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"themis-opt: error: {option}: ") and err.count("\n") == 1
+    assert not (tmp_path / "w.json").exists()

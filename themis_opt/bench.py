@@ -15,10 +15,12 @@ import csv
 import hashlib
 import json
 import math
+import os
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from themis_opt.bounds import compute_bounds
 from themis_opt.budget import Deadline
@@ -110,16 +112,76 @@ class Record:
         """Rebuild a record written by :meth:`to_json`."""
         if not isinstance(data, dict):
             raise InputError("", "a record must be a JSON object")
-        known = {f.name for f in fields(Record)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise InputError("", f"not a benchmark record (unknown field {unknown[0]!r})")
-        try:
-            outcomes = tuple(Outcome(**o) for o in data["outcomes"])
-            methods = tuple(data.get("methods", ()))
-            return Record(**{**data, "outcomes": outcomes, "methods": methods})
-        except (KeyError, TypeError) as error:
-            raise InputError("", f"not a benchmark record ({error})") from None
+        _check_fields(Record, data, "")
+        outcomes = data["outcomes"]
+        if not outcomes and not data.get("error"):
+            raise InputError("outcomes", "is empty, and the row names no error")
+        for k, outcome in enumerate(outcomes):
+            if not isinstance(outcome, dict):
+                raise InputError(f"outcomes[{k}]", "must be a JSON object")
+            _check_fields(Outcome, outcome, f"outcomes[{k}].")
+            if outcome["method"] not in method_names():
+                raise InputError(f"outcomes[{k}].method", f"unknown method {outcome['method']!r}")
+        for method in data.get("methods", ()):
+            if method not in method_names():
+                raise InputError("methods", f"unknown method {method!r}")
+        return Record(
+            **{**data, "outcomes": tuple(Outcome(**o) for o in outcomes), "methods": tuple(data.get("methods", ()))}
+        )
+
+
+def _check_fields(cls: type, data: dict[str, Any], where: str) -> None:
+    """Raise :class:`InputError` unless ``data`` gives every field of dataclass ``cls`` without a
+    default, no other key, and each value of its field's type (as JSON gives it: a list for a tuple).
+    """
+    hints = get_type_hints(cls)
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise InputError(f"{where}{unknown[0]}", "is not a field of a benchmark row")
+    for name, f in known.items():
+        if name not in data:
+            if f.default is MISSING and f.default_factory is MISSING:
+                raise InputError(f"{where}{name}", "is missing")
+            continue
+        if not _fits(data[name], hints[name]):
+            shown = repr(data[name])
+            raise InputError(f"{where}{name}", f"must be {_described(hints[name])}, got {shown[:40]}")
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a JSON value fits a field's type hint."""
+    origin = get_origin(hint)
+    if hint is Any:
+        return True
+    if origin in (Union, UnionType):
+        return any(_fits(value, arg) for arg in get_args(hint))
+    if origin is tuple:  # tuple[X, ...]: a JSON list; the outcomes are checked on their own
+        return isinstance(value, list) and (
+            get_args(hint)[0] is Outcome or all(_fits(v, get_args(hint)[0]) for v in value)
+        )
+    if origin is dict:
+        return isinstance(value, dict)
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _described(hint: Any) -> str:
+    """A type hint in words."""
+    origin = get_origin(hint)
+    if origin in (Union, UnionType):
+        return " or ".join(_described(arg) for arg in get_args(hint))
+    if origin is tuple:
+        return "a list"
+    if origin is dict:
+        return "an object"
+    words = {float: "a number", int: "an integer", str: "a string", bool: "true or false", type(None): "null"}
+    return words.get(hint, getattr(hint, "__name__", str(hint)))
 
 
 def instance_digest(instance: Instance) -> str:
@@ -137,10 +199,14 @@ def parse_methods(text: str) -> tuple[str, ...]:
     """
     if text.strip() == "all":
         return METHODS
-    methods = tuple(m.strip() for m in text.split(",") if m.strip())
-    if not methods:
+    methods = tuple(m.strip() for m in text.split(","))
+    if not any(methods):
         raise InputError("--method", "names no method")
     for m in methods:
+        if not m:
+            raise InputError("--method", f"has an empty name in {text!r}")
+        if m == "all":
+            raise InputError("--method", f"all stands alone: every method, not one in a list ({text!r})")
         if m not in method_names():
             raise InputError("--method", f"unknown method {m!r} (choose from {', '.join(method_names())}, or all)")
     if len(set(methods)) != len(methods):
@@ -267,7 +333,8 @@ def read_records(path: str | Path) -> list[Record]:
         try:
             records.append(Record.from_dict(data))
         except InputError as error:
-            raise in_file(InputError(f"line {number}", f"not a rows file: {error.problem}"), path) from None
+            where = f"line {number}" + (f", {error.path}" if error.path else "")
+            raise in_file(InputError(where, f"not a rows file: {error.problem}"), path) from None
     return records
 
 
@@ -293,6 +360,7 @@ def prepare_rows_file(path: str | Path, settings: Settings, *, allow_mixed: bool
             raise InputError(str(path), f"cannot be written ({error.strerror})") from None
         return []
     records = read_records(path)
+    _end_with_newline(path)
     other = next((r for r in records if r.settings() != settings), None)
     if other is not None and not allow_mixed:
         methods, limit, seed, params = other.settings()
@@ -303,6 +371,21 @@ def prepare_rows_file(path: str | Path, settings: Settings, *, allow_mixed: bool
             f"seed {seed}{changed}); use another --out file, or --allow-mixed to add to it anyway",
         )
     return records
+
+
+def _end_with_newline(path: Path) -> None:
+    """A rows file whose last row has no newline (written by hand, or cut by an editor) gets one,
+    so that the next row appended starts a line of its own.
+    """
+    try:
+        with open(path, "rb+") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            if size:
+                handle.seek(size - 1)
+                if handle.read(1) != b"\n":
+                    handle.write(b"\n")
+    except OSError as error:
+        raise InputError(str(path), f"cannot be written ({error.strerror or error})") from None
 
 
 def append_record(path: str | Path, record: Record) -> None:

@@ -42,48 +42,53 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _number_in(name: str, low: float, high: float) -> type:
+def _number_in(low: float, high: float) -> type:
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name}: must be a number, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
         if not (low < value <= high):
-            raise argparse.ArgumentTypeError(f"{name}: must be a number > {low:g} and <= {high:g}, got {text}")
+            raise argparse.ArgumentTypeError(f"must be a number > {low:g} and <= {high:g}, got {text}")
         return value
 
     return parse  # type: ignore[return-value]
 
 
-def _int_in(name: str, low: int, high: int) -> type:
+def _int_in(low: int, high: int) -> type:
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name}: must be an integer, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
         if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{name}: must be >= {low} and <= {high}, got {value}")
+            raise argparse.ArgumentTypeError(f"must be >= {low} and <= {high}, got {value}")
         return value
 
     return parse  # type: ignore[return-value]
+
+
+def _path(text: str) -> str:
+    """A path argument: not empty (an empty one would name the current folder, or nothing)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
 
 
 def _solver_options(parser: argparse.ArgumentParser, time_limit: float, what: str) -> None:
     parser.add_argument(
         "--time-limit",
-        type=_number_in("--time-limit", 0, 1e6),
+        type=_number_in(0, 1e6),
         default=time_limit,
         help=f"seconds {what} may take, every stage included (default {time_limit:g})",
     )
     parser.add_argument(
         "--workers",
-        type=_int_in("--workers", 1, 1024),
+        type=_int_in(1, 1024),
         default=None,
         help="CP-SAT worker threads, and local searches at once (default: the cores available)",
     )
-    parser.add_argument(
-        "--seed", type=_int_in("--seed", 0, 2**31 - 1), default=0, help="random seed of the searches (default 0)"
-    )
+    parser.add_argument("--seed", type=_int_in(0, 2**31 - 1), default=0, help="random seed of the searches (default 0)")
     parser.add_argument(
         "--params",
         metavar="FILE",
@@ -99,6 +104,7 @@ def _out(parser: argparse.ArgumentParser, what: str, *aliases: str, required: bo
         *aliases,
         dest="out",
         metavar="PATH",
+        type=_path,
         required=required,
         default=None,
         help=f"{what}; missing folders are created, and the path is checked before any work starts"
@@ -148,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     _solver_options(p, 10.0, "the whole command")
     p.add_argument(
         "--quantum-ns",
-        type=_number_in("--quantum-ns", 0, 1e15),
+        type=_number_in(0, 1e15),
         default=None,
         help="CP-SAT time quantum in ns (default: exact where times allow, else warm-start makespan / 100000)",
     )
@@ -160,8 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("generate", help="write random instances of a family")
     p.add_argument("--family", required=True, choices=sorted(FAMILIES))
-    p.add_argument("--count", type=_int_in("--count", 1, 100_000), required=True)
-    p.add_argument("--seed", type=_int_in("--seed", 0, 2**31 - 1), required=True)
+    p.add_argument("--count", type=_int_in(1, 100_000), required=True)
+    p.add_argument("--seed", type=_int_in(0, 2**31 - 1), required=True)
     _out(p, "folder to write the files to")
 
     p = sub.add_parser("bench", help="compare methods over instances in a rich table")
@@ -176,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"comma-separated, from {names}; all: {', '.join(VARIANTS)} (default all)",
     )
     _solver_options(p, 5.0, "each method (and the bounds) on each instance")
-    p.add_argument("--jobs", type=_int_in("--jobs", 1, 256), default=1, help="instances run in parallel (default 1)")
+    p.add_argument("--jobs", type=_int_in(1, 256), default=1, help="instances run in parallel (default 1)")
     _out(p, "append each finished instance to this JSON-lines file (never erased)", required=False)
     p.add_argument("--resume", action="store_true", help="skip instances already in --out (matched by content)")
     p.add_argument(
@@ -187,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--csv",
         metavar="PATH",
+        type=_path,
         default=None,
         help="also write this run's rows to this CSV file; missing folders are created, and the path is checked "
         "before any work starts (default: none)",
@@ -199,9 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--connect-timeout",
-        type=_number_in("--connect-timeout", 0, 3600),
-        default=CONNECT_TIMEOUT_S,
-        help=f"seconds to wait for the --scheduler to answer (default {CONNECT_TIMEOUT_S:g})",
+        type=_number_in(0, 3600),
+        default=None,
+        help=f"seconds to wait for the --scheduler to answer; only with --scheduler (default {CONNECT_TIMEOUT_S:g})",
     )
 
     p = sub.add_parser("workload", help="make a training-iteration task graph from a zoo model or a workload file")
@@ -213,13 +220,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--network", required=True, help="an instance file of any version: its network is used")
     p.add_argument(
         "--passes",
-        type=_int_in("--passes", 1, 100),
+        type=_int_in(1, 100),
         default=None,
         help="training passes (default 2; LLMs 1)",
     )
     p.add_argument(
         "--chunks",
-        type=_int_in("--chunks", 1, 4096),
+        type=_int_in(1, 4096),
         default=None,
         help="chunks per collective (default: the network instance's preferred-dataset-splits or chunk count)",
     )
@@ -231,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--batch",
-        type=_int_in("--batch", 1, 1_000_000),
+        type=_int_in(1, 1_000_000),
         default=None,
         help="zoo: samples per NPU (default: the model's; LLMs: sequences per data-parallel rank, 1)",
     )
@@ -243,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--peak-tflops",
-        type=_number_in("--peak-tflops", 0, 1e9),
+        type=_number_in(0, 1e9),
         default=None,
         help="zoo: the NPU's peak (default 100; LLMs 989, an H100 SXM's dense bf16)",
     )
@@ -251,20 +258,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--efficiency",
         "--mfu",
         dest="efficiency",
-        type=_number_in("--efficiency", 0, 1),
+        type=_number_in(0, 1),
         default=None,
         help="zoo: share of the peak reached, the model FLOPs utilisation (default 0.5; LLMs 0.4)",
     )
     p.add_argument(
         "--model-parallel",
-        type=_int_in("--model-parallel", 1, 2**20),
+        type=_int_in(1, 2**20),
         default=None,
         help="zoo: Transformer-1T's model-parallel group (default 8)",
     )
     for group, default in (("tp", "1"), ("ep", "1"), ("dp", "the NPUs left")):
         p.add_argument(
             f"--{group}",
-            type=_int_in(f"--{group}", 1, 2**20),
+            type=_int_in(1, 2**20),
             default=None,
             help=f"LLMs: the {dict(tp='tensor', ep='expert', dp='data')[group]}-parallel group (default {default})",
         )
@@ -274,9 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="LLMs: gradient all-reduces in 25 MiB buckets, or sharded all-gathers and reduce-scatters (default ddp)",
     )
-    p.add_argument(
-        "--seq", type=_int_in("--seq", 1, 2**24), default=None, help="LLMs: tokens a sequence (default: the model's)"
-    )
+    p.add_argument("--seq", type=_int_in(1, 2**24), default=None, help="LLMs: tokens a sequence (default: the model's)")
     p.add_argument("--name", default=None, help="the instance's name (default: the model's)")
     _out(p, "instance JSON file to write")
 
@@ -295,13 +300,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="an ASTRA-sim 1.0 workload file (any parallelism), or the prefix of 2.x Chakra traces, "
         'PREFIX.0.et... (needs pip install -e ".[chakra]")',
     )
-    p.add_argument(
-        "--passes", type=_int_in("--passes", 1, 1000), default=1, help="ASTRA-sim's --num-passes (default 1)"
-    )
+    p.add_argument("--passes", type=_int_in(1, 1000), default=1, help="ASTRA-sim's --num-passes (default 1)")
     for scale, what_ in (("comm", "collective sizes"), ("compute", "compute times"), ("injection", "endpoint-delay")):
         p.add_argument(
             f"--{scale}-scale",
-            type=_number_in(f"--{scale}-scale", 0, 1e9),
+            type=_number_in(0, 1e9),
             default=1.0,
             help=f"ASTRA-sim's --{scale}-scale: {what_} times this, truncated as ASTRA-sim does (default 1)",
         )
@@ -338,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("result", help="result JSON file")
     p.add_argument(
         "--width",
-        type=_int_in("--width", 40, 10_000),
+        type=_int_in(40, 10_000),
         default=None,
         help="columns the chart takes, labels included (default: the terminal's)",
     )
@@ -369,6 +372,7 @@ def main(argv: Sequence[str] | None = None, *, started: float | None = None) -> 
         "show": _show,
     }
     try:
+        _outputs_apart(args)
         return handlers[args.command](args, console)
     except InputError as error:
         sys.stderr.write(f"themis-opt: error: {error}\n")
@@ -376,6 +380,37 @@ def main(argv: Sequence[str] | None = None, *, started: float | None = None) -> 
     except KeyboardInterrupt:
         sys.stderr.write("themis-opt: interrupted\n")
         return 130
+
+
+_INPUTS = ("instance", "result", "paths", "network", "system", "workload", "model", "rows", "params")
+
+
+def _outputs_apart(args: argparse.Namespace) -> None:
+    """An output path that is also an input file, or another output, would overwrite it: refused
+    before any work starts.
+    """
+    outputs = [(f"--{name}", getattr(args, name)) for name in ("out", "csv") if getattr(args, name, None)]
+    inputs: list[str] = []
+    for name in _INPUTS:
+        value = getattr(args, name, None)
+        inputs += value if isinstance(value, list) else [value] if isinstance(value, str) else []
+    for k, (option, out) in enumerate(outputs):
+        for other, path in outputs[:k]:
+            if _same_file(out, path):
+                raise InputError(option, f"is {other}'s file too ({out}): one would overwrite the other")
+        for path in inputs:
+            if _same_file(out, path):
+                raise InputError(option, f"is an input file too ({path}): it would be overwritten")
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` name one file (existing or not)."""
+    try:
+        if Path(a).exists() and Path(b).exists():
+            return Path(a).samefile(b)
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
 
 
 def _solve(args: argparse.Namespace, console: Console) -> int:
@@ -532,6 +567,10 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
     digests = {path: benchmod.instance_digest(_instance_of(documents[path], path)) for path in paths}
     if args.resume and not args.out:
         raise InputError("--resume", "needs --out, the file to resume from")
+    if args.allow_mixed and not args.out:
+        raise InputError("--allow-mixed", "applies to an --out file, and none is given")
+    if args.connect_timeout is not None and args.scheduler is None:
+        raise InputError("--connect-timeout", "applies to a --scheduler, and none is given")
     if args.scheduler is not None and args.jobs != 1:
         raise InputError("--jobs", "runs local processes: give --jobs or --scheduler, not both")
     if args.scheduler is not None:
@@ -610,7 +649,8 @@ def _bench_backend(
         return
     from themis_opt.cluster import connect, run_on_cluster, worker_threads
 
-    with connect(args.scheduler, args.connect_timeout) as client:
+    timeout = args.connect_timeout if args.connect_timeout is not None else CONNECT_TIMEOUT_S
+    with connect(args.scheduler, timeout) as client:
         jobs, threads = worker_threads(client)
         workers = args.workers if args.workers is not None else threads
         items = [(path, documents[path], digests[path]) for path in todo]
@@ -688,13 +728,14 @@ def _run_local(
 
 _LLM_ONLY = ("tp", "ep", "dp", "data_parallel", "seq")
 _ZOO_ONLY = ("model_parallel", "policy")
+_ZOO_SIZES = ("batch", "precision", "peak_tflops", "efficiency", "model_parallel")  # not a workload file's
 
 
 def _workload(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.io import check_writable, load_instance, save_instance
     from themis_opt.llm import LLMS
     from themis_opt.workloads import Cut, parse_workload, task_graph
-    from themis_opt.zoo import MODELS, ZooOptions, model_workload
+    from themis_opt.zoo import MODEL_PARALLEL, MODELS, ZooOptions, model_workload
 
     check_writable(args.out)
     source = load_instance(args.network)
@@ -708,6 +749,12 @@ def _workload(args: argparse.Namespace, console: Console) -> int:
             raise InputError(f"--{name.replace('_', '-')}", f"is for the LLMs ({', '.join(LLMS)}), not {args.model}")
     policy = args.policy or meta.get("astra_scheduling_policy", "LIFO")
     passes = args.passes if args.passes is not None else 2
+    given = [name for name in _ZOO_SIZES if getattr(args, name) is not None]
+    if args.model not in MODELS and given:  # a workload file gives its own times and sizes
+        option = f"--{given[0].replace('_', '-')}"
+        raise InputError(option, f"is for the zoo models and LLMs, not a workload file ({args.model})")
+    if args.model in MODELS and args.model_parallel is not None and args.model not in MODEL_PARALLEL:
+        raise InputError("--model-parallel", f"is for {', '.join(sorted(MODEL_PARALLEL))}, not {args.model}")
     if args.model in MODELS:
         options = ZooOptions(
             **({"batch": args.batch} if args.batch is not None else {}),

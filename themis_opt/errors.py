@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """``n`` and ``noun``, in the plural unless ``n`` is 1: ``1 job``, ``2 jobs``."""
@@ -50,3 +52,13 @@ class InputError(ValueError):
 def _one_line(text: str) -> str:
     """``text`` with every line break written as its escape, so it prints as one line."""
     return "".join(repr(ch)[1:-1] if ch.splitlines() != [ch] else ch for ch in text)
+
+
+def too_many_digits(error: ValueError) -> str:
+    """What a ``ValueError`` of a parser says, shortened: Python converts integers of at most
+    ``sys.get_int_max_str_digits()`` digits, and names the limit in a long sentence.
+    """
+    text = str(error)
+    if "digits" in text:
+        return f"a number of more than {sys.get_int_max_str_digits()} digits"
+    return text.splitlines()[0] if text else type(error).__name__

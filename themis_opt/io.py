@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from themis_opt.bounds import Bounds
-from themis_opt.errors import InputError
+from themis_opt.errors import InputError, too_many_digits
 from themis_opt.instance import (
     After,
     AllReducePhases,
@@ -73,6 +73,10 @@ def parse_json(text: str) -> Any:
         raise InputError("", f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
     except RecursionError:
         raise InputError("", "not valid JSON: nested too deeply") from None
+    except InputError:
+        raise
+    except ValueError as error:  # an integer of more digits than Python converts
+        raise InputError("", f"not valid JSON: {too_many_digits(error)}") from None
 
 
 def read_json(path: str | Path) -> Any:

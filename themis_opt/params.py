@@ -235,6 +235,8 @@ class SolveParams(_Group):
         """Parameters from a TOML file (see the module's docstring)."""
         import tomllib
 
+        from themis_opt.errors import too_many_digits
+
         path = Path(path)
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -244,6 +246,10 @@ class SolveParams(_Group):
             raise InputError(str(path), f"cannot be read ({error})") from None
         except tomllib.TOMLDecodeError as error:
             raise InputError(str(path), f"not valid TOML ({error})") from None
+        except RecursionError:
+            raise InputError(str(path), "not valid TOML (nested too deeply)") from None
+        except ValueError as error:  # an integer of more digits than Python converts
+            raise InputError(str(path), f"not valid TOML ({too_many_digits(error)})") from None
         return cls.from_dict(data, str(path))
 
 

@@ -204,6 +204,7 @@ MODELS: dict[str, Callable[[ZooOptions], Workload]] = {
     "dlrm": _dlrm,
     "transformer1t": _transformer,
 }
+MODEL_PARALLEL = frozenset({"transformer1t"})  # the models whose layout reads ZooOptions.model_parallel
 ARCHITECTURES: dict[str, Callable[[], list[ZooLayer]]] = {
     "resnet50": lambda: resnet(50),
     "resnet152": lambda: resnet(152),

@@ -311,8 +311,9 @@ def _implementations(text: str, key: str, path: Path, physical: int) -> Implemen
 
 
 def _integer(value: str, key: str, path: Path, minimum: int) -> int:
-    if not re.fullmatch(r"[0-9]+", value) or int(value) < minimum:
-        raise InputError(f"{path}: {key}", f"must be a whole number >= {minimum}, got {value!r}")
+    if not re.fullmatch(r"[0-9]+", value) or len(value) > 30 or int(value) < minimum:
+        shown = value if len(value) <= 30 else f"a number of {len(value)} digits"
+        raise InputError(f"{path}: {key}", f"must be a whole number >= {minimum} (30 digits at most), got {shown!r}")
     return int(value)
 
 

@@ -10,6 +10,7 @@ descending one) and every dimension serves its queue first come, first served;
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from themis_opt.astra.files import (
     topologies,
     unknown_keys,
 )
-from themis_opt.errors import InputError, counted
+from themis_opt.errors import InputError, counted, too_many_digits
 from themis_opt.instance import (
     After,
     Algorithm,
@@ -95,14 +96,45 @@ class SystemV2:
     notes: list[str] = field(default_factory=list)
 
 
+class _Duplicate(Exception):
+    """A key that a YAML mapping gives twice (PyYAML keeps the last silently)."""
+
+
+@functools.cache
+def _strict_loader() -> type:
+    """PyYAML's SafeLoader, refusing a key given twice in one mapping."""
+    import yaml
+
+    class Strict(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML has no types here
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, (str, int, float, bool)):  # SafeLoader refuses the others itself
+                    continue
+                if key in seen:
+                    raise _Duplicate(str(key))
+                seen.add(key)
+            mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+            return mapping
+
+    return Strict
+
+
 def read_network(path: Path) -> list[dict[str, Any]]:
     """Per dimension: size, topology, link bandwidth (GB/s, 2^30 bytes), latency (ns)."""
     import yaml
 
     try:
-        raw = yaml.safe_load(read_text(path))
+        raw = yaml.load(read_text(path), Loader=_strict_loader())
     except yaml.YAMLError as error:
         raise InputError(str(path), f"not valid YAML ({str(error).splitlines()[0]})") from None
+    except RecursionError:
+        raise InputError(str(path), "not valid YAML (nested too deeply)") from None
+    except _Duplicate as error:
+        raise InputError(f"{path}: {error.args[0]}", "appears twice in one mapping") from None
+    except ValueError as error:  # an integer of more digits than Python converts
+        raise InputError(str(path), f"not valid YAML ({too_many_digits(error)})") from None
     if not isinstance(raw, dict):
         raise InputError(str(path), "must be a YAML mapping of topology, npus_count, bandwidth, latency")
     extra = sorted(set(raw) - set(NETWORK_KEYS))
