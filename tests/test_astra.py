@@ -370,3 +370,41 @@ def test_a_yaml_network_that_is_not_plain_yaml_is_one_error(change: Any, problem
     path.write_text(change((ASTRA / "net_v2.yml").read_text()))
     with pytest.raises(InputError, match=problem):
         import_astra(path, ASTRA / "sys_v2.json", all_reduce_bytes=MIB)
+
+
+def _tiny(network: dict[str, Any] | None = None, **collective: Any) -> Instance:
+    import dataclasses
+
+    instance = load_instance(DATA / "tiny_ar.json")  # 3 MiB in 3 chunks: ASTRA-sim's own cut
+    net = dataclasses.replace(instance.network, **(network or {}))
+    shape = {"size_bytes": 3 * MIB, "chunks": 3, **collective}
+    return Instance(net, (Collective("all_reduce", **shape),), instance.name)
+
+
+@pytest.mark.parametrize(
+    ("instance", "version", "problem"),
+    [
+        (_tiny({"reduction_gbps": 5.0}), 1, "reduction_gbps"),  # 1.0 reduces for free
+        (_tiny({"phase_delay_ns": 99.0}), 1, "phase_delay_ns 99"),  # ASTRA-sim's is its endpoint delay
+        (_tiny({"phase_delay_ns": 99.0}), 2, "phase_delay_ns 99"),
+        (_tiny(chunk_bytes=100_000, chunks=4, size_bytes=MIB), 1, "cuts it into"),  # the last chunk the rest
+        (_tiny(size_bytes=MIB, chunks=3), 1, "cuts it into"),  # 1.0 cuts 1 MiB in 3 splits into 4 chunks
+    ],
+)
+def test_export_refuses_a_setting_astra_sim_would_drop(
+    instance: Instance, version: int, problem: str, tmp_path: Path
+) -> None:
+    with pytest.raises(InputError, match=problem):
+        export_astra(instance, version, tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_export_to_2x_refuses_a_message_overhead(tmp_path: Path) -> None:
+    import dataclasses
+
+    instance = _tiny()
+    dims = tuple(dataclasses.replace(d, message_overhead_ns=77.0) for d in instance.network.dimensions)
+    overhead = Instance(dataclasses.replace(instance.network, dimensions=dims), instance.collectives)
+    with pytest.raises(InputError, match="message_overhead_ns 77"):
+        export_astra(overhead, 2, tmp_path / "out")
+    assert export_astra(overhead, 1, tmp_path / "one")  # 1.0 writes it as its NIC latency

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import tempfile
 from pathlib import Path
 
 from themis_opt.astra.chakra import COLLECTIVE_TYPES, TraceNode, write_trace
@@ -47,10 +48,51 @@ def _expressible(instance: Instance) -> Collective:
         raise InputError("export-astra", "the collective must run over every dimension")
     if coll.kind is Kind.ALL_GATHER and coll.size_bytes % instance.network.num_npus:
         raise InputError("export-astra", "an all-gather's size must split evenly into NPU shards")
-    delay = instance.network.endpoint_delay_ns
+    return coll
+
+
+def _kept_settings(instance: Instance, version: int) -> None:
+    """An error for a setting of the instance the files of ``version`` would drop: ASTRA-sim would
+    time another case, silently.
+    """
+    network = instance.network
+    delay = network.endpoint_delay_ns
     if delay != int(delay):
         raise InputError("export-astra", f"ASTRA-sim's endpoint-delay is whole cycles (ns), got {delay}")
-    return coll
+    if network.phase_delay_ns not in (0.0, delay):  # ASTRA-sim ends each phase with one endpoint delay more
+        raise InputError(
+            "export-astra",
+            f"phase_delay_ns {network.phase_delay_ns:g}: ASTRA-sim's phase delay is its endpoint-delay ({delay:g})",
+        )
+    if version == 1 and network.reduction_gbps is not None and network.reduction_gbps < FREE_REDUCTIONS_GBPS:
+        raise InputError("export-astra", "reduction_gbps: ASTRA-sim 1.0 reduces for free (2.x's local-mem-bw)")
+    overhead = next((d for d in network.dimensions if d.message_overhead_ns), None)
+    if version == 2 and overhead is not None:
+        raise InputError(
+            "export-astra",
+            f"dimension {overhead.name}: message_overhead_ns {overhead.message_overhead_ns:g}: ASTRA-sim 2.x's "
+            "analytical network has link latencies only",
+        )
+
+
+def _cut_as_astra_1(coll: Collective, files: dict[str, str]) -> None:
+    """An error unless ASTRA-sim 1.0 cuts the collective of ``files`` as the instance cuts ``coll``
+    (read back by themis_opt's importer, which cuts as ASTRA-sim 1.0 does).
+    """
+    from themis_opt.astra import import_astra
+
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        for file, text in files.items():
+            (folder / file).write_text(text, encoding="utf-8")
+        again = import_astra(folder / "network.json", folder / "system.txt", workload=folder / "workload.txt")
+    cut = next(c for c in again.collectives)
+    if (cut.chunks, cut.chunk_bytes, cut.size_bytes) != (coll.chunks, coll.chunk_bytes, coll.size_bytes):
+        raise InputError(
+            f"export-astra: {coll.id}",
+            f"{coll.chunks} chunks of {coll.chunk_bytes} bytes: ASTRA-sim 1.0 cuts it into {cut.chunks} of "
+            f"{cut.chunk_bytes}",
+        )
 
 
 def _links(dim: Dimension) -> int:
@@ -251,6 +293,7 @@ def export_astra(instance: Instance, version: int, out: str | Path, method: str 
     dims = instance.network.dimensions
     if any(d.carved for d in dims):
         raise InputError("export-astra", "a dimension carved from another is ASTRA-sim's own split: not written")
+    _kept_settings(instance, version)
     delay = int(instance.network.endpoint_delay_ns)
     optimization = "baseline" if instance.network.all_reduce_phases is AllReducePhases.PER_DIMENSION else "localBWAware"
     intra = "SCF" if method == "themis" else "FIFO"
@@ -292,6 +335,7 @@ def export_astra(instance: Instance, version: int, out: str | Path, method: str 
         size = coll.size_bytes // instance.network.num_npus if coll.kind is Kind.ALL_GATHER else coll.size_bytes
         # compute times of one cycle: ASTRA-sim 1.0 aborts on an event at the current time (zero cycles)
         files["workload.txt"] = f"MICRO\n1\n{coll.id} -1 1 NONE 0 1 NONE 0 1 {WORKLOAD_TYPES[coll.kind]} {size} 1\n"
+        _cut_as_astra_1(coll, files)
     elif version == 2:
         files, traces = _version_2(instance)
     else:
