@@ -423,3 +423,39 @@ def test_bad_outputs_and_options_fail_at_once_and_lose_nothing(
     assert f"{option}: {option}" not in err  # the option is named once
     assert instance.read_bytes() == (DATA / "tiny_ar.json").read_bytes()
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_validate_checks_what_a_result_claims_of_its_bound(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_file = tmp_path / "r.json"
+    run(["solve", WORKED, "--method", "baseline", "--output", str(out_file)], capsys)
+    data = json.loads(out_file.read_text())
+    assert run(["validate", WORKED, str(out_file)], capsys)[0] == 0
+    claims = {**data, "status": "optimal", "bounds_ns": {"ideal": data["makespan_ns"] / 2}}
+    out_file.write_text(json.dumps(claims))
+    code, out, _ = run(["validate", WORKED, str(out_file)], capsys)
+    assert code == 1 and "status says optimal" in out
+    claims = {**data, "bounds_ns": {"ideal": data["makespan_ns"] * 2}}
+    out_file.write_text(json.dumps(claims))
+    code, out, _ = run(["validate", WORKED, str(out_file)], capsys)
+    assert code == 1 and "above the schedule's makespan" in out
+
+
+def test_a_result_whose_phase_ends_before_it_starts_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_file = tmp_path / "r.json"
+    run(["solve", WORKED, "--method", "baseline", "--output", str(out_file)], capsys)
+    data = json.loads(out_file.read_text())
+    phase = data["schedule"]["chunks"][0]["phases"][0]
+    phase["start_ns"], phase["end_ns"] = phase["end_ns"], phase["start_ns"]
+    out_file.write_text(json.dumps(data))
+    code, _, err = run(["show", str(out_file)], capsys)
+    assert code == 2 and "schedule.chunks[0].phases[0].end_ns: is before start_ns" in err
+
+
+def test_plot_refuses_another_instance_s_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_file = tmp_path / "r.json"
+    run(["solve", WORKED, "--method", "baseline", "--output", str(out_file)], capsys)
+    argv = ["plot", str(out_file), "--instance", str(DATA / "mixed.json"), "--out", str(tmp_path / "g.svg")]
+    code, _, err = run(argv, capsys)
+    assert code == 2 and err.startswith("themis-opt: error: --instance: ") and not (tmp_path / "g.svg").exists()

@@ -499,6 +499,7 @@ def _left(deadline: Deadline) -> float:
 def _validate(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.io import load_instance, load_result
     from themis_opt.report import fmt_time
+    from themis_opt.result import Status, is_proven, optimality_tolerance
     from themis_opt.validator import validate
 
     instance = load_instance(args.instance)
@@ -511,6 +512,11 @@ def _validate(args: argparse.Namespace, console: Console) -> int:
     claimed = result.makespan
     if claimed is not None and not math.isclose(claimed, result.schedule.makespan, rel_tol=1e-9, abs_tol=1e-6):
         violations.append(f"makespan_ns says {claimed}, the schedule ends at {result.schedule.makespan}")
+    span, bound = result.schedule.makespan, result.lower_bound
+    if bound > span + optimality_tolerance(span, instance.origin_ns):
+        violations.append(f"the lower bound says {bound}, above the schedule's makespan {span}")
+    if result.status is Status.OPTIMAL and not is_proven(span, bound, instance.origin_ns):
+        violations.append(f"status says optimal, but the makespan {span} is above the lower bound {bound}")
     if violations:
         for line in violations:
             print(line)
@@ -864,7 +870,12 @@ def _plot(args: argparse.Namespace, console: Console) -> int:
     result = load_result(args.result)
     if result.schedule is None:
         raise InputError(f"{args.result}: schedule", "is null: there is nothing to draw")
-    names = [d.name for d in load_instance(args.instance).network.dimensions] if args.instance else None
+    names = None
+    if args.instance:
+        instance = load_instance(args.instance)
+        if instance.name != result.instance:
+            raise InputError("--instance", f"is {instance.name!r}; the result is for {result.instance!r}")
+        names = [d.name for d in instance.network.dimensions]
     console.print(f"wrote {save(gantt_figure(result, names), args.out)}")
     return 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import re
 import tempfile
 from collections.abc import Callable, Iterator
@@ -614,6 +615,7 @@ def _schedule_from_dict(raw: Any, path: str) -> Schedule:
             phases.append(
                 _build(at, Phase, ph["dim"], ph["op"], ph["start_ns"], ph["end_ns"], ph["bytes_in"], ph["bytes_out"])
             )
+            _in_order(phases[-1].start_ns, phases[-1].end_ns, at)
         order = tuple(_list(entry["order"], f"{where}.order"))
         chunks.append(_build(where, ChunkSchedule, entry["collective"], entry["chunk"], order, tuple(phases)))
     computes = []
@@ -621,7 +623,17 @@ def _schedule_from_dict(raw: Any, path: str) -> Schedule:
         where = f"{path}.computes[{i}]"
         entry = _object(entry, where, {"compute", "start_ns", "end_ns"}, {"task"})
         computes.append(_build(where, ComputeSchedule, entry["compute"], entry["start_ns"], entry["end_ns"]))
+        _in_order(computes[-1].start_ns, computes[-1].end_ns, where)
     return Schedule(tuple(chunks), tuple(computes))
+
+
+def _in_order(start: Any, end: Any, where: str) -> None:
+    """An error unless a span's start and end are numbers, the start not after the end."""
+    for key, value in (("start_ns", start), ("end_ns", end)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise InputError(f"{where}.{key}", f"must be a number, got {_kind(value)}")
+    if start > end:
+        raise InputError(f"{where}.end_ns", f"is before start_ns ({end} < {start})")
 
 
 def _optional_number(data: dict[str, Any], key: str) -> float | None:
