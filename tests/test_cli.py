@@ -79,6 +79,7 @@ def test_validate_reports_violations(tmp_path: Path, capsys: pytest.CaptureFixtu
         (["solve", WORKED, "--workers", "0"], "--workers: must be >= 1"),
         (["solve", WORKED, "--seed", "x"], "--seed: must be an integer"),
         (["solve", WORKED, "--quantum-ns", "0"], "--quantum-ns: must be a number > 0"),
+        (["solve", WORKED, "--method", "themis-fifo", "--intra", "scf"], "--intra: is 'scf' but the method"),
         (["validate", WORKED, "missing.json"], "missing.json: no such file"),
         (["validate", WORKED, WORKED], "format: must be 'themis-opt-result'"),
         (["generate", "--family", "nope", "--count", "1", "--seed", "0", "--out", "x"], "invalid choice"),

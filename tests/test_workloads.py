@@ -337,3 +337,16 @@ def test_an_option_that_would_change_nothing_is_an_error(
     err = capsys.readouterr().err
     assert err.startswith(f"themis-opt: error: {option}: ") and err.count("\n") == 1
     assert not (tmp_path / "w.json").exists()
+
+
+def test_an_error_in_what_a_workload_file_makes_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (DATA / "workloads" / "data_2l.txt").read_text().splitlines()
+    fields = text[-1].split()
+    fields[-2] = "9" * 30  # the weight-gradient all-reduce: far beyond any size an instance takes
+    path = tmp_path / "w.txt"
+    path.write_text("\n".join([*text[:-1], " ".join(fields)]) + "\n")
+    argv = ["workload", str(path), "--network", str(DATA / "tiny_3d.json"), "--out", str(tmp_path / "w.json")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith(f"themis-opt: error: {path}: ")

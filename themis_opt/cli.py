@@ -23,7 +23,7 @@ from rich.console import Console
 from themis_opt.budget import Deadline, die_with_parent
 from themis_opt.errors import InputError, counted
 from themis_opt.generator import FAMILIES
-from themis_opt.methods import VARIANTS, method_names
+from themis_opt.methods import VARIANTS, method_names, resolve_method
 from themis_opt.suites import SUITES
 
 CONNECT_TIMEOUT_S = 10.0  # seconds bench waits for a --scheduler to answer
@@ -422,6 +422,11 @@ def _solve(args: argparse.Namespace, console: Console) -> int:
         raise InputError("--intra", f"applies to one method, not to --method {args.method} (cpsat sequences itself)")
     if args.quantum_ns is not None and not searches:
         raise InputError("--quantum-ns", f"applies to cpsat only, not to --method {args.method}")
+    try:
+        if args.method != "all":
+            resolve_method(args.method, args.intra)
+    except InputError as error:
+        raise InputError("--intra" if error.path == "intra" else "--method", error.problem) from None
     instance = load_instance(args.instance)
     for path in _solve_outputs(args).values():
         check_writable(path)
@@ -738,7 +743,7 @@ _ZOO_SIZES = ("batch", "precision", "peak_tflops", "efficiency", "model_parallel
 
 
 def _workload(args: argparse.Namespace, console: Console) -> int:
-    from themis_opt.io import check_writable, load_instance, save_instance
+    from themis_opt.io import check_writable, in_file, load_instance, save_instance
     from themis_opt.llm import LLMS
     from themis_opt.workloads import Cut, parse_workload, task_graph
     from themis_opt.zoo import MODEL_PARALLEL, MODELS, ZooOptions, model_workload
@@ -775,7 +780,12 @@ def _workload(args: argparse.Namespace, console: Console) -> int:
     else:
         raise InputError(args.model, f"is neither a zoo model ({', '.join([*MODELS, *LLMS])}) nor a workload file")
     cut = Cut(chunks, astra="astra_splits" in meta and args.model not in MODELS, policy=policy)
-    instance = task_graph(workload, network, passes=passes, cut=cut, name=args.name)
+    try:
+        instance = task_graph(workload, network, passes=passes, cut=cut, name=args.name)
+    except InputError as error:  # the file's values, or the option that set them, made it
+        if error.path == "model_parallel_NPU_group" and args.model_parallel is not None:
+            raise InputError("--model-parallel", error.problem) from None
+        raise error if args.model in MODELS else in_file(error, args.model) from None
     save_instance(instance, args.out)
     console.print(
         f"wrote {args.out}: {workload.parallelism}, {counted(len(workload.layers), 'layer')} x "
