@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from themis_opt.cost import chunk_phases
 from themis_opt.instance import Collective, Compute, Dimension, Instance, Network
@@ -15,6 +17,12 @@ from themis_opt.io import load_instance
 from themis_opt.policies import baseline_orders, themis_orders
 from themis_opt.schedule import Schedule
 from themis_opt.simulator import simulate
+
+# The suite draws the same examples on every run, so that a red run can be run again;
+# HYPOTHESIS_PROFILE=explore draws new ones.
+settings.register_profile("repeat", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeat"))
 
 DATA = Path(__file__).parent / "data"
 NAMES = ("worked", "three_dim", "mixed", "tiny_rs", "tiny_ar", "tiny_3d", "tiny_ag", "flat_2x")

@@ -10,7 +10,7 @@ from array import array
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from themis_opt import simcore
 from themis_opt.budget import Deadline, OutOfTime
@@ -272,6 +272,8 @@ def _walk_resumed(instance: Instance, intra: Intra, seed: int, snapshots: int, s
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2**32))
+@example(774)  # the base adopted again after a run of another assignment: its resume points are kept
+@example(7890383)
 def test_a_run_resumed_from_its_base_times_as_a_run_from_the_start(seed: int) -> None:
     instance, which = random_task_graph(seed)
     _walk_resumed(instance, Intra.SCF if which & 1 else Intra.FIFO, seed, random.Random(seed).choice([1, 2, 64]), 20)

@@ -728,6 +728,8 @@ int simulate_core(
                 }
         if (from == ctx->base_count) { /* the base itself */
             makespan[0] = ctx->base_makespan;
+            /* the base's releases, not the last run's: adopting this run must keep them */
+            memcpy(ctx->snap_of, ctx->base_snap_of, sizeof(int) * (size_t)num_colls);
             ctx->last_makespan = ctx->base_makespan;
             ctx->last_from = ctx->last_count = ctx->base_count;
             ctx->last_ok = 1;
