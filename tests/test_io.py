@@ -226,3 +226,15 @@ def test_a_number_of_more_digits_than_python_converts_is_one_error(tmp_path: Pat
     path.write_text(text)
     with pytest.raises(InputError, match="not valid JSON: a number of more than"):
         load_instance(path)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("makespan_ns", -1.0), ("runtime_s", -0.5), ("method", "magic"), ("intra", "lifo")]
+)
+def test_a_result_claiming_the_impossible_is_bad_input(worked: Instance, key: str, value: object) -> None:
+    from themis_opt.io import result_from_dict
+
+    data = {**result_to_dict(solve(worked, "themis")), key: value}
+    with pytest.raises(InputError) as error:
+        result_from_dict(data)
+    assert error.value.path == key

@@ -30,6 +30,7 @@ from themis_opt.instance import (
     Task,
     check_number,
 )
+from themis_opt.methods import Intra, method_names
 from themis_opt.result import Result, SolverStats, Status
 from themis_opt.schedule import ChunkSchedule, ComputeSchedule, Phase, Schedule
 
@@ -637,12 +638,13 @@ def _in_order(start: Any, end: Any, where: str) -> None:
 
 
 def _optional_number(data: dict[str, Any], key: str) -> float | None:
+    """A result's time or bound: a number >= 0, or null."""
     value = data.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(key, f"must be a number or null, got {_kind(value)}")
-    return float(value)
+    return check_number(key, value)
 
 
 def result_from_dict(data: Any) -> Result:
@@ -668,9 +670,11 @@ def result_from_dict(data: Any) -> Result:
     for key in ("instance", "method"):
         if not isinstance(data[key], str):
             raise InputError(key, f"must be a string, got {_kind(data[key])}")
+    if data["method"] not in method_names():
+        raise InputError("method", f"must be one of {', '.join(method_names())}, got {data['method']!r}")
     intra = data.get("intra")
-    if intra is not None and not isinstance(intra, str):
-        raise InputError("intra", f"must be a string or null, got {_kind(intra)}")
+    if intra is not None and intra not in [p.value for p in Intra]:
+        raise InputError("intra", f"must be {' or '.join(p.value for p in Intra)} or null, got {intra!r}")
     try:
         status = Status(data["status"])
     except ValueError:
