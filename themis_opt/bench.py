@@ -360,7 +360,6 @@ def prepare_rows_file(path: str | Path, settings: Settings, *, allow_mixed: bool
             raise InputError(str(path), f"cannot be written ({error.strerror})") from None
         return []
     records = read_records(path)
-    _end_with_newline(path)
     other = next((r for r in records if r.settings() != settings), None)
     if other is not None and not allow_mixed:
         methods, limit, seed, params = other.settings()
@@ -370,6 +369,7 @@ def prepare_rows_file(path: str | Path, settings: Settings, *, allow_mixed: bool
             f"holds rows made with other settings (methods {','.join(methods) or '?'}, time limit {limit:g} s, "
             f"seed {seed}{changed}); use another --out file, or --allow-mixed to add to it anyway",
         )
+    _end_with_newline(path)  # only once the file is taken: a refused run leaves it as it was
     return records
 
 

@@ -631,8 +631,7 @@ def _schedule_from_dict(raw: Any, path: str) -> Schedule:
 def _in_order(start: Any, end: Any, where: str) -> None:
     """An error unless a span's start and end are numbers, the start not after the end."""
     for key, value in (("start_ns", start), ("end_ns", end)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise InputError(f"{where}.{key}", f"must be a number, got {_kind(value)}")
+        check_number(f"{where}.{key}", value, minimum=-math.inf)
     if start > end:
         raise InputError(f"{where}.end_ns", f"is before start_ns ({end} < {start})")
 
