@@ -227,3 +227,7 @@ def test_a_model_too_large_with_no_time_to_load_cp_sat_returns_the_best_heuristi
     assert process.returncode == 0, process.stderr
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["status"] == "feasible" and "out of time before CP-SAT was loaded" in result["note"]
+    from themis_opt.io import load_result
+
+    schedule = load_result(tmp_path / "result.json").schedule
+    assert schedule is not None and validate(instance, schedule) == []
