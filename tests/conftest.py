@@ -16,7 +16,7 @@ from themis_opt.instance import Collective, Compute, Dimension, Instance, Networ
 from themis_opt.io import load_instance
 from themis_opt.policies import baseline_orders, themis_orders
 from themis_opt.schedule import Schedule
-from themis_opt.simulator import simulate
+from themis_opt.sim import simulate
 
 # The suite draws the same examples on every run, so that a red run can be run again;
 # HYPOTHESIS_PROFILE=explore draws new ones.

@@ -12,7 +12,7 @@ from themis_opt.instance import Instance
 from themis_opt.params import CpsatParams
 from themis_opt.policies import counts_match, themis_orders
 from themis_opt.schedule import Schedule
-from themis_opt.simulator import simulate
+from themis_opt.sim import simulate
 from themis_opt.validator import validate
 
 

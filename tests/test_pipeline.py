@@ -27,7 +27,7 @@ from themis_opt.policies import baseline_orders, counts_match, spread_orders, th
 from themis_opt.result import is_proven, optimality_tolerance
 from themis_opt.schedule import Schedule
 from themis_opt.search.counts import level_counts
-from themis_opt.simulator import simulate
+from themis_opt.sim import simulate
 from themis_opt.validator import validate
 
 from .conftest import four_dims, make, two_issues

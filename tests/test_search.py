@@ -27,7 +27,8 @@ from themis_opt.search import (
     strategy_for,
 )
 from themis_opt.search.sequence import _Sequences
-from themis_opt.simulator import AssignmentTimer, retime, sequences_of, simulate
+from themis_opt.search.timer import AssignmentTimer
+from themis_opt.sim import retime, sequences_of, simulate
 from themis_opt.validator import validate
 
 from .conftest import load
@@ -518,7 +519,7 @@ def test_a_walk_of_moves_that_change_nothing_keeps_the_deadline(in_core: bool) -
 
 
 def test_a_walk_in_the_core_draws_for_at_most_so_many_orders() -> None:
-    from themis_opt.simcore import MAX_WALK_DIMS, MAX_WALK_ORDERS, MoveDraws
+    from themis_opt.search.walk import MAX_WALK_DIMS, MAX_WALK_ORDERS, MoveDraws
 
     eight = tuple(range(8))
     most = MAX_WALK_ORDERS // 40_320  # 8! orders each

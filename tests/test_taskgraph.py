@@ -19,7 +19,7 @@ from themis_opt.methods import METHODS
 from themis_opt.policies import baseline_orders
 from themis_opt.result import Status
 from themis_opt.schedule import ComputeSchedule, Schedule
-from themis_opt.simulator import simulate
+from themis_opt.sim import simulate
 from themis_opt.solving import solve
 from themis_opt.validator import validate
 

@@ -9,7 +9,7 @@ import pytest
 from themis_opt.instance import Instance
 from themis_opt.policies import themis_orders
 from themis_opt.schedule import ChunkSchedule, Phase, Schedule
-from themis_opt.simulator import simulate
+from themis_opt.sim import simulate
 from themis_opt.validator import critical_path, precedence_graph, validate
 
 
@@ -110,7 +110,7 @@ def test_more_phases_at_once_than_a_dimension_has_room_for_are_caught() -> None:
 
     from themis_opt.instance import Collective, Dimension, Network
     from themis_opt.policies import baseline_orders
-    from themis_opt.simulator import simulate
+    from themis_opt.sim import simulate
 
     network = Network((Dimension(4, "ring", 100.0, 500.0),), congestion_unaware=True, active_chunks=2)
     instance = Instance(network, (Collective("reduce_scatter", 3 * 2**20, 3),))

@@ -14,7 +14,7 @@ from themis_opt.orders import Orders, Planner
 from themis_opt.params import DEFAULT, SolveParams
 from themis_opt.policies import ThemisTracker, baseline_orders, spread_orders
 from themis_opt.schedule import Schedule
-from themis_opt.simulator import simulate
+from themis_opt.sim import simulate
 
 
 def baseline_schedule(instance: Instance, intra: Intra, deadline: Deadline, *, merged: bool = True) -> Schedule:

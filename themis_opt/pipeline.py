@@ -51,7 +51,7 @@ from themis_opt.policies import counts_match, spread_orders
 from themis_opt.result import SolverStats, Status, is_proven, optimality_tolerance
 from themis_opt.schedule import Schedule
 from themis_opt.search.counts import counts_within, level_counts
-from themis_opt.simulator import simulate
+from themis_opt.sim import simulate
 
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.cpsat import CpsatOutcome

@@ -41,7 +41,7 @@ import json, sys, time
 from themis_opt.io import load_instance
 from themis_opt.instance import Collective, Instance
 from themis_opt.policies import ThemisTracker, baseline_orders
-from themis_opt.simulator import simulate
+from themis_opt.sim import simulate
 from themis_opt.workloads import task_graph
 from themis_opt.zoo import ZooOptions, model_workload
 

@@ -49,7 +49,7 @@ from themis_opt.instance import ChunkClass, Collective, Instance, Op
 from themis_opt.orders import Order, Orders
 from themis_opt.params import CpsatParams
 from themis_opt.schedule import ChunkSchedule, Schedule
-from themis_opt.simulator import compute_sequence_of, left_shift, retime, sequences_of
+from themis_opt.sim import compute_sequence_of, left_shift, retime, sequences_of
 
 WHOLE = 1e-9  # relative float error within which a time counts as a whole number of quanta (a margin)
 CPSAT = CpsatParams()  # the defaults

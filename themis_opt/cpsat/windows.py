@@ -14,7 +14,7 @@ from themis_opt.errors import InputError, counted
 from themis_opt.instance import Instance
 from themis_opt.params import CpsatParams
 from themis_opt.schedule import Schedule
-from themis_opt.simulator import compute_sequence_of, retime
+from themis_opt.sim import compute_sequence_of, retime
 
 logger = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ process, so this is slower than one walk per worker (see the docs' benchmark
 page).
 
 Assignments are arrays of small integers, one per chunk
-(:class:`~themis_opt.simulator.AssignmentTimer`'s tokens: in the compiled
+(:class:`~themis_opt.search.timer.AssignmentTimer`'s tokens: in the compiled
 core, the chunk's phase table), so a move copies an array and swaps two of
 its entries.
 
@@ -43,7 +43,7 @@ chunks of each class on each order that its start has.
 It draws from ``random.Random(seed)`` and stops after ``evaluations``
 simulations (or at the deadline), so with time to spare the same call gives
 the same schedule. The moves run in the compiled core where it can
-(:meth:`~themis_opt.simcore.TableTimer.walk`, ``search.walk_in_core``): the
+(:meth:`~themis_opt.search.walk.walk_in_core`, ``search.walk_in_core``): the
 same draws from the same generator, so the same walk as the Python loop here,
 which stays as the reference.
 """
@@ -65,13 +65,13 @@ from themis_opt.budget import Deadline, OutOfTime, die_with_parent
 from themis_opt.errors import counted
 from themis_opt.instance import Instance
 from themis_opt.methods import Intra
-from themis_opt.orders import Orders
+from themis_opt.orders import Orders, check_orders
 from themis_opt.params import SearchParams
 from themis_opt.result import is_proven
 from themis_opt.schedule import Schedule
 from themis_opt.search.pool import Helper, can_fork, fork, rate_line, result_of, stop
-from themis_opt.simcore import CLOCK_DRAWS, MoveDraws, WalkRules, WalkState
-from themis_opt.simulator import AssignmentTimer, check_orders
+from themis_opt.search.timer import AssignmentTimer
+from themis_opt.search.walk import CLOCK_DRAWS, MoveDraws, WalkRules, WalkState, walk_in_core
 
 logger = logging.getLogger(__name__)
 SEARCH = SearchParams()  # the defaults
@@ -230,7 +230,7 @@ def _fork_timer(timer: AssignmentTimer) -> Helper:
 
 def _timer(connection: Connection, timer: AssignmentTimer) -> None:  # pragma: no cover - runs in the forked process
     """Answer every ``(tokens, policy, cutoff, made)`` received with its simulated makespan (see
-    :meth:`~themis_opt.simulator.AssignmentTimer.makespan`), until the pipe closes; ``made`` are the
+    :meth:`~themis_opt.search.timer.AssignmentTimer.makespan`), until the pipe closes; ``made`` are the
     tokens the sender made since the last job, made here in the same order so that both number them alike.
     """
     die_with_parent()
@@ -282,7 +282,7 @@ def _search(
     :func:`_fork_timer`) it draws one candidate more than there are timers, times them all at
     once and takes the first it accepts: the walk depends on how many timers there are, never
     on which answers first. Without timers the moves run in the compiled core where it
-    can (``params.walk_in_core``; :meth:`~themis_opt.simcore.TableTimer.walk`): the same
+    can (``params.walk_in_core``; :meth:`~themis_opt.search.walk.walk_in_core`): the same
     walk, draw for draw.
     """
     instance = timer.instance
@@ -435,7 +435,8 @@ def _search(
 
         draws = 0
         dims = [instance.active_dims[cls.collective] for cls in classes]
-        if params.walk_in_core and not timers and timer.walks_in_core and MoveDraws.fits(dims):
+        in_core = timer.in_core
+        if params.walk_in_core and not timers and in_core is not None and MoveDraws.fits(dims):
             state = WalkState(current, current_makespan, best[1], best[0], used, draws, longest)
             rules = WalkRules(
                 rng, policy, evaluations, max_draws, strategy.temperature, by_clock, first, moves,
@@ -454,7 +455,7 @@ def _search(
                 return timer.token(classes[k].collective, classes[k].chunks[j], order)
 
             try:
-                ended = timer.walk(draws_from, rules, state, make)
+                ended = walk_in_core(in_core, draws_from, rules, state, make)
                 logger.info("assignment search: the moves in the core ended (%s)", ended)
             finally:
                 used, longest = state.used, state.longest

@@ -11,14 +11,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from themis_opt import simcore
 from themis_opt.budget import Deadline
 from themis_opt.instance import Instance
 from themis_opt.params import SearchParams
 from themis_opt.result import is_proven
 from themis_opt.schedule import Schedule
 from themis_opt.search.pool import can_fork, fork, rate_line, result_of, stop
-from themis_opt.simulator import phase_plan, retime, sequences_of
+from themis_opt.sim import core as simcore, phase_plan, retime, sequences_of
 
 logger = logging.getLogger(__name__)
 SEARCH = SearchParams()  # the defaults
@@ -33,7 +32,7 @@ class _Sequences:
     """One schedule's orders as a graph of phases (chunk precedences and
     issue times fixed), whose dimension sequences the search changes: each
     candidate is timed by a longest-path pass over it, as
-    :func:`~themis_opt.simulator.left_shift` would time it.
+    :func:`~themis_opt.sim.left_shift` would time it.
 
     Where a dimension runs ``k`` phases at once (``active_chunks``), it is
     ``k`` lanes, each one phase at a time: the start's phases go, by start

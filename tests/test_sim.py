@@ -8,23 +8,15 @@ import random
 import pytest
 from hypothesis import given, strategies as st
 
-from themis_opt import simcore
 from themis_opt.budget import Deadline
 from themis_opt.errors import InputError
 from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.methods import Intra
 from themis_opt.policies import baseline_orders, themis_orders
 from themis_opt.schedule import Schedule
-from themis_opt.simulator import (
-    AssignmentTimer,
-    Engine,
-    PhaseMemo,
-    ScfQueue,
-    retime,
-    sequences_of,
-    simulate,
-    simulate_makespan,
-)
+from themis_opt.search.timer import AssignmentTimer
+from themis_opt.sim import Engine, PhaseMemo, core as simcore, retime, sequences_of, simulate, simulate_makespan
+from themis_opt.sim.engine import ScfQueue
 from themis_opt.validator import critical_path, validate
 
 from .conftest import heuristic_schedules, load

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
-from themis_opt import simcore
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.errors import InputError
 from themis_opt.instance import After, AllReducePhases, Collective, Compute, Dimension, Instance, Kind, Network
@@ -20,7 +19,8 @@ from themis_opt.io import load_instance
 from themis_opt.methods import Intra
 from themis_opt.policies import ThemisTracker, baseline_orders
 from themis_opt.schedule import Schedule
-from themis_opt.simulator import AssignmentTimer, phase_plan, sequences_of, simulate, simulate_makespan
+from themis_opt.search.timer import AssignmentTimer
+from themis_opt.sim import core as simcore, phase_plan, sequences_of, simulate, simulate_makespan
 from themis_opt.suites import SUITES, suite_folder
 from themis_opt.validator import validate
 

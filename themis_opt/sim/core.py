@@ -1,11 +1,11 @@
-"""The simulator's compiled core: the event loop of :mod:`themis_opt.simulator` in C.
+"""The simulator's compiled core: the event loop of :mod:`themis_opt.sim.engine` in C, bound with ctypes.
 
-:func:`themis_opt.simulator.simulate` and
-:func:`~themis_opt.simulator.simulate_makespan` run here when they can (fixed
+:func:`themis_opt.sim.simulate` and
+:func:`~themis_opt.sim.simulate_makespan` run here when they can (fixed
 orders, or Themis's planner from a fresh :class:`~themis_opt.policies.ThemisTracker`)
 and in Python otherwise; both follow the same rules step for step, so the
 makespans and schedules are the same (the tests compare them). The C file,
-``_simcore.c``, is built when the package is installed (``setup.py``) and
+``_simcore.c`` beside this module, is built when the package is installed (``setup.py``) and
 loaded with :mod:`ctypes`; where it could not be built, everything runs in
 Python, only slower.
 
@@ -15,9 +15,8 @@ phase tables (one per distinct kind, chunk size and order, from
 instance lives.
 
 For the searches, :class:`TableTimer` times fixed assignments from snapshots
-of the current one's run, and :meth:`TableTimer.walk` runs the assignment
-search's moves in C, drawing from the search's ``random.Random`` (its
-Mersenne Twister replayed in C), so that the walk is the Python loop's.
+of the current one's run (and :mod:`themis_opt.search.walk` runs the assignment
+search's moves on it in C).
 """
 
 from __future__ import annotations
@@ -27,10 +26,9 @@ import importlib.util
 import itertools
 import logging
 import math
-import random
 import weakref
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
@@ -38,10 +36,9 @@ from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.cost import PhaseSpec, chunk_phases, merges
 from themis_opt.instance import Collective, Instance, Kind, Op
 from themis_opt.methods import Intra
-from themis_opt.orders import Order, Orders
+from themis_opt.orders import Order, Orders, check_order
 from themis_opt.params import SearchParams
 from themis_opt.policies import planned_bytes
-from themis_opt.result import OPTIMALITY_TOLERANCE
 from themis_opt.schedule import PhaseColumns
 
 logger = logging.getLogger(__name__)
@@ -80,41 +77,11 @@ _ARGTYPES: list[Any] = [
 ]  # fmt: skip
 
 
-_WALK_DOUBLES = (
-    "swap_share", "known_share", "temperature", "moves_began", "span", "deadline", "room_factor", "target",
-    "origin", "tolerance", "cutoff_margin", "slice",
-)  # fmt: skip
-
-
-class _Walk(ctypes.Structure):
-    """The C file's Walk: what a walk's moves draw from, its stopping rules and its state."""
-
-    _fields_ = [
-        ("num_classes", ctypes.c_int64),
-        *((name, _P) for name in ("class_ptr", "places", "known_ptr", "known", "dims_ptr", "dims", "token_ptr")),
-        ("tokens", _P),
-        *((name, ctypes.c_int64) for name in ("keep_counts", "scf", "evaluations", "max_draws", "by_clock")),
-        ("first", ctypes.c_int64),
-        ("moves", ctypes.c_int64),
-        ("clock_draws", ctypes.c_int64),
-        *((name, ctypes.c_double) for name in _WALK_DOUBLES),
-        ("mt", _P),
-        ("used", ctypes.c_int64),
-        ("draws", ctypes.c_int64),
-        ("longest", ctypes.c_double),
-        ("current_makespan", ctypes.c_double),
-        ("best_makespan", ctypes.c_double),
-        *((name, _P) for name in ("current", "best", "candidate")),
-        *((name, ctypes.c_int64) for name in ("best_changed", "need_class", "need_chunk")),
-        ("need_order", _P),
-    ]
-
-
 _SEQUENCE_ARGTYPES: list[Any] = [ctypes.c_int, _P, _P, _P, _P, ctypes.c_int, _P, _P, _P, _P]
 
 
 def _load() -> Any:
-    spec = importlib.util.find_spec("themis_opt._simcore")
+    spec = importlib.util.find_spec("themis_opt.sim._simcore")
     if spec is None or spec.origin is None:
         logger.info("the compiled simulator core is not built: the simulator runs in Python")
         return None
@@ -139,7 +106,7 @@ def _load() -> Any:
     library.core_bind.restype = None
     library.core_run.argtypes = [_P, _P, ctypes.c_int, ctypes.c_double, ctypes.c_double, _P]
     library.core_run.restype = ctypes.c_int
-    library.core_walk.argtypes = [_P, ctypes.POINTER(_Walk)]
+    library.core_walk.argtypes = [_P, _P]  # a Walk (themis_opt.search.walk)
     library.core_walk.restype = ctypes.c_int
     return library
 
@@ -148,7 +115,8 @@ _LIBRARY: Any = None
 _LOADED = False
 
 
-def _library() -> Any:
+def c_library() -> Any:
+    """The loaded C library, or ``None`` where it is not built or does not load."""
     global _LIBRARY, _LOADED
     if not _LOADED:
         _LIBRARY, _LOADED = _load(), True
@@ -156,7 +124,7 @@ def _library() -> Any:
 
 
 def _core() -> Any:
-    library = _library()
+    library = c_library()
     return None if library is None else library.simulate_core
 
 
@@ -165,11 +133,12 @@ def available() -> bool:
     return _core() is not None
 
 
-def _ptr(values: array[Any]) -> int:
+def pointer(values: array[Any]) -> int:
+    """The address of ``values``' buffer, for the core."""
     return int(values.buffer_info()[0])
 
 
-def _offsets(lengths: list[int]) -> array[int]:
+def offsets(lengths: list[int]) -> array[int]:
     """Where each of ``lengths`` starts, and the total (CSR offsets)."""
     return array("q", [0, *itertools.accumulate(lengths)])
 
@@ -211,7 +180,7 @@ class _Tables:
         if self.arrays is None:
             phases = [p for table in self.specs for p in table]
             self.arrays = (
-                _offsets([len(t) for t in self.specs]),
+                offsets([len(t) for t in self.specs]),
                 array("i", [p.dim for p in phases]),
                 array("d", [p.duration for p in phases]),
                 array("d", [max(p.bytes_in, p.bytes_out) for p in phases]),
@@ -234,7 +203,7 @@ class _Prepared:
         """The addresses of :attr:`static` (they do not move: the arrays never grow)."""
         found: list[int] | None = self.__dict__.get("_pointers")
         if found is None:
-            found = self.__dict__["_pointers"] = [_ptr(a) for a in self.static]
+            found = self.__dict__["_pointers"] = [pointer(a) for a in self.static]
         return found
 
 
@@ -273,15 +242,15 @@ def _static(instance: Instance) -> tuple[array[Any], ...]:
         array("i", which),
         array("d", [t.issue_ns for t in tasks]),
         array("i", [len(t.after) for t in tasks]),
-        _offsets([len(s) for s in successors]),
+        offsets([len(s) for s in successors]),
         array("i", [t for s in successors for t, _ in s]),
         array("d", [lag for s in successors for _, lag in s]),
         array("i", chunks),
-        array("i", _offsets(chunks)[:-1]),
+        array("i", offsets(chunks)[:-1]),
         array("q", [c.priority for c in colls]),
         array("i", [_kind_code(c.kind) for c in colls]),
         array("i", [t for t, flag in enumerate(is_coll) if flag]),
-        _offsets([len(a) for a in active]),
+        offsets([len(a) for a in active]),
         array("i", [d for a in active for d in a]),
         array("q", nominal),
         array("d", [t.duration_ns for t in instance.computes]),
@@ -324,7 +293,7 @@ class CoreRun:
     Parameters
     ----------
     makespan
-        The last event's time (what :func:`~themis_opt.simulator.simulate_makespan` returns).
+        The last event's time (what :func:`~themis_opt.sim.simulate_makespan` returns).
     schedule_makespan, busy_ns, collective_ends
         The schedule's makespan (its last end), each dimension's busy time and
         each collective's end, as :class:`~themis_opt.schedule.Schedule` computes them.
@@ -395,7 +364,7 @@ def _instance_arguments(instance: Instance, prepared: _Prepared, columns: tuple[
         len(instance.collectives), *s[7:15],
         len(instance.computes), *s[15:17],
         network.num_dims, *s[17:19], network.active_chunks,
-        *(_ptr(a) for a in columns),
+        *(pointer(a) for a in columns),
     ]
     # fmt: on
 
@@ -445,12 +414,12 @@ def run(
     deadline
         When to stop (checked every 4,096 events).
     baseline
-        Cut all-reduces as the baseline does (see :func:`~themis_opt.simulator.simulate`).
+        Cut all-reduces as the baseline does (see :func:`~themis_opt.sim.simulate`).
 
     Returns
     -------
     CoreRun
-        What the run found; :func:`~themis_opt.simulator.simulate` makes the
+        What the run found; :func:`~themis_opt.sim.simulate` makes the
         schedule from it.
 
     Raises
@@ -482,14 +451,14 @@ def run(
             None,
             *_instance_arguments(instance, prepared, columns),
             int(orders is None),
-            _ptr(fixed),
-            _ptr(perm_ptr),
-            _ptr(perm_table),
-            _policy_code(intra),
+            pointer(fixed),
+            pointer(perm_ptr),
+            pointer(perm_table),
+            policy_code(intra),
             deadline.at,
             math.inf,
             width,
-            *(_ptr(a) for a in out),
+            *(pointer(a) for a in out),
         )
     )
     return CoreRun(
@@ -536,8 +505,6 @@ def _new_table(
     merged: bool,
 ) -> int:
     """The table of an order not met before for this collective and size, once it is checked."""
-    from themis_opt.simulator import check_order
-
     check_order(instance, c, k, order)
     assert order is not None
     key = tuple(order)
@@ -546,7 +513,8 @@ def _new_table(
     return known[key]
 
 
-def _policy_code(intra: Intra) -> int:
+def policy_code(intra: Intra) -> int:
+    """The C file's code of ``intra``."""
     match intra:
         case Intra.FIFO:
             return 0
@@ -566,138 +534,25 @@ class PhaseGraph:
     ):
         self.size = len(length)
         self._arrays = (array("d", length), array("d", release), array("i", job_next), array("i", job_prev))
-        self._pointers = [_ptr(a) for a in self._arrays]
+        self._pointers = [pointer(a) for a in self._arrays]
 
     def time(self, sequences: Sequence[Sequence[int]]) -> tuple[float, array[float], array[float]] | None:
         """Makespan, earliest starts and tails of ``sequences`` (each dimension's phases in
         order), as ``_Sequences.time`` in :mod:`themis_opt.search.sequence` computes them;
         ``None`` if they contradict the chunk orders (a cycle).
         """
-        library = _library()
+        library = c_library()
         assert library is not None, "the compiled core is not available"
         flat = array("i", itertools.chain.from_iterable(sequences))
-        offsets = _offsets([len(seq) for seq in sequences])
+        starts = offsets([len(seq) for seq in sequences])
         head = array("d", [0.0]) * max(self.size, 1)
         tail = array("d", [0.0]) * max(self.size, 1)
         makespan = library.sequence_times(
-            self.size, *self._pointers, len(sequences), _ptr(offsets), _ptr(flat), _ptr(head), _ptr(tail)
+            self.size, *self._pointers, len(sequences), pointer(starts), pointer(flat), pointer(head), pointer(tail)
         )
         if makespan < 0:
             return None
         return makespan, head, tail
-
-
-MAX_WALK_DIMS = 8  # a walk in C keeps a token for every order of a class's dimensions: 8! = 40,320 at most
-MAX_WALK_ORDERS = 1 << 22  # and for all its classes 4 Mi of them (16 MiB) at most: beyond, the Python loop
-WALK_SLICE_SECONDS = 0.1  # a walk runs in C this long before it comes back to Python (for Ctrl-C)
-CLOCK_DRAWS = 4096  # a walk drawing moves that change nothing looks at the clock this often (both loops)
-_WALK_DONE, _WALK_PAUSED, _WALK_NEED_TOKEN, _WALK_OPTIMAL = 0, 1, 2, 3  # core_walk's statuses
-
-
-def _rank(dims: Sequence[int], order: Sequence[int]) -> int:
-    """The lexicographic rank of ``order`` among the permutations of ``dims`` (as the C file's perm_rank)."""
-    left, rank = list(range(len(dims))), 0
-    for i, d in enumerate(order):
-        at = left.index(dims.index(d))
-        rank += at * math.factorial(len(dims) - 1 - i)
-        left.pop(at)
-    return rank
-
-
-@dataclass(frozen=True)
-class MoveDraws:
-    """What a walk's moves draw from (see :mod:`themis_opt.search.assignment`), per chunk class:
-    its chunks' positions in an assignment, the tokens some start gives it and its collective's
-    active dimensions (in the instance's order: a new order is a shuffle of them).
-    """
-
-    places: tuple[tuple[int, ...], ...]
-    known: tuple[tuple[int, ...], ...]
-    dims: tuple[tuple[int, ...], ...]
-    keep_counts: bool
-    swap_share: float
-    known_share: float
-
-    def __post_init__(self) -> None:
-        if not len(self.places) == len(self.known) == len(self.dims) or not self.places:
-            raise ValueError("a walk needs places, known tokens and dimensions for each of one class or more")
-        if any(not p for p in self.places) or any(not k for k in self.known):
-            raise ValueError("every class of a walk has a chunk and a known token")
-        if not self.fits(self.dims):
-            raise ValueError(
-                f"a walk in the core takes classes of at most {MAX_WALK_DIMS} dimensions and "
-                f"{MAX_WALK_ORDERS} orders of them in all"
-            )
-
-    @staticmethod
-    def fits(dims: Sequence[Sequence[int]]) -> bool:
-        """Whether a walk in the core can draw for classes of these dimensions: at most
-        :data:`MAX_WALK_DIMS` each, and at most :data:`MAX_WALK_ORDERS` orders of them in all.
-        """
-        if max(map(len, dims), default=0) > MAX_WALK_DIMS:
-            return False
-        return sum(math.factorial(len(d)) for d in dims) <= MAX_WALK_ORDERS
-
-    @property
-    def orders(self) -> array[int]:
-        """Where each class's tokens by order rank start in the walk's cache, and their total."""
-        return _offsets([math.factorial(len(d)) for d in self.dims])
-
-    @property
-    def arrays(self) -> dict[str, array[int]]:
-        """The C file's Walk's arrays (kept alive here while a walk reads them)."""
-        found: dict[str, array[int]] | None = self.__dict__.get("_arrays")
-        if found is None:
-            found = {
-                "class_ptr": _offsets([len(p) for p in self.places]),
-                "places": array("i", [i for p in self.places for i in p]),
-                "known_ptr": _offsets([len(k) for k in self.known]),
-                "known": array("i", [x for k in self.known for x in k]),
-                "dims_ptr": _offsets([len(d) for d in self.dims]),
-                "dims": array("i", [d for ds in self.dims for d in ds]),
-                "token_ptr": self.orders,
-            }
-            object.__setattr__(self, "_arrays", found)
-        return found
-
-
-@dataclass(frozen=True)
-class WalkRules:
-    """A walk's policy, random numbers, stopping rules and cooling (see :meth:`TableTimer.walk`).
-
-    The temperature of a move is ``temperature`` times the best makespan times
-    ``1 - cooled``, where ``cooled`` is ``(used - first) / moves`` or, ``by_clock``,
-    the share of ``span`` seconds gone since ``moves_began`` (``time.perf_counter``).
-    A move is timed only while the time left is ``room_factor`` times the longest
-    simulation or more.
-    """
-
-    rng: random.Random
-    intra: Intra
-    evaluations: int
-    max_draws: int
-    temperature: float
-    by_clock: bool
-    first: int
-    moves: int
-    moves_began: float
-    span: float
-    deadline: Deadline
-    room_factor: float
-    target: float | None
-
-
-@dataclass
-class WalkState:
-    """A walk's state, read and updated by :meth:`TableTimer.walk`."""
-
-    current: array[int]
-    current_makespan: float
-    best: array[int]
-    best_makespan: float
-    used: int
-    draws: int
-    longest: float
 
 
 class TableTimer:
@@ -748,11 +603,11 @@ class TableTimer:
         tables = self._prepared.tables
         self._columns = tables.columns()
         arguments = _instance_arguments(self.instance, self._prepared, self._columns)
-        _library().core_bind(self._context(), *arguments, tables.widest)
+        c_library().core_bind(self._context(), *arguments, tables.widest)
 
     def _context(self) -> int:
         if self._handle is None:
-            library = _library()
+            library = c_library()
             handle = library.core_new(self.snapshots)
             if not handle:
                 raise MemoryError("the simulator core ran out of memory")
@@ -760,7 +615,7 @@ class TableTimer:
             self._free = weakref.finalize(self, library.core_free, self._handle)
         return self._handle
 
-    def _bound(self) -> int:
+    def bound(self) -> int:
         """The Core, bound to the instance's arguments and its tables as they are now."""
         if self._prepared.tables.columns() is not self._columns or self._handle is None:
             self._bind()
@@ -769,7 +624,7 @@ class TableTimer:
 
     def makespan(self, tables: array[int], intra: Intra, deadline: Deadline, cutoff: float = math.inf) -> float:
         """The makespan of ``tables`` (from :meth:`table`) under ``intra``, as
-        :func:`~themis_opt.simulator.simulate_makespan` gives it; ``math.inf``
+        :func:`~themis_opt.sim.simulate_makespan` gives it; ``math.inf``
         once it is sure to exceed ``cutoff`` (the run stops there: a search
         that would reject it needs no more).
 
@@ -778,102 +633,14 @@ class TableTimer:
         OutOfTime
             If ``deadline`` passes first.
         """
-        handle = self._bound()
+        handle = self.bound()
         margin = cutoff + abs(cutoff) * CUTOFF_MARGIN
         out = self._makespan.buffer_info()[0]
-        status = _library().core_run(handle, tables.buffer_info()[0], _policy_code(intra), deadline.at, margin, out)
+        status = c_library().core_run(handle, tables.buffer_info()[0], policy_code(intra), deadline.at, margin, out)
         if status == _CUT_OFF:
             return math.inf
         _checked(status)
         return float(self._makespan[0])
-
-    def walk(
-        self, draws: MoveDraws, rules: WalkRules, state: WalkState, make: Callable[[int, int, list[int]], int]
-    ) -> str:
-        """Run a search's moves in the core: the loop of
-        :func:`themis_opt.search.assignment.improve_assignment`'s moves, draw for draw
-        (its random numbers are Python's ``rules.rng``'s, taken from it and given back),
-        with no Python per move.
-
-        Parameters
-        ----------
-        draws
-            What the moves draw from.
-        rules
-            The walk's stopping rules, cooling and policy.
-        state
-            The walk's state, updated in place: the current assignment and its makespan,
-            the best, the simulations and draws so far, the longest simulation.
-        make
-            Makes the token of a class's chunk taking an order (the class's index, the
-            chunk's index in it, the order) when a move draws an order not yet made.
-
-        Returns
-        -------
-        str
-            Why the walk ended: ``"done"`` (its simulations or draws spent), ``"optimal"``
-            (a schedule met ``rules.target``) or ``"out of time"``.
-        """
-        library, n = _library(), len(self.instance.chunk_ids)
-        cache = array("i", [-1]) * draws.orders[-1]
-        version, words, gauss = rules.rng.getstate()
-        mt = array("I", words)
-        current, best, candidate = array("i", state.current), array("i", state.best), array("i", [0]) * max(n, 1)
-        need = array("i", [0]) * 64
-        walk = _Walk(
-            num_classes=len(draws.places),
-            **{name: _ptr(a) for name, a in draws.arrays.items()},
-            tokens=_ptr(cache),
-            keep_counts=draws.keep_counts,
-            scf=_policy_code(rules.intra),
-            evaluations=rules.evaluations,
-            max_draws=rules.max_draws,
-            by_clock=rules.by_clock,
-            first=rules.first,
-            moves=rules.moves,
-            clock_draws=CLOCK_DRAWS,
-            swap_share=draws.swap_share,
-            known_share=draws.known_share,
-            temperature=rules.temperature,
-            moves_began=rules.moves_began,
-            span=rules.span,
-            deadline=rules.deadline.at,
-            room_factor=rules.room_factor,
-            target=-math.inf if rules.target is None else rules.target,
-            origin=self.instance.origin_ns,
-            tolerance=OPTIMALITY_TOLERANCE,
-            cutoff_margin=CUTOFF_MARGIN,
-            slice=WALK_SLICE_SECONDS,
-            mt=_ptr(mt),
-            used=state.used,
-            draws=state.draws,
-            longest=state.longest,
-            current_makespan=state.current_makespan,
-            best_makespan=state.best_makespan,
-            current=_ptr(current),
-            best=_ptr(best),
-            candidate=_ptr(candidate),
-            need_order=_ptr(need),
-        )
-        try:
-            while True:  # back in Python every slice, so that Ctrl-C is seen
-                status = library.core_walk(self._bound(), ctypes.byref(walk))
-                if status == _WALK_PAUSED:
-                    continue
-                if status != _WALK_NEED_TOKEN:
-                    break
-                k = walk.need_class
-                order = list(need[: len(draws.dims[k])])
-                cache[draws.orders[k] + _rank(draws.dims[k], order)] = make(k, walk.need_chunk, order)
-        finally:
-            rules.rng.setstate((version, tuple(mt), gauss))
-            state.current, state.current_makespan = current, walk.current_makespan
-            state.used, state.draws, state.longest = walk.used, walk.draws, walk.longest
-            if walk.best_changed:
-                state.best, state.best_makespan = best, walk.best_makespan
-        if status in (-1, _WALK_DONE, _WALK_OPTIMAL):
-            return {-1: "out of time", _WALK_DONE: "done", _WALK_OPTIMAL: "optimal"}[status]
-        raise MemoryError("the simulator core ran out of memory")
 
     def adopt(self, tables: array[int], intra: Intra, deadline: Deadline) -> None:
         """Make ``tables`` under ``intra`` the base that later runs resume from (timed
@@ -884,7 +651,7 @@ class TableTimer:
         OutOfTime
             If ``deadline`` passes while it is timed again.
         """
-        library, tokens, code = _library(), tables.buffer_info()[0], _policy_code(intra)
+        library, tokens, code = c_library(), tables.buffer_info()[0], policy_code(intra)
         if library.core_adopt(self._context(), tokens, code):
             self.makespan(tables, intra, deadline)
             adopted = library.core_adopt(self._handle, tokens, code)
@@ -896,5 +663,5 @@ class TableTimer:
         """
         out = array("q", [0, 0, 0, 0])
         if self._handle is not None:
-            _library().core_counts(self._handle, _ptr(out))
+            c_library().core_counts(self._handle, pointer(out))
         return out[0], out[1], out[2], out[3]
