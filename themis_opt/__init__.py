@@ -20,7 +20,7 @@ __version__ = "0.2.0"
 
 if TYPE_CHECKING:  # pragma: no cover - the public API, listed once: __getattr__ reads this block
     from themis_opt.astra import export_astra as export_astra, import_astra as import_astra
-    from themis_opt.bounds import Bounds as Bounds, compute_bounds as compute_bounds
+    from themis_opt.bounds import compute_bounds as compute_bounds
     from themis_opt.errors import InputError as InputError
     from themis_opt.generator import generate as generate
     from themis_opt.instance import (
@@ -42,8 +42,9 @@ if TYPE_CHECKING:  # pragma: no cover - the public API, listed once: __getattr__
         save_result as save_result,
     )
     from themis_opt.methods import METHODS as METHODS
+    from themis_opt.metrics import iteration_metrics as iteration_metrics
     from themis_opt.params import SolveParams as SolveParams
-    from themis_opt.result import Result as Result, Status as Status, iteration_metrics as iteration_metrics
+    from themis_opt.result import Bounds as Bounds, Result as Result, Status as Status
     from themis_opt.schedule import Schedule as Schedule
     from themis_opt.solving import solve as solve, solve_all as solve_all
     from themis_opt.validator import validate as validate

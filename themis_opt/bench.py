@@ -28,8 +28,9 @@ from themis_opt.errors import InputError
 from themis_opt.instance import Instance
 from themis_opt.io import check_writable, in_file, instance_from_dict, instance_to_dict, parse_json, read_json
 from themis_opt.methods import VARIANTS, method_names
+from themis_opt.metrics import iteration_metrics
 from themis_opt.params import SolveParams, changes
-from themis_opt.result import Status, gap, iteration_metrics
+from themis_opt.result import Status, gap
 from themis_opt.solving import solve_all
 from themis_opt.validator import validate
 

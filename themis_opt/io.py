@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from themis_opt.bounds import Bounds
 from themis_opt.errors import InputError, too_many_digits
 from themis_opt.instance import (
     After,
@@ -31,7 +30,7 @@ from themis_opt.instance import (
     check_number,
 )
 from themis_opt.methods import Intra, method_names
-from themis_opt.result import Result, SolverStats, Status
+from themis_opt.result import Bounds, Result, SolverStats, Status
 from themis_opt.schedule import ChunkSchedule, ComputeSchedule, Phase, Schedule
 
 T = TypeVar("T")

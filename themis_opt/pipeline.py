@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from themis_opt.bounds import Bounds, LoadSolution, Memo, integer_load_bound, solvers_loaded
+from themis_opt.bounds import LoadSolution, Memo, integer_load_bound, solvers_loaded
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.cost import merging_shortens
 from themis_opt.errors import counted
@@ -48,7 +48,7 @@ from themis_opt.methods import Intra
 from themis_opt.orders import Counts, Orders
 from themis_opt.params import SolveParams, Stage
 from themis_opt.policies import counts_match, spread_orders
-from themis_opt.result import SolverStats, Status, is_proven, optimality_tolerance
+from themis_opt.result import Bounds, SolverStats, Status, is_proven, optimality_tolerance
 from themis_opt.schedule import Schedule
 from themis_opt.search.counts import counts_within, level_counts
 from themis_opt.sim import simulate

@@ -13,7 +13,8 @@ from rich.table import Table
 from rich.text import Text
 
 from themis_opt.instance import Instance
-from themis_opt.result import OPTIMALITY_TOLERANCE, Result, gap, iteration_metrics
+from themis_opt.metrics import iteration_metrics
+from themis_opt.result import OPTIMALITY_TOLERANCE, Result, gap
 from themis_opt.schedule import Schedule
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -2,14 +2,47 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from themis_opt.bounds import Bounds, traffic_bytes
-from themis_opt.instance import Instance, check_int, check_name, check_number
+from themis_opt.instance import check_int, check_name, check_number
 from themis_opt.schedule import Schedule
 
 OPTIMALITY_TOLERANCE = 1e-4  # relative to the schedule's span: "optimal" = within 0.01% of it
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Lower bounds on the makespan, each valid on its own, in ns.
+
+    ``None`` marks a bound that was not computed. ``critical_path`` is the
+    longest dependency chain with every collective at its shortest possible
+    duration; ``compute`` the compute unit's work after its earliest start;
+    ``least_busy`` a dimension's least busy time, latency included, every
+    chunk on its cheapest order there (no solver); ``fluid`` the load program
+    over time (:func:`fluid_bound`); ``cpsat`` CP-SAT's own bound (of a
+    relaxation, so valid as it stands).
+    """
+
+    ideal: float
+    lp: float | None = None
+    ip: float | None = None
+    fill_drain: float | None = None
+    fluid: float | None = None
+    cpsat: float | None = None
+    critical_path: float | None = None
+    compute: float | None = None
+    least_busy: float | None = None
+
+    @property
+    def best(self) -> float:
+        """The largest (tightest) bound."""
+        return max(b for b in self.as_dict().values() if b is not None)
+
+    def as_dict(self) -> dict[str, float | None]:
+        """The bounds by name."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
 def optimality_tolerance(makespan: float, origin_ns: float) -> float:
@@ -160,51 +193,3 @@ class Result:
         if self.makespan is None or self.makespan <= 0:
             return None
         return self.bounds.ideal / self.makespan
-
-
-@dataclass(frozen=True)
-class IterationMetrics:
-    """What a training iteration's schedule means to its user (task graphs).
-
-    Parameters
-    ----------
-    total_ns
-        The whole run: the makespan.
-    iteration_ns
-        The last pass: from its first task's start to the end (the steady
-        state); the whole run for a one-pass graph.
-    compute_ns
-        Time the compute unit is busy over the run.
-    exposed_ns
-        Time the compute unit waits over the run: total minus compute. The
-        communication that compute could not hide.
-    utilization
-        Total traffic at the summed bandwidth of the dimensions used, over
-        the run: the share of the network's capacity the run used.
-    """
-
-    total_ns: float
-    iteration_ns: float
-    compute_ns: float
-    exposed_ns: float
-    utilization: float
-
-
-def iteration_metrics(instance: Instance, schedule: Schedule) -> IterationMetrics | None:
-    """The :class:`IterationMetrics` of ``schedule`` (``None`` for an instance without compute)."""
-    if not instance.computes or schedule.makespan <= 0:
-        return None
-    total = schedule.makespan
-    compute = schedule.compute_busy_ns
-    start = 0.0
-    first = dict(instance.metadata).get("iteration_start")
-    if first and first in instance.task_index:
-        task = instance.tasks[instance.task_index[first]]
-        j = instance.computes.index(task) if task in instance.computes else -1
-        runs = {c.compute: c.start_ns for c in schedule.computes}
-        start = runs.get(j, 0.0)
-    dims = instance.network.dimensions
-    used = {d for c in range(len(instance.collectives)) for d in instance.active_dims[c]}
-    rate = sum(dims[d].bytes_per_ns for d in used)
-    traffic = sum(traffic_bytes(instance, c) for c in range(len(instance.collectives)))
-    return IterationMetrics(total, total - start, compute, total - compute, traffic / rate / total if rate else 0.0)

@@ -9,14 +9,14 @@ import time
 from collections.abc import Sequence
 from typing import assert_never
 
-from themis_opt.bounds import Bounds, Memo, compute_bounds
+from themis_opt.bounds import Memo, compute_bounds
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.errors import InputError
 from themis_opt.heuristics import balanced_schedule, baseline_schedule, themis_schedule
 from themis_opt.instance import Instance
 from themis_opt.methods import METHODS, VARIANTS, Intra, resolve_method
 from themis_opt.params import DEFAULT, SolveParams
-from themis_opt.result import Result, Status, optimality_tolerance, status_of
+from themis_opt.result import Bounds, Result, Status, optimality_tolerance, status_of
 from themis_opt.schedule import Schedule
 
 logger = logging.getLogger(__name__)

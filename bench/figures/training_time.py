@@ -15,7 +15,7 @@ import time
 from themis_opt.bounds import compute_bounds
 from themis_opt.budget import Deadline
 from themis_opt.io import load_instance
-from themis_opt.result import iteration_metrics
+from themis_opt.metrics import iteration_metrics
 from themis_opt.solving import solve
 from themis_opt.suites import suite_folder
 from themis_opt.workloads import task_graph

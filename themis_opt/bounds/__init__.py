@@ -35,7 +35,6 @@ computed (``None``).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 from themis_opt.bounds.formulas import (
     BOUNDS,
@@ -68,6 +67,7 @@ from themis_opt.budget import Deadline
 from themis_opt.instance import Instance
 from themis_opt.orders import Counts
 from themis_opt.params import BoundsParams
+from themis_opt.result import Bounds
 
 __all__ = [
     "BOUNDS",
@@ -95,39 +95,6 @@ __all__ = [
     "solvers_loaded",
     "traffic_bytes",
 ]
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """Lower bounds on the makespan, each valid on its own, in ns.
-
-    ``None`` marks a bound that was not computed. ``critical_path`` is the
-    longest dependency chain with every collective at its shortest possible
-    duration; ``compute`` the compute unit's work after its earliest start;
-    ``least_busy`` a dimension's least busy time, latency included, every
-    chunk on its cheapest order there (no solver); ``fluid`` the load program
-    over time (:func:`fluid_bound`); ``cpsat`` CP-SAT's own bound (of a
-    relaxation, so valid as it stands).
-    """
-
-    ideal: float
-    lp: float | None = None
-    ip: float | None = None
-    fill_drain: float | None = None
-    fluid: float | None = None
-    cpsat: float | None = None
-    critical_path: float | None = None
-    compute: float | None = None
-    least_busy: float | None = None
-
-    @property
-    def best(self) -> float:
-        """The largest (tightest) bound."""
-        return max(b for b in self.as_dict().values() if b is not None)
-
-    def as_dict(self) -> dict[str, float | None]:
-        """The bounds by name."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
 def compute_bounds(
