@@ -15,9 +15,9 @@ import json
 import time
 from pathlib import Path
 
+from themis_opt.formats.native import load_instance, save_instance
 from themis_opt.generator import generate
 from themis_opt.instance import Collective, Dimension, Instance, Network
-from themis_opt.io import load_instance, save_instance
 from themis_opt.result import Status
 from themis_opt.solving import solve
 
@@ -131,7 +131,7 @@ def astra() -> list[Instance]:
     all-reduce of 64 MiB and one of 1 GiB, 64 chunks, the topologies' default algorithms."""
     import tempfile
 
-    from themis_opt.astra import import_astra
+    from themis_opt.formats.astra import import_astra
 
     out = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -193,8 +193,8 @@ TRAINING_BATCH = {"resnet50": 4, "resnet152": 4, "gnmt": 4, "dlrm": 32, "transfo
 def training() -> list[Instance]:
     """Each zoo model on each training network, one pass, 8 chunks per collective (small enough that
     CP-SAT has a model it can work on; say so where the figures are reported)."""
-    from themis_opt.workloads import task_graph
-    from themis_opt.zoo import MODELS, ZooOptions, model_workload
+    from themis_opt.workloads.astra1 import task_graph
+    from themis_opt.workloads.zoo import MODELS, ZooOptions, model_workload
 
     out = []
     for net_name, dims in TRAINING_NETWORKS.items():
@@ -235,7 +235,7 @@ def clusters() -> list[Instance]:
     """LLM training iterations on today's clusters: one pass, 4 chunks per collective, batch 1, bf16,
     989 TFLOP/s at 40% (the workload command's defaults), sequence 2048 (so that the compute of one
     iteration stays near the communication's)."""
-    from themis_opt.llm import LLMS, Layout, llm_task_graph
+    from themis_opt.workloads.llm import LLMS, Layout, llm_task_graph
 
     out = []
     for cluster, model, tp, ep, dp, data_parallel in CLUSTER_LAYOUTS:

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import settings
 
 from themis_opt.cost import chunk_phases
+from themis_opt.formats.native import load_instance
 from themis_opt.instance import Collective, Compute, Dimension, Instance, Network
-from themis_opt.io import load_instance
 from themis_opt.policies import baseline_orders, themis_orders
 from themis_opt.schedule import Schedule
 from themis_opt.sim import simulate

@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from themis_opt.astra import export_astra, import_astra, parse_size
-from themis_opt.astra.v1 import network_keys, system_keys
 from themis_opt.cli import main
 from themis_opt.cost import chunk_phases
 from themis_opt.errors import InputError
+from themis_opt.formats.astra import export_astra, import_astra, parse_size
+from themis_opt.formats.astra.v1 import network_keys, system_keys
+from themis_opt.formats.native import load_instance
 from themis_opt.instance import (
     Algorithm,
     AllReducePhases,
@@ -25,7 +26,6 @@ from themis_opt.instance import (
     Op,
     Topology,
 )
-from themis_opt.io import load_instance
 from themis_opt.solving import solve
 from themis_opt.validator import validate
 

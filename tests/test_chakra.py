@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from themis_opt.astra import import_astra
-from themis_opt.astra.chakra import TraceNode, write_trace
 from themis_opt.cli import main
 from themis_opt.errors import InputError
+from themis_opt.formats.astra import import_astra
+from themis_opt.formats.astra.chakra import TraceNode, write_trace
 from themis_opt.instance import Kind
 from themis_opt.solving import solve
 from themis_opt.validator import validate
@@ -258,7 +258,7 @@ def test_the_cli_imports_a_trace_and_says_so_without_the_extra(
 
 
 def test_an_export_imports_as_the_same_instance(tmp_path: Path) -> None:
-    from themis_opt.astra import export_astra
+    from themis_opt.formats.astra import export_astra
 
     nodes = [
         _node(0, "COMP_NODE", duration_micros=2),
@@ -286,7 +286,7 @@ def test_an_export_imports_as_the_same_instance(tmp_path: Path) -> None:
 def test_what_astra_2x_cannot_express_is_not_exported(tmp_path: Path, change: dict[str, Any], message: str) -> None:
     import dataclasses
 
-    from themis_opt.astra import export_astra
+    from themis_opt.formats.astra import export_astra
     from themis_opt.instance import Instance
 
     net, system = _files(tmp_path)
@@ -326,7 +326,7 @@ FLAT_AR_NS = {
 
 @pytest.mark.parametrize("algorithm", sorted(FLAT_AR_NS))
 def test_a_flattened_algorithm_runs_over_every_npu_charged_innermost(tmp_path: Path, algorithm: str) -> None:
-    from themis_opt.astra import export_astra
+    from themis_opt.formats.astra import export_astra
 
     system = {
         **SYSTEM,
@@ -366,7 +366,7 @@ def test_flattened_lists_with_more_and_trees_are_refused(tmp_path: Path, names: 
 def test_a_flattened_network_charged_outermost_is_not_exported_for_2x(tmp_path: Path) -> None:
     import dataclasses
 
-    from themis_opt.astra import export_astra
+    from themis_opt.formats.astra import export_astra
     from themis_opt.instance import Instance
 
     system = {**SYSTEM, **{k: ["oneRing"] for k in SYSTEM if k.endswith("implementation")}}

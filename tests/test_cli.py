@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from themis_opt.cli import main
-from themis_opt.io import load_result
+from themis_opt.formats.native import load_result
 from themis_opt.solving import available_workers
 
 from .conftest import DATA

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from themis_opt.io import load_instance
+from themis_opt.formats.native import load_instance
 from themis_opt.result import Status
 from themis_opt.solving import solve
 from themis_opt.validator import validate

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from themis_opt.cli import main
+from themis_opt.formats.native import instance_to_dict
 from themis_opt.generator import FAMILIES, generate
-from themis_opt.io import instance_to_dict
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))

@@ -12,8 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from themis_opt.errors import InputError
-from themis_opt.instance import Collective, Dimension, Instance, Network
-from themis_opt.io import (
+from themis_opt.formats.native import (
     instance_from_dict,
     instance_schema,
     instance_to_dict,
@@ -23,6 +22,7 @@ from themis_opt.io import (
     save_instance,
     save_result,
 )
+from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.solving import solve
 
 from .conftest import DATA, NAMES, load
@@ -232,7 +232,7 @@ def test_a_number_of_more_digits_than_python_converts_is_one_error(tmp_path: Pat
     ("key", "value"), [("makespan_ns", -1.0), ("runtime_s", -0.5), ("method", "magic"), ("intra", "lifo")]
 )
 def test_a_result_claiming_the_impossible_is_bad_input(worked: Instance, key: str, value: object) -> None:
-    from themis_opt.io import result_from_dict
+    from themis_opt.formats.native import result_from_dict
 
     data = {**result_to_dict(solve(worked, "themis")), key: value}
     with pytest.raises(InputError) as error:

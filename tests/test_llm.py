@@ -6,11 +6,11 @@ import pytest
 
 from themis_opt.cli import main
 from themis_opt.errors import InputError
+from themis_opt.formats.native import load_instance
 from themis_opt.instance import Collective, Dimension, Instance, Kind, Network
-from themis_opt.io import load_instance
-from themis_opt.llm import BUCKET_BYTES, LLMS, Layout, LlmConfig, llm_task_graph, parameter_count
 from themis_opt.solving import solve
 from themis_opt.validator import validate
+from themis_opt.workloads.llm import BUCKET_BYTES, LLMS, Layout, LlmConfig, llm_task_graph, parameter_count
 
 from .conftest import DATA
 

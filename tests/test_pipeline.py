@@ -216,7 +216,7 @@ def test_a_model_too_large_with_no_time_to_load_cp_sat_returns_the_best_heuristi
     import subprocess
     import sys
 
-    from themis_opt.io import save_instance
+    from themis_opt.formats.native import save_instance
 
     eight = Network(tuple(Dimension(2, "ring", b, 500.0) for b in (400, 350, 300, 250, 200, 150, 100, 50)))
     instance = Instance(eight, (Collective("all_reduce", 2**30, 4),), "8d")  # 8! orders: no exact model
@@ -227,7 +227,7 @@ def test_a_model_too_large_with_no_time_to_load_cp_sat_returns_the_best_heuristi
     assert process.returncode == 0, process.stderr
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["status"] == "feasible" and "out of time before CP-SAT was loaded" in result["note"]
-    from themis_opt.io import load_result
+    from themis_opt.formats.native import load_result
 
     schedule = load_result(tmp_path / "result.json").schedule
     assert schedule is not None and validate(instance, schedule) == []

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from themis_opt.cli import main
-from themis_opt.io import load_instance, save_result
+from themis_opt.formats.native import load_instance, save_result
 from themis_opt.solving import solve
 
 from .conftest import DATA

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.errors import InputError
+from themis_opt.formats.native import load_instance
 from themis_opt.instance import After, AllReducePhases, Collective, Compute, Dimension, Instance, Kind, Network
-from themis_opt.io import load_instance
 from themis_opt.methods import Intra
 from themis_opt.policies import ThemisTracker, baseline_orders
 from themis_opt.schedule import Schedule

@@ -141,7 +141,7 @@ def test_method_registry_drives_solve(worked: Instance) -> None:
 @pytest.mark.parametrize("case", ["small-exact-s1-008", "4d-6-chunks"])
 def test_a_short_run_never_claims_what_a_long_run_disproves(case: str) -> None:
     # every bound of either run is at most every makespan of both; an optimal claim matches the other run
-    from themis_opt.io import load_instance
+    from themis_opt.formats.native import load_instance
     from themis_opt.suites import suite_folder
 
     from .conftest import four_dims
@@ -290,7 +290,7 @@ def test_solve_all_keeps_one_time_limit_for_the_whole_call() -> None:
 
 
 def test_balanced_short_search_lands_within_one_percent_of_the_bound_on_the_paper_network() -> None:
-    from themis_opt.io import load_instance
+    from themis_opt.formats.native import load_instance
     from themis_opt.params import PipelineParams, SolveParams
     from themis_opt.suites import suite_folder
 

@@ -13,8 +13,8 @@ from themis_opt.bounds import compute_bounds
 from themis_opt.cli import main
 from themis_opt.cost import phase_duration
 from themis_opt.errors import InputError
+from themis_opt.formats.native import instance_from_dict, instance_to_dict, load_instance, save_instance
 from themis_opt.instance import After, Collective, Compute, Dimension, Instance, Network, Op
-from themis_opt.io import instance_from_dict, instance_to_dict, load_instance, save_instance
 from themis_opt.methods import METHODS
 from themis_opt.policies import baseline_orders
 from themis_opt.result import Status

@@ -19,9 +19,16 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.2.0"
 
 if TYPE_CHECKING:  # pragma: no cover - the public API, listed once: __getattr__ reads this block
-    from themis_opt.astra import export_astra as export_astra, import_astra as import_astra
     from themis_opt.bounds import compute_bounds as compute_bounds
     from themis_opt.errors import InputError as InputError
+    from themis_opt.formats.astra import export_astra as export_astra, import_astra as import_astra
+    from themis_opt.formats.native import (
+        load_instance as load_instance,
+        load_result as load_result,
+        save_instance as save_instance,
+        save_result as save_result,
+    )
+    from themis_opt.formats.workload_text import parse_workload as parse_workload
     from themis_opt.generator import generate as generate
     from themis_opt.instance import (
         After as After,
@@ -35,12 +42,6 @@ if TYPE_CHECKING:  # pragma: no cover - the public API, listed once: __getattr__
         Network as Network,
         Topology as Topology,
     )
-    from themis_opt.io import (
-        load_instance as load_instance,
-        load_result as load_result,
-        save_instance as save_instance,
-        save_result as save_result,
-    )
     from themis_opt.methods import METHODS as METHODS
     from themis_opt.metrics import iteration_metrics as iteration_metrics
     from themis_opt.params import SolveParams as SolveParams
@@ -48,8 +49,8 @@ if TYPE_CHECKING:  # pragma: no cover - the public API, listed once: __getattr__
     from themis_opt.schedule import Schedule as Schedule
     from themis_opt.solving import solve as solve, solve_all as solve_all
     from themis_opt.validator import validate as validate
-    from themis_opt.workloads import parse_workload as parse_workload, task_graph as task_graph
-    from themis_opt.zoo import model_workload as model_workload
+    from themis_opt.workloads.astra1 import task_graph as task_graph
+    from themis_opt.workloads.zoo import model_workload as model_workload
 
 
 @functools.cache

@@ -25,8 +25,15 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 from themis_opt.bounds import compute_bounds
 from themis_opt.budget import Deadline
 from themis_opt.errors import InputError
+from themis_opt.formats.native import (
+    check_writable,
+    in_file,
+    instance_from_dict,
+    instance_to_dict,
+    parse_json,
+    read_json,
+)
 from themis_opt.instance import Instance
-from themis_opt.io import check_writable, in_file, instance_from_dict, instance_to_dict, parse_json, read_json
 from themis_opt.methods import VARIANTS, method_names
 from themis_opt.metrics import iteration_metrics
 from themis_opt.params import SolveParams, changes

@@ -414,7 +414,7 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def _solve(args: argparse.Namespace, console: Console) -> int:
-    from themis_opt.io import check_writable, load_instance
+    from themis_opt.formats.native import check_writable, load_instance
 
     params = _params(args)
     searches = args.method in ("all", "cpsat")
@@ -466,7 +466,7 @@ def _solve_outputs(args: argparse.Namespace) -> dict[str, Path]:
 
 def _run_solve(args: argparse.Namespace, console: Console, instance: Instance, params: SolveParams | None) -> int:
     from themis_opt.bounds import compute_bounds, solvers_loaded
-    from themis_opt.io import save_result
+    from themis_opt.formats.native import save_result
     from themis_opt.params import SolveParams
     from themis_opt.report import comparison_table, result_summary
     from themis_opt.solving import solve, solve_all
@@ -502,7 +502,7 @@ def _left(deadline: Deadline) -> float:
 
 
 def _validate(args: argparse.Namespace, console: Console) -> int:
-    from themis_opt.io import load_instance, load_result
+    from themis_opt.formats.native import load_instance, load_result
     from themis_opt.report import fmt_time
     from themis_opt.result import Status, is_proven, optimality_tolerance
     from themis_opt.validator import validate
@@ -531,8 +531,8 @@ def _validate(args: argparse.Namespace, console: Console) -> int:
 
 
 def _generate(args: argparse.Namespace, console: Console) -> int:
+    from themis_opt.formats.native import check_folder, save_instance
     from themis_opt.generator import generate
-    from themis_opt.io import check_folder, save_instance
 
     out = Path(args.out)
     check_folder(out)
@@ -567,7 +567,7 @@ def _instance_paths(args: argparse.Namespace) -> list[str]:
 def _bench(args: argparse.Namespace, console: Console) -> int:
     from themis_opt import bench as benchmod
     from themis_opt.cluster import ClusterLost, check_scheduler
-    from themis_opt.io import check_writable, read_json
+    from themis_opt.formats.native import check_writable, read_json
     from themis_opt.report import bench_table, summary_table
 
     methods = benchmod.parse_methods(args.method)
@@ -628,7 +628,7 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
 
 
 def _instance_of(document: object, path: str) -> Instance:
-    from themis_opt.io import in_file, instance_from_dict
+    from themis_opt.formats.native import in_file, instance_from_dict
 
     try:
         return instance_from_dict(document, Path(path).stem)
@@ -743,10 +743,11 @@ _ZOO_SIZES = ("batch", "precision", "peak_tflops", "efficiency", "model_parallel
 
 
 def _workload(args: argparse.Namespace, console: Console) -> int:
-    from themis_opt.io import check_writable, in_file, load_instance, save_instance
-    from themis_opt.llm import LLMS
-    from themis_opt.workloads import Cut, parse_workload, task_graph
-    from themis_opt.zoo import MODEL_PARALLEL, MODELS, ZooOptions, model_workload
+    from themis_opt.formats.native import check_writable, in_file, load_instance, save_instance
+    from themis_opt.formats.workload_text import parse_workload
+    from themis_opt.workloads.astra1 import Cut, task_graph
+    from themis_opt.workloads.llm import LLMS
+    from themis_opt.workloads.zoo import MODEL_PARALLEL, MODELS, ZooOptions, model_workload
 
     check_writable(args.out)
     source = load_instance(args.network)
@@ -796,8 +797,8 @@ def _workload(args: argparse.Namespace, console: Console) -> int:
 
 
 def _llm_workload(args: argparse.Namespace, console: Console, network: Network, chunks: int) -> int:
-    from themis_opt.io import save_instance
-    from themis_opt.llm import LLMS, Layout, llm_task_graph
+    from themis_opt.formats.native import save_instance
+    from themis_opt.workloads.llm import LLMS, Layout, llm_task_graph
 
     for name in _ZOO_ONLY:
         if getattr(args, name) is not None:
@@ -829,8 +830,8 @@ def _llm_workload(args: argparse.Namespace, console: Console, network: Network, 
 
 
 def _import_astra(args: argparse.Namespace, console: Console) -> int:
-    from themis_opt.astra import import_astra, parse_size
-    from themis_opt.io import check_writable, save_instance
+    from themis_opt.formats.astra import import_astra, parse_size
+    from themis_opt.formats.native import check_writable, save_instance
 
     check_writable(args.out)
     size = parse_size(args.all_reduce) if args.all_reduce is not None else None
@@ -859,8 +860,8 @@ def _import_astra(args: argparse.Namespace, console: Console) -> int:
 
 
 def _export_astra(args: argparse.Namespace, console: Console) -> int:
-    from themis_opt.astra import export_astra
-    from themis_opt.io import check_folder, load_instance
+    from themis_opt.formats.astra import export_astra
+    from themis_opt.formats.native import check_folder, load_instance
 
     check_folder(args.out)
     files = export_astra(load_instance(args.instance), args.version, args.out, args.method)
@@ -871,7 +872,7 @@ def _export_astra(args: argparse.Namespace, console: Console) -> int:
 
 
 def _plot(args: argparse.Namespace, console: Console) -> int:
-    from themis_opt.io import check_writable, load_instance, load_result
+    from themis_opt.formats.native import check_writable, load_instance, load_result
     from themis_opt.plot import FORMATS, gantt_figure, save
 
     if Path(args.out).suffix.lower() not in FORMATS:
@@ -892,7 +893,7 @@ def _plot(args: argparse.Namespace, console: Console) -> int:
 
 def _plot_bench(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.bench import read_records
-    from themis_opt.io import check_folder
+    from themis_opt.formats.native import check_folder
     from themis_opt.plot import bench_figures, save
 
     out = Path(args.out)
@@ -909,7 +910,7 @@ def _plot_bench(args: argparse.Namespace, console: Console) -> int:
 
 
 def _show(args: argparse.Namespace, console: Console) -> int:
-    from themis_opt.io import load_result
+    from themis_opt.formats.native import load_result
     from themis_opt.report import GANTT_MARGIN, fmt_time, gantt
 
     result = load_result(args.result)

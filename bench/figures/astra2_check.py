@@ -29,8 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from themis_opt.astra import import_astra
-from themis_opt.astra.files import IMPLEMENTATION_KEYS
+from themis_opt.formats.astra import import_astra
+from themis_opt.formats.astra.files import IMPLEMENTATION_KEYS
 from themis_opt.solving import solve
 
 NETWORKS = {
@@ -175,11 +175,11 @@ def llm_case(work: Path, network: Path, system: Path, data_parallel: str) -> Pat
     cut as 2.x cuts it and the collectives chained in the order 2.x runs them (one at a time).
     Returns the traces' prefix.
     """
-    from themis_opt.astra.chakra import serialised
-    from themis_opt.astra.export import export_astra
-    from themis_opt.astra.v2 import collective, read_network, read_system
+    from themis_opt.formats.astra.chakra import serialised
+    from themis_opt.formats.astra.export import export_astra
+    from themis_opt.formats.astra.v2 import collective, read_network, read_system
     from themis_opt.instance import Collective, Compute, Instance, Kind
-    from themis_opt.llm import LLMS, Layout, llm_task_graph
+    from themis_opt.workloads.llm import LLMS, Layout, llm_task_graph
 
     base = import_astra(network, system, all_reduce_bytes=2**20)
     settings = read_system(system, len(read_network(network)))

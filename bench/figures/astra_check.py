@@ -137,7 +137,7 @@ def run_astra(case: Case, binary: Path) -> dict[str, object]:
 def run_ours(case: Case) -> dict[str, object]:
     """themis_opt's outcome: the import's exit and one line, and the makespan of the method asked for."""
     from themis_opt.cli import main as themis_opt
-    from themis_opt.io import load_instance
+    from themis_opt.formats.native import load_instance
     from themis_opt.solving import solve
 
     with tempfile.TemporaryDirectory() as tmp:

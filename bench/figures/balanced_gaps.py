@@ -18,8 +18,8 @@ import time
 from bench.instances import SHAPES, SIZES, all_reduce
 from themis_opt.bounds import compute_bounds
 from themis_opt.budget import Deadline
+from themis_opt.formats.native import load_instance
 from themis_opt.instance import Instance
-from themis_opt.io import load_instance
 from themis_opt.params import SolveParams
 from themis_opt.solving import solve
 from themis_opt.suites import suite_folder

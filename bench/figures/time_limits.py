@@ -25,8 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from themis_opt.formats.native import instance_to_dict
 from themis_opt.instance import MAX_PHASES, Collective, Dimension, Instance, Network
-from themis_opt.io import instance_to_dict
 
 GIB = 2**30
 

@@ -14,12 +14,12 @@ import time
 
 from themis_opt.bounds import compute_bounds
 from themis_opt.budget import Deadline
-from themis_opt.io import load_instance
+from themis_opt.formats.native import load_instance
 from themis_opt.metrics import iteration_metrics
 from themis_opt.solving import solve
 from themis_opt.suites import suite_folder
-from themis_opt.workloads import task_graph
-from themis_opt.zoo import model_workload
+from themis_opt.workloads.astra1 import task_graph
+from themis_opt.workloads.zoo import model_workload
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ On ``builder-inited`` this writes, under ``docs/_generated/``:
 * ``parameters.md``: every tuning parameter, from :func:`themis_opt.params.parameter_table`;
 * ``stages.md``: the cpsat method's stages, from :func:`themis_opt.pipeline.describe`;
 * ``exports.md``: the names ``import themis_opt`` gives, from ``themis_opt.__all__``;
-* ``astra2_keys.md``: every ASTRA-sim 2.x system key, from ``themis_opt.astra.v2.SYSTEM_KEYS``.
+* ``astra2_keys.md``: every ASTRA-sim 2.x system key, from ``themis_opt.formats.astra.v2.SYSTEM_KEYS``.
 
 The pages ``{include}`` them. A file is rewritten only when its text changes, so that an
 unchanged build stays incremental.
@@ -97,7 +97,7 @@ def exports_table() -> str:
 
 def astra2_keys_table() -> str:
     """Markdown: every key of an ASTRA-sim 2.x system file and what themis_opt does with it."""
-    from themis_opt.astra.v2 import SYSTEM_KEYS
+    from themis_opt.formats.astra.v2 import SYSTEM_KEYS
 
     return _table(["key", "ASTRA-sim 2.x, and themis_opt"], [[f"`{k}`", v] for k, v in SYSTEM_KEYS.items()])
 

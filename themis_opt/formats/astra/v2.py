@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from themis_opt.astra.files import (
+from themis_opt.errors import InputError, counted, too_many_digits
+from themis_opt.formats.astra.files import (
     ALGORITHMS,
     IMPLEMENTATION_KEYS,
     json_object,
@@ -25,15 +26,12 @@ from themis_opt.astra.files import (
     topologies,
     unknown_keys,
 )
-from themis_opt.errors import InputError, counted, too_many_digits
 from themis_opt.instance import (
     After,
     Algorithm,
     AllReducePhases,
     Collective,
-    Compute,
     Dimension,
-    Instance,
     Kind,
     Network,
     Topology,
@@ -384,52 +382,3 @@ def collective(
         kind, count * chunk * scale, count, dimensions=dims, id=id, after=after, chunk_bytes=chunk * scale
     )
     return coll, note
-
-
-def import_v2(
-    network_path: Path,
-    system_path: Path,
-    *,
-    all_reduce_bytes: int | None,
-    workload: Path | None,
-    injection_scale: float,
-    ignore_unknown: bool,
-    name: str | None,
-) -> Instance:
-    """One all-reduce of ``all_reduce_bytes``, or the Chakra traces ``workload`` (a prefix), on a
-    2.x network and system.
-    """
-    dims = read_network(network_path)
-    system = read_system(system_path, len(dims), ignore_unknown=ignore_unknown, injection_scale=injection_scale)
-    try:
-        network = network_of(dims, system)
-    except InputError as error:
-        raise InputError(f"{network_path}: {error.path}", error.problem) from None
-    notes = list(system.notes)
-    if workload is None:
-        assert all_reduce_bytes is not None
-        coll, note = collective(
-            Kind.ALL_REDUCE, all_reduce_bytes, None, network, system, "--all-reduce", id="all_reduce"
-        )
-        tasks: tuple[Collective | Compute, ...] = (coll,)
-        notes += [note] if note else []
-        source = f"ASTRA-sim 2.x: {network_path.name}, {system_path.name}"
-    else:
-        from themis_opt.astra.chakra import trace_tasks
-
-        tasks, trace_notes = trace_tasks(workload, network, system)
-        notes += trace_notes
-        source = f"ASTRA-sim 2.x: {network_path.name}, {system_path.name}, {workload.name}.*.et"
-    metadata = {
-        "source": source,
-        "astra_method": "baseline",
-        "astra_intra": "fifo",
-        "astra_scheduling_policy": system.policy,
-        "astra_splits": str(system.splits),
-        **({"astra_notes": "; ".join(notes)} if notes else {}),
-    }
-    try:
-        return Instance(network, tasks, name or network_path.stem, tuple(sorted(metadata.items())))
-    except InputError as error:
-        where = str(workload) if workload is not None else str(network_path)
-        raise InputError(f"{where}: {error.path}" if error.path else where, error.problem) from None

@@ -59,7 +59,7 @@ def read_text(path: Path) -> str:
 
 def json_object(text: str, path: Path) -> dict[str, Any]:
     """The JSON object in ``text``; errors name ``path``."""
-    from themis_opt.io import parse_json
+    from themis_opt.formats.native import parse_json
 
     try:
         raw = parse_json(text)

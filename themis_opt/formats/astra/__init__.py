@@ -2,10 +2,10 @@
 
 :func:`import_astra` reads a network file, a system file and, for ASTRA-sim
 1.0, a workload file of any parallelism into one instance, timed as
-ASTRA-sim times it (:mod:`themis_opt.astra.v1`; 2.x networks and systems
-with one all-reduce: :mod:`themis_opt.astra.v2`). :func:`export_astra`
+ASTRA-sim times it (:mod:`themis_opt.formats.astra.v1`; 2.x networks and systems
+with one all-reduce: :mod:`themis_opt.formats.astra.v2`). :func:`export_astra`
 writes the files that make ASTRA-sim run an instance
-(:mod:`themis_opt.astra.export`). The network file's suffix tells the
+(:mod:`themis_opt.formats.astra.export`). The network file's suffix tells the
 version: ``.json`` for 1.0, ``.yml`` or ``.yaml`` for 2.x.
 """
 
@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from themis_opt.astra.export import export_astra
-from themis_opt.astra.files import IMPLEMENTATION_KEYS, parse_size
-from themis_opt.astra.v1 import SystemFile
 from themis_opt.cost import chunk_phases, flattened_ring_stalls
 from themis_opt.errors import InputError
-from themis_opt.instance import Algorithm, Instance, Kind
+from themis_opt.formats.astra import chakra, v2
+from themis_opt.formats.astra.export import export_astra
+from themis_opt.formats.astra.files import IMPLEMENTATION_KEYS, parse_size
+from themis_opt.formats.astra.v1 import SystemFile
+from themis_opt.instance import Algorithm, Collective, Compute, Instance, Kind
 
 __all__ = ["export_astra", "import_astra", "parse_size"]
 
@@ -72,8 +73,9 @@ def import_astra(
         One line naming the file and key of the first thing ASTRA-sim would
         stop, crash or hang on, or that themis_opt does not model.
     """
-    from themis_opt.astra import v1, v2
-    from themis_opt.workloads import Cut, Layer, Workload, parse_workload, scaled, task_graph
+    from themis_opt.formats.astra import v1
+    from themis_opt.formats.workload_text import Layer, Workload, parse_workload, scaled
+    from themis_opt.workloads.astra1 import Cut, task_graph
 
     network_path, system_path = Path(network_path), Path(system_path)
     if (all_reduce_bytes is None) == (workload is None):
@@ -84,7 +86,7 @@ def import_astra(
             raise InputError(
                 "import-astra", "ASTRA-sim 2.x has no --num-passes and never reads --comm-scale or --compute-scale"
             )
-        return v2.import_v2(
+        return _import_v2(
             network_path,
             system_path,
             all_reduce_bytes=all_reduce_bytes,
@@ -154,3 +156,50 @@ def _check_runs(instance: Instance, system: SystemFile, system_path: Path, physi
                 "ASTRA-sim 1.0's Themis plans over all of them and reads past the list (it crashes, or runs "
                 "with dimensions missing); use inter-dimension-scheduling: baseline",
             )
+
+
+def _import_v2(
+    network_path: Path,
+    system_path: Path,
+    *,
+    all_reduce_bytes: int | None,
+    workload: Path | None,
+    injection_scale: float,
+    ignore_unknown: bool,
+    name: str | None,
+) -> Instance:
+    """One all-reduce of ``all_reduce_bytes``, or the Chakra traces ``workload`` (a prefix), on a
+    2.x network and system.
+    """
+    dims = v2.read_network(network_path)
+    system = v2.read_system(system_path, len(dims), ignore_unknown=ignore_unknown, injection_scale=injection_scale)
+    try:
+        network = v2.network_of(dims, system)
+    except InputError as error:
+        raise InputError(f"{network_path}: {error.path}", error.problem) from None
+    notes = list(system.notes)
+    if workload is None:
+        assert all_reduce_bytes is not None
+        coll, note = v2.collective(
+            Kind.ALL_REDUCE, all_reduce_bytes, None, network, system, "--all-reduce", id="all_reduce"
+        )
+        tasks: tuple[Collective | Compute, ...] = (coll,)
+        notes += [note] if note else []
+        source = f"ASTRA-sim 2.x: {network_path.name}, {system_path.name}"
+    else:
+        tasks, trace_notes = chakra.trace_tasks(workload, network, system)
+        notes += trace_notes
+        source = f"ASTRA-sim 2.x: {network_path.name}, {system_path.name}, {workload.name}.*.et"
+    metadata = {
+        "source": source,
+        "astra_method": "baseline",
+        "astra_intra": "fifo",
+        "astra_scheduling_policy": system.policy,
+        "astra_splits": str(system.splits),
+        **({"astra_notes": "; ".join(notes)} if notes else {}),
+    }
+    try:
+        return Instance(network, tasks, name or network_path.stem, tuple(sorted(metadata.items())))
+    except InputError as error:
+        where = str(workload) if workload is not None else str(network_path)
+        raise InputError(f"{where}: {error.path}" if error.path else where, error.problem) from None

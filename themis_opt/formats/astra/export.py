@@ -16,10 +16,10 @@ import math
 import tempfile
 from pathlib import Path
 
-from themis_opt.astra.chakra import COLLECTIVE_TYPES, TraceNode, write_trace
-from themis_opt.astra.files import ALGORITHMS, IMPLEMENTATION_KEYS, TOPOLOGIES, WORKLOAD_TYPES
-from themis_opt.astra.v2 import HALVING_DOUBLINGS, SUPPORTED
 from themis_opt.errors import InputError, counted
+from themis_opt.formats.astra.chakra import COLLECTIVE_TYPES, TraceNode, write_trace
+from themis_opt.formats.astra.files import ALGORITHMS, IMPLEMENTATION_KEYS, TOPOLOGIES, WORKLOAD_TYPES
+from themis_opt.formats.astra.v2 import HALVING_DOUBLINGS, SUPPORTED
 from themis_opt.instance import (
     Algorithm,
     AllReducePhases,
@@ -79,7 +79,7 @@ def _cut_as_astra_1(coll: Collective, files: dict[str, str]) -> None:
     """An error unless ASTRA-sim 1.0 cuts the collective of ``files`` as the instance cuts ``coll``
     (read back by themis_opt's importer, which cuts as ASTRA-sim 1.0 does).
     """
-    from themis_opt.astra import import_astra
+    from themis_opt.formats.astra import import_astra
 
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
@@ -209,7 +209,7 @@ def _version_2(instance: Instance) -> tuple[dict[str, str], dict[str, list[Trace
 
 def _splits(instance: Instance) -> int:
     """The one preferred-dataset-splits that cuts every collective as the instance does."""
-    from themis_opt.astra.v2 import SystemV2, collective
+    from themis_opt.formats.astra.v2 import SystemV2, collective
 
     network = instance.network
     first = instance.collectives[0]

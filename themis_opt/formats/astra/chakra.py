@@ -14,13 +14,11 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from themis_opt.errors import InputError
+from themis_opt.formats.astra.v2 import SystemV2, collective
 from themis_opt.instance import After, Collective, Compute, Instance, Kind, Network
-
-if TYPE_CHECKING:  # pragma: no cover
-    from themis_opt.astra.v2 import SystemV2
 
 INSTALL_HINT = 'Chakra traces need the chakra extra: pip install -e ".[chakra]" (or pip install mlc-chakra)'
 
@@ -224,8 +222,6 @@ def trace_tasks(prefix: Path, network: Network, system: SystemV2) -> tuple[tuple
     ended. ASTRA-sim 2.x runs one communication at a time per NPU: the
     collectives are chained in the order it runs them (:func:`serialised`).
     """
-    from themis_opt.astra.v2 import collective
-
     nodes = read_traces(prefix, network.num_npus)
     if not nodes:
         raise InputError(f"{prefix}.0.et", "holds no node: ASTRA-sim 2.x finds no dependency-free node and stops")
@@ -306,17 +302,17 @@ def serialised(tasks: Sequence[Collective | Compute], network: Network) -> tuple
     so every method keeps ASTRA-sim's order.
     """
     from themis_opt.budget import Deadline
-    from themis_opt.heuristics import baseline_schedule
     from themis_opt.methods import Intra
+    from themis_opt.policies import baseline_orders
+    from themis_opt.sim import simulate
 
     colls = [t for t in tasks if isinstance(t, Collective)]
     if len(colls) < 2:
         return tuple(tasks), ""
     alone = {
-        c.id: baseline_schedule(
-            Instance(network, (dataclasses.replace(c, after=(), issue_ns=0.0),)), Intra.FIFO, Deadline()
-        ).makespan
+        c.id: simulate(alone, baseline_orders(alone), Intra.FIFO, Deadline(), baseline=True).makespan
         for c in colls
+        for alone in [Instance(network, (dataclasses.replace(c, after=(), issue_ns=0.0),))]
     }
     ends: dict[str, float] = {}
     free = {"compute": 0.0, "comm": 0.0}

@@ -29,7 +29,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from themis_opt.astra.files import (
+from themis_opt.errors import InputError, counted
+from themis_opt.formats.astra.files import (
     ALGORITHMS,
     IMPLEMENTATION_KEYS,
     json_object,
@@ -38,7 +39,6 @@ from themis_opt.astra.files import (
     topologies,
     unknown_keys,
 )
-from themis_opt.errors import InputError, counted
 from themis_opt.instance import (
     DEFAULT_ALGORITHM,
     DEFAULT_ALL_TO_ALL_ALGORITHM,
