@@ -1,0 +1,140 @@
+"""Schedules as Chrome trace-event JSON, the timeline format Perfetto and ``chrome://tracing`` open.
+
+One process (the NPU) with a track per dimension and one for the compute
+unit; a slice per phase, named by its collective and chunk, and per compute
+task. Where a dimension runs several chunks at once (``active_chunks``), it
+gets one track per lane, each slice on the first lane free at its start, so
+that no two slices of a track overlap. Times are in microseconds, as the
+format wants (``displayTimeUnit`` asks the viewer to show nanoseconds).
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+from themis_opt.instance import Instance
+from themis_opt.schedule import Schedule
+
+COMPUTE_TRACK = 1_000_000  # the compute unit's track id, after every dimension's lanes
+_PID = 0
+
+
+def _lanes(intervals: list[tuple[float, float, int]]) -> dict[int, int]:
+    """Each interval's lane (by its index): the lowest lane free at its start (ends free at once)."""
+    free: list[int] = []  # lanes whose last slice has ended, lowest first
+    running: list[tuple[float, int]] = []  # (end, lane)
+    lanes: dict[int, int] = {}
+    used = 0
+    for start, end, i in sorted(intervals):
+        while running and running[0][0] <= start:
+            heapq.heappush(free, heapq.heappop(running)[1])
+        if free:
+            lane = heapq.heappop(free)
+        else:
+            lane, used = used, used + 1
+        lanes[i] = lane
+        heapq.heappush(running, (end, lane))
+    return lanes
+
+
+def _track(dim: int, lane: int) -> int:
+    return dim * 1000 + lane
+
+
+def _named(tid: int, name: str, sort_index: int) -> list[dict[str, Any]]:
+    """The metadata events that name track ``tid`` and place it."""
+    return [
+        {"name": "thread_name", "ph": "M", "pid": _PID, "tid": tid, "args": {"name": name}},
+        {"name": "thread_sort_index", "ph": "M", "pid": _PID, "tid": tid, "args": {"sort_index": sort_index}},
+    ]
+
+
+def trace_events(instance: Instance, schedule: Schedule) -> dict[str, Any]:
+    """The trace-event document of ``schedule`` (an instance's schedule, e.g. a result's).
+
+    Parameters
+    ----------
+    instance
+        The instance the schedule is of (for the collectives' ids and kinds,
+        the compute tasks' ids and the dimensions' names).
+    schedule
+        The schedule.
+
+    Returns
+    -------
+    dict
+        ``{"traceEvents": [...], "displayTimeUnit": "ns", ...}``: a metadata
+        event naming each track, then one complete (``"X"``) event per phase
+        and per compute task, ``ts`` and ``dur`` in microseconds.
+    """
+    collectives = instance.collectives
+    dims = instance.network.dimensions
+    phases: dict[int, list[tuple[float, float, int]]] = {}
+    flat: list[tuple[int, int, Any]] = []
+    for chunk in schedule.chunks:
+        for phase in chunk.phases:
+            phases.setdefault(phase.dim, []).append((phase.start_ns, phase.end_ns, len(flat)))
+            flat.append((chunk.collective, chunk.chunk, phase))
+    events: list[dict[str, Any]] = [
+        {"name": "process_name", "ph": "M", "pid": _PID, "args": {"name": instance.name}},
+    ]
+    slices: list[dict[str, Any]] = []
+    for d in sorted(phases):
+        lanes = _lanes(phases[d])
+        dim = dims[d]
+        label = dim.name or f"dim {d}"
+        for lane in sorted(set(lanes.values())):
+            suffix = f" lane {lane}" if len(set(lanes.values())) > 1 else ""
+            events += _named(_track(d, lane), f"{label} ({dim.topology.value}, {dim.size} NPUs){suffix}", d)
+        for i, lane in lanes.items():
+            c, k, phase = flat[i]
+            coll = collectives[c]
+            slices.append(
+                {
+                    "name": f"{coll.id or f'c{c}'} chunk {k}",
+                    "cat": phase.op.value,
+                    "ph": "X",
+                    "pid": _PID,
+                    "tid": _track(d, lane),
+                    "ts": phase.start_ns / 1000.0,
+                    "dur": (phase.end_ns - phase.start_ns) / 1000.0,
+                    "args": {
+                        "collective": coll.id or c,
+                        "kind": coll.kind.value,
+                        "chunk": k,
+                        "op": phase.op.value,
+                        "bytes_in": phase.bytes_in,
+                        "bytes_out": phase.bytes_out,
+                        "start_ns": phase.start_ns,
+                        "end_ns": phase.end_ns,
+                    },
+                }
+            )
+    if schedule.computes:
+        events.append(
+            {"name": "thread_name", "ph": "M", "pid": _PID, "tid": COMPUTE_TRACK, "args": {"name": "compute"}}
+        )
+        events.append(
+            {"name": "thread_sort_index", "ph": "M", "pid": _PID, "tid": COMPUTE_TRACK, "args": {"sort_index": -1}}
+        )
+        for run in schedule.computes:
+            task = instance.computes[run.compute]
+            slices.append(
+                {
+                    "name": task.id or f"compute {run.compute}",
+                    "cat": "compute",
+                    "ph": "X",
+                    "pid": _PID,
+                    "tid": COMPUTE_TRACK,
+                    "ts": run.start_ns / 1000.0,
+                    "dur": (run.end_ns - run.start_ns) / 1000.0,
+                    "args": {"start_ns": run.start_ns, "end_ns": run.end_ns},
+                }
+            )
+    slices.sort(key=lambda e: (e["ts"], e["tid"]))
+    return {
+        "traceEvents": events + slices,
+        "displayTimeUnit": "ns",
+        "otherData": {"instance": instance.name, "makespan_ns": schedule.makespan},
+    }
