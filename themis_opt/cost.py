@@ -131,39 +131,10 @@ def _steps_of(network: Network, dim: Dimension, algorithm: Algorithm, op: Op) ->
 
     A ring is not listed step by step (its steps are relayed): see :func:`_duration`.
     """
-    n = dim.size
-    log = int(math.log2(n)) if n & (n - 1) == 0 else 0
-    match algorithm:
-        case Algorithm.DIRECT:
-            farthest = max(hops_apart(dim, k) for k in range(1, n))
-            per = 1.0 if op is Op.ALL_GATHER else 1 / n
-            return ((farthest, n - 1, per),) * (2 if op is Op.ALL_REDUCE else 1)
-        case Algorithm.HALVING_DOUBLING:
-            scatter = tuple((hops_apart(dim, 2**k), 1, 1 / 2 ** (k + 1)) for k in range(log))
-            gather = tuple((hops_apart(dim, 2**k), 1, n / 2 ** (k + 1)) for k in reversed(range(log)))
-            match op:
-                case Op.REDUCE_SCATTER:
-                    return scatter
-                case Op.ALL_GATHER:
-                    return gather
-                case Op.ALL_REDUCE:
-                    return scatter + tuple((h, m, x / n) for h, m, x in gather)
-                case Op.ALL_TO_ALL:
-                    raise ValueError("halving_doubling cannot run an all-to-all")
-                case _ as unreachable:
-                    assert_never(unreachable)
-        case Algorithm.DOUBLE_BINARY_TREE:
-            # in-order binary tree under a root with one child: level k's children are 2^(k-1) apart,
-            # the root's child n / 2
-            levels = [hops_apart(dim, 2 ** (k - 1)) for k in range(1, log)]
-            root = hops_apart(dim, n // 2)
-            up = [(h, 1, 1.0) for h in levels]
-            down = [(h, 2, 1.0) for h in reversed(levels)]
-            return (*up, (root, 1, 1.0), (root, 1, 1.0), *down)
-        case Algorithm.RING | Algorithm.ONE_RING | Algorithm.ONE_DIRECT | Algorithm.ONE_HALVING_DOUBLING:
-            raise ValueError(f"{algorithm.value} is not listed step by step")
-        case _ as unreachable:
-            assert_never(unreachable)
+    steps = algorithm.spec.steps
+    if steps is None:
+        raise ValueError(f"{algorithm.value} is not listed step by step")
+    return steps(dim.size, functools.partial(hops_apart, dim), op)
 
 
 def ring_steps(n: int, op: Op) -> tuple[int, float]:
@@ -186,20 +157,12 @@ def reduced_messages(algorithm: Algorithm, op: Op, n: int, x: float) -> tuple[fl
     (ASTRA-sim 2.x's packet bundles: only reduce-scatter and all-reduce reduce, and not every
     receipt), for a phase of ``op`` on ``x`` bytes over ``n`` NPUs.
     """
-    if op not in (Op.REDUCE_SCATTER, Op.ALL_REDUCE):
-        return ()
-    match algorithm:
-        case Algorithm.RING:  # the first n - 1 receipts; an all-reduce's second lap is not reduced
-            return (x / n,) * (n - 1)
-        case Algorithm.DIRECT:  # the n - 1 receipts are reduced at once
-            return (x / n,)
-        case Algorithm.HALVING_DOUBLING:  # on the next message's size, never after the last receipt
-            log = int(math.log2(n))
-            return tuple(x / 2**j for j in range(2, log + 1))
-        case Algorithm.DOUBLE_BINARY_TREE | Algorithm.ONE_RING | Algorithm.ONE_DIRECT | Algorithm.ONE_HALVING_DOUBLING:
-            raise ValueError(f"{algorithm.value}: reductions at a local memory bandwidth are not modelled")
-        case _ as unreachable:
-            assert_never(unreachable)
+    reductions = algorithm.spec.reductions
+    if reductions is None:
+        if op not in (Op.REDUCE_SCATTER, Op.ALL_REDUCE):
+            return ()
+        raise ValueError(f"{algorithm.value}: reductions at a local memory bandwidth are not modelled")
+    return reductions(op, n, x)
 
 
 def reduction_ns(network: Network, algorithm: Algorithm, op: Op, n: int, x: float) -> float:
@@ -299,13 +262,6 @@ def _link_rates(network: Network) -> np.ndarray:
     return np.array([link_bytes_per_ns(dim) for dim in network.dimensions])
 
 
-_UNFLATTENED = {
-    Algorithm.ONE_RING: Algorithm.RING,
-    Algorithm.ONE_DIRECT: Algorithm.DIRECT,
-    Algorithm.ONE_HALVING_DOUBLING: Algorithm.HALVING_DOUBLING,
-}  # what a flattened algorithm runs, over every NPU
-
-
 @functools.lru_cache(maxsize=4096)
 def _flattened_duration(network: Network, algorithm: Algorithm, op: Op, x: float, quiet: bool) -> float:
     """A flattened algorithm's phase over every NPU of ``network`` (see the module's docstring);
@@ -313,7 +269,9 @@ def _flattened_duration(network: Network, algorithm: Algorithm, op: Op, x: float
     """
     if quiet:
         return _flattened_steps(network, algorithm, op, x, quiet)
-    reductions = reduction_ns(network, _UNFLATTENED[algorithm], op, network.num_npus, x)
+    unflattened = algorithm.spec.unflattened
+    assert unflattened is not None, f"{algorithm.value} is not flattened"
+    reductions = reduction_ns(network, unflattened, op, network.num_npus, x)
     return network.phase_delay_ns + reductions + _flattened_steps(network, algorithm, op, x, quiet)
 
 
@@ -338,8 +296,8 @@ def _flattened_steps(network: Network, algorithm: Algorithm, op: Op, x: float, q
         out: np.ndarray = latencies + overhead[d] + wires
         return out
 
-    match algorithm:
-        case Algorithm.ONE_RING:
+    match algorithm.spec.unflattened:  # what runs over every NPU
+        case Algorithm.RING:
             steps, per = ring_steps(n, op)
             dim_of, hops = _flat_links(network)
             cost = delay + message(hops, dim_of, per * x / link[dim_of])
@@ -349,7 +307,7 @@ def _flattened_steps(network: Network, algorithm: Algorithm, op: Op, x: float, q
                 sums = np.concatenate(([0.0], np.cumsum(np.concatenate((cost, cost)))))
                 window = float(np.max(sums[rest : rest + n] - sums[:n]))
             return float(full * cost.sum() + window)
-        case Algorithm.ONE_DIRECT:
+        case Algorithm.DIRECT:
             npus = np.arange(1, n)
             dim_of, hops = _charged(network, np.zeros_like(npus), npus)
             per = 1.0 if op is Op.ALL_GATHER else 1 / n
@@ -363,7 +321,7 @@ def _flattened_steps(network: Network, algorithm: Algorithm, op: Op, x: float, q
                 longest = message(hops[here].max(keepdims=True), np.array([d]), np.array([wire]))
                 slowest = max(slowest, float(longest[0]))
             return (2 if op is Op.ALL_REDUCE else 1) * (delay + slowest)
-        case Algorithm.ONE_HALVING_DOUBLING:
+        case Algorithm.HALVING_DOUBLING:
             log = int(math.log2(n))
             npus = np.arange(n)
             scatter = [(k, 1 / 2 ** (k + 1)) for k in range(log)]
@@ -385,10 +343,8 @@ def _flattened_steps(network: Network, algorithm: Algorithm, op: Op, x: float, q
                 dim_of, hops = _charged(network, npus, partner)
                 total += delay + float(message(hops, dim_of, per * x / link[dim_of]).max())
             return total
-        case Algorithm.RING | Algorithm.DIRECT | Algorithm.HALVING_DOUBLING | Algorithm.DOUBLE_BINARY_TREE:
-            raise ValueError(f"{algorithm.value} is not flattened")
-        case _ as unreachable:
-            assert_never(unreachable)
+        case _:
+            raise ValueError(f"{algorithm.value} is not flattened, or runs nothing the flattened cost model times")
 
 
 def flattened_ring_stalls(network: Network, op: Op, x: float) -> bool:
@@ -426,7 +382,7 @@ def flattened_ring_stalls(network: Network, op: Op, x: float) -> bool:
 
 def performed(op: Op, algorithm: Algorithm) -> Op:
     """What a phase in the place of ``op`` does under ``algorithm``: a double binary tree all-reduces."""
-    return Op.ALL_REDUCE if algorithm is Algorithm.DOUBLE_BINARY_TREE else op
+    return algorithm.spec.performed(op)
 
 
 def group_size(network: Network, kind: Kind, d: int) -> int:

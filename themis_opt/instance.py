@@ -17,6 +17,7 @@ from enum import Enum, StrEnum
 from functools import cached_property
 from typing import Any, assert_never
 
+from themis_opt.algorithms import Algorithm, Op
 from themis_opt.errors import InputError
 
 
@@ -26,35 +27,6 @@ class Topology(StrEnum):
     RING = "ring"
     FULLY_CONNECTED = "fully_connected"
     SWITCH = "switch"
-
-
-class Algorithm(StrEnum):
-    """Collective algorithm run on one dimension.
-
-    The ``one_*`` algorithms are flattened: they run one ring, direct or
-    halving-doubling collective over every NPU of the network as a single
-    phase on dimension 0 (ASTRA-sim's ``oneRing``, ``oneDirect``,
-    ``oneHalvingDoubling``). ``double_binary_tree`` always all-reduces its
-    whole input, whatever the phase asks for.
-    """
-
-    RING = "ring"
-    DIRECT = "direct"
-    HALVING_DOUBLING = "halving_doubling"
-    DOUBLE_BINARY_TREE = "double_binary_tree"
-    ONE_RING = "one_ring"
-    ONE_DIRECT = "one_direct"
-    ONE_HALVING_DOUBLING = "one_halving_doubling"
-
-    @property
-    def flattened(self) -> bool:
-        """Whether it runs over every NPU of the network as one phase on dimension 0."""
-        return self in (Algorithm.ONE_RING, Algorithm.ONE_DIRECT, Algorithm.ONE_HALVING_DOUBLING)
-
-    @property
-    def needs_power_of_two(self) -> bool:
-        """Whether the NPUs it runs over must be a power of two."""
-        return self in (Algorithm.HALVING_DOUBLING, Algorithm.DOUBLE_BINARY_TREE, Algorithm.ONE_HALVING_DOUBLING)
 
 
 class AllReducePhases(StrEnum):
@@ -80,15 +52,6 @@ class Kind(StrEnum):
     REDUCE_SCATTER = "reduce_scatter"
     ALL_GATHER = "all_gather"
     ALL_TO_ALL = "all_to_all"
-
-
-class Op(StrEnum):
-    """Operation of one phase on one dimension."""
-
-    REDUCE_SCATTER = "reduce_scatter"
-    ALL_GATHER = "all_gather"
-    ALL_TO_ALL = "all_to_all"
-    ALL_REDUCE = "all_reduce"
 
 
 DEFAULT_ALGORITHM = {
@@ -255,7 +218,7 @@ class Dimension:
         for field in ("algorithm", "reduce_scatter_algorithm", "all_gather_algorithm", "all_to_all_algorithm"):
             algorithm = getattr(self, field)
             if algorithm.needs_power_of_two and not algorithm.flattened and self.size & (self.size - 1):
-                if field == "all_to_all_algorithm" and algorithm is Algorithm.HALVING_DOUBLING:
+                if field == "all_to_all_algorithm" and not algorithm.spec.all_to_all:
                     continue  # no all-to-all may use it anyway (checked by the instance)
                 raise InputError("size", f"must be a power of two under {algorithm.value}, got {self.size}")
 
@@ -656,7 +619,7 @@ class Instance:
             if coll.kind is Kind.ALL_TO_ALL:
                 for d in self.active_dims[c]:
                     algorithm = dims[d].all_to_all_algorithm
-                    if algorithm in (Algorithm.HALVING_DOUBLING, Algorithm.ONE_HALVING_DOUBLING):
+                    if not algorithm.spec.all_to_all:
                         raise InputError(
                             f"{where}.dimensions",
                             f"an all-to-all cannot run on dimension {d} ({dims[d].name}): "

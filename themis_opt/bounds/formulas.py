@@ -21,7 +21,7 @@ from themis_opt.cost import (
     phase_plan_of,
     wire_time,
 )
-from themis_opt.instance import Algorithm, AllReducePhases, ChunkClass, Collective, Compute, Instance, Kind, Op
+from themis_opt.instance import AllReducePhases, ChunkClass, Collective, Compute, Instance, Kind, Op
 from themis_opt.orders import Counts
 from themis_opt.params import BoundsParams
 from themis_opt.policies import baseline_order
@@ -95,7 +95,7 @@ def _moves_at_bandwidth(instance: Instance, collective: int) -> bool:
     for d in instance.active_dims[collective]:
         dim = network.dimensions[d]
         algorithm = dim.algorithm_for(kind)
-        if algorithm.flattened or algorithm is Algorithm.DOUBLE_BINARY_TREE or dim.carved:
+        if algorithm.flattened or algorithm.spec.all_reduces or dim.carved:
             return False
         for op, sent in ((Op.REDUCE_SCATTER, (dim.size - 1) / dim.size), (Op.ALL_GATHER, dim.size - 1.0)):
             if not math.isclose(wire_time(network, d, op, 1.0, algorithm) * dim.bytes_per_ns, sent, rel_tol=1e-12):

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from themis_opt.errors import InputError, counted
 from themis_opt.formats.astra.chakra import COLLECTIVE_TYPES, TraceNode, write_trace
-from themis_opt.formats.astra.files import ALGORITHMS, IMPLEMENTATION_KEYS, TOPOLOGIES, WORKLOAD_TYPES
-from themis_opt.formats.astra.v2 import HALVING_DOUBLINGS, SUPPORTED
+from themis_opt.formats.astra.files import IMPLEMENTATION_KEYS, TOPOLOGIES, WORKLOAD_TYPES
+from themis_opt.formats.astra.v2 import NO_ALL_TO_ALL, SUPPORTED
 from themis_opt.instance import (
     Algorithm,
     AllReducePhases,
@@ -103,7 +103,7 @@ def _links(dim: Dimension) -> int:
 
 
 def _name_of(algorithm: Algorithm) -> str:
-    return next(k for k, v in ALGORITHMS.items() if v is algorithm)
+    return algorithm.spec.astra
 
 
 def _implementation(dims: tuple[Dimension, ...], kind: Kind) -> str:
@@ -117,8 +117,7 @@ def _implementation(dims: tuple[Dimension, ...], kind: Kind) -> str:
 FREE_REDUCTIONS_GBPS = 1e9  # local-mem-bw for free reductions: below a GB no message's takes 1 ns
 # what 2.x reads, but no halving-doubling all-to-all (2.x exits on one)
 V2_SUPPORTED = {
-    kind: tuple(a for a in SUPPORTED[kind] if kind is not Kind.ALL_TO_ALL or a not in HALVING_DOUBLINGS)
-    for kind in Kind
+    kind: tuple(a for a in SUPPORTED[kind] if kind is not Kind.ALL_TO_ALL or a not in NO_ALL_TO_ALL) for kind in Kind
 }
 
 

@@ -8,18 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from themis_opt.errors import InputError, counted
-from themis_opt.instance import Algorithm, Kind, Topology
+from themis_opt.instance import Kind, Topology
 
 TOPOLOGIES = {"Ring": Topology.RING, "FullyConnected": Topology.FULLY_CONNECTED, "Switch": Topology.SWITCH}
-ALGORITHMS = {
-    "ring": Algorithm.RING,
-    "direct": Algorithm.DIRECT,
-    "halvingDoubling": Algorithm.HALVING_DOUBLING,
-    "doubleBinaryTree": Algorithm.DOUBLE_BINARY_TREE,
-    "oneRing": Algorithm.ONE_RING,
-    "oneDirect": Algorithm.ONE_DIRECT,
-    "oneHalvingDoubling": Algorithm.ONE_HALVING_DOUBLING,
-}
 # the system file's implementation keys, per kind of collective
 IMPLEMENTATION_KEYS = {
     Kind.ALL_REDUCE: "all-reduce-implementation",

@@ -29,9 +29,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from themis_opt.algorithms import BY_ASTRA_NAME
 from themis_opt.errors import InputError, counted
 from themis_opt.formats.astra.files import (
-    ALGORITHMS,
     IMPLEMENTATION_KEYS,
     json_object,
     numbers,
@@ -282,10 +282,10 @@ def _implementations(text: str, key: str, path: Path, physical: int) -> Implemen
             raise InputError(
                 where, f"{name!r}: a direct collective with a window of {window.group(2)} messages is not modelled"
             )
-        if name not in ALGORITHMS:
-            known = ", ".join(ALGORITHMS)
+        if name not in BY_ASTRA_NAME:
+            known = ", ".join(BY_ASTRA_NAME)
             raise InputError(where, f"unknown implementation {name!r} (ASTRA-sim 1.0 knows {known})")
-        algorithms.append(ALGORITHMS[name])
+        algorithms.append(BY_ASTRA_NAME[name])
     flat = [i for i, a in enumerate(algorithms) if a.flattened]
     if flat and flat[0] > 0:
         raise InputError(

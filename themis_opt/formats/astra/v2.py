@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from themis_opt.algorithms import ALGORITHMS, BY_ASTRA_NAME
 from themis_opt.errors import InputError, counted, too_many_digits
 from themis_opt.formats.astra.files import (
-    ALGORITHMS,
     IMPLEMENTATION_KEYS,
     json_object,
     numbers,
@@ -67,15 +67,9 @@ SYSTEM_KEYS: dict[str, str] = {
     "intra-dimension-scheduling": "never read by ASTRA-sim 2.x (it serves queues FIFO): noted",
 }
 NETWORK_KEYS = ("topology", "npus_count", "bandwidth", "latency")
-_NATIVE = (Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING)
-_FLAT = (Algorithm.ONE_RING, Algorithm.ONE_DIRECT, Algorithm.ONE_HALVING_DOUBLING)
-HALVING_DOUBLINGS = (Algorithm.HALVING_DOUBLING, Algorithm.ONE_HALVING_DOUBLING)  # no all-to-all in ASTRA-sim 2.x
-SUPPORTED = {
-    Kind.ALL_REDUCE: _NATIVE + _FLAT,
-    Kind.REDUCE_SCATTER: _NATIVE + _FLAT,
-    Kind.ALL_GATHER: _NATIVE + _FLAT,
-    Kind.ALL_TO_ALL: _NATIVE + _FLAT,  # the halving-doublings: refused when one runs
-}
+# what 2.x's files may name, for every kind (an all-to-all on an algorithm that cannot run one: refused when one runs)
+SUPPORTED = {kind: tuple(a for a, spec in ALGORITHMS.items() if spec.astra2) for kind in Kind}
+NO_ALL_TO_ALL = tuple(a for a, spec in ALGORITHMS.items() if not spec.all_to_all)
 _SWITCHES = ("roofline-enabled", "replay-only", "track-local-mem", "trace-enabled")
 
 
@@ -189,7 +183,7 @@ def _implementations(system: dict[str, Any], where: Path, physical: int) -> dict
                 f"names {counted(len(names), 'algorithm')} for {counted(physical, 'dimension')} (ASTRA-sim 2.x aborts)",
             )
         for name in names:
-            algorithm = ALGORITHMS.get(name)
+            algorithm = BY_ASTRA_NAME.get(name)
             if (name.startswith("direct") and name != "direct") or (
                 name.startswith("oneDirect") and name != "oneDirect"
             ):
@@ -207,7 +201,7 @@ def _implementations(system: dict[str, Any], where: Path, physical: int) -> dict
                 )
             if algorithm not in SUPPORTED[kind]:
                 raise InputError(f"{where}: {key}", f"{name!r} is not modelled for ASTRA-sim 2.x")
-        algorithms = tuple(ALGORITHMS[n] for n in names)
+        algorithms = tuple(BY_ASTRA_NAME[n] for n in names)
         flat = [n for n, a in enumerate(algorithms) if a.flattened]
         if flat and flat[0] > 0:
             raise InputError(
@@ -297,7 +291,7 @@ def network_of(dims: list[dict[str, Any]], system: SystemV2) -> Network:
             for kind, algorithms in system.implementations.items()
         }
         fallback = chosen.get(Kind.ALL_REDUCE, Algorithm.RING)
-        if chosen.get(Kind.ALL_TO_ALL) in HALVING_DOUBLINGS:  # only refused once an all-to-all runs
+        if chosen.get(Kind.ALL_TO_ALL) in NO_ALL_TO_ALL:  # only refused once an all-to-all runs
             chosen[Kind.ALL_TO_ALL] = Algorithm.RING
         dimensions.append(
             Dimension(
@@ -345,7 +339,7 @@ def collective(
     key = IMPLEMENTATION_KEYS[kind]
     if kind not in system.implementations:
         raise InputError(where, f"a {kind.value} with no {key} in the system file: ASTRA-sim 2.x aborts")
-    if kind is Kind.ALL_TO_ALL and set(HALVING_DOUBLINGS) & set(system.implementations[kind]):
+    if kind is Kind.ALL_TO_ALL and set(NO_ALL_TO_ALL) & set(system.implementations[kind]):
         raise InputError(
             where,
             f"an all-to-all with halvingDoubling in {key}: ASTRA-sim 2.x exits (unknown communication type for "
