@@ -57,7 +57,8 @@ from themis_opt.formats.workload_text import (
     Workload,
     check_workload,
 )
-from themis_opt.instance import After, Collective, Compute, Instance, Kind, Network, Op, Task
+from themis_opt.instance import After, Instance, Kind, Network, Op
+from themis_opt.workloads.graph import TaskGraph
 
 
 def split_dimensions(network: Network, group: int) -> tuple[Network, tuple[int, ...], tuple[int, ...], int | None]:
@@ -190,7 +191,7 @@ def task_graph(
         ("workload", workload.name),
         ("iteration_start", builder.first_of_pass.get(passes - 1, "")),
     )
-    return Instance(network, tuple(builder.tasks), name or workload.name, metadata)
+    return builder.graph.instance(network, name or workload.name, metadata)
 
 
 def _spans_split(cut: Cut, split: int) -> Cut:
@@ -219,7 +220,7 @@ class _Builder:
         self.cut = cut
         self.everything = tuple(range(network.num_dims))
         self.model, self.data = model, data
-        self.tasks: list[Task] = []
+        self.graph = TaskGraph()
         self.last_compute: str | None = None
         self.counter = 0
         self.first_of_pass: dict[int, str] = {}
@@ -240,8 +241,7 @@ class _Builder:
 
     def compute(self, task_id: str, duration: float, waits: list[After]) -> str:
         after = ([After(self.last_compute)] if self.last_compute else []) + waits
-        self.tasks.append(Compute(duration, task_id, after=tuple(after)))
-        self.last_compute = task_id
+        self.last_compute = self.graph.compute(task_id, duration, after)
         return task_id
 
     def scope(self, i: int, part: str) -> tuple[int, ...]:
@@ -304,17 +304,16 @@ class _Builder:
             chunk_bytes: int | None = round(piece * factor)
         else:
             count, chunk_bytes = min(self.cut.chunks, round(size * factor)), None
-        self.tasks.append(
-            Collective(
-                kind,
-                round(size * factor),
-                count,
-                dimensions=dims,
-                id=task_id,
-                priority=prio,
-                after=(After(self.last_compute),) if self.last_compute else (),
-                **({} if chunk_bytes in (None, round(size * factor) // count) else {"chunk_bytes": chunk_bytes}),
-            )
+        total = round(size * factor)
+        self.graph.collective(
+            task_id,
+            kind,
+            total,
+            count,
+            dims,
+            [self.last_compute] if self.last_compute else [],
+            priority=prio,
+            chunk_bytes=None if chunk_bytes == total // count else chunk_bytes,
         )
         done = After(task_id, layer.update_delay)
         self.last_pass.append((task_id, layer.update_delay))

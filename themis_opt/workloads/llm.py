@@ -45,7 +45,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from themis_opt.errors import InputError
-from themis_opt.instance import After, Collective, Compute, Instance, Kind, Network, Task
+from themis_opt.instance import Instance, Kind, Network
+from themis_opt.workloads.graph import TaskGraph
 
 MIB = 2**20
 BUCKET_BYTES = 25 * MIB  # PyTorch DDP's default bucket_cap_mb
@@ -276,22 +277,21 @@ def group_dims(network: Network, layout: Layout) -> tuple[tuple[int, ...], tuple
 
 @dataclass
 class _Graph:
-    """A task graph being written: tasks in the order the compute unit should prefer them."""
+    """The LLM layouts' rules on top of the task graph: no collective without dimensions or bytes, at most
+    a chunk per byte, no compute task shorter than a picosecond.
+    """
 
     chunks: int
-    tasks: list[Task] = field(default_factory=list)
+    graph: TaskGraph = field(default_factory=TaskGraph)
 
     def compute(self, name: str, ns: float, after: list[str]) -> str:
-        self.tasks.append(Compute(max(ns, 1e-3), name, 0.0, tuple(After(a) for a in after)))
-        return name
+        return self.graph.compute(name, max(ns, 1e-3), after)
 
     def collective(self, name: str, kind: Kind, size: int, dims: tuple[int, ...], after: list[str]) -> str | None:
         """A collective over ``dims``; ``None`` (nothing to wait for) without dimensions or bytes."""
         if not dims or size < 1:
             return None
-        chunks = min(self.chunks, size)
-        self.tasks.append(Collective(kind, size, chunks, 0.0, dims, name, 0, tuple(After(a) for a in after)))
-        return name
+        return self.graph.collective(name, kind, size, min(self.chunks, size), dims, after)
 
 
 def _sharded(tensor: Tensor, layout: Layout) -> int:
@@ -369,7 +369,7 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
         ("sequence", str(sequence)),
         ("passes", str(layout.passes)),
     )
-    return Instance(network, tuple(graph.tasks), name or f"{config.name}-{layout.data_parallel}", metadata)
+    return graph.graph.instance(network, name or f"{config.name}-{layout.data_parallel}", metadata)
 
 
 def _one_pass(
