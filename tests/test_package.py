@@ -43,3 +43,67 @@ def test_every_public_name_is_its_object_after_every_submodule_is_imported() -> 
 def test_every_public_name_is_its_object_whatever_is_read_first() -> None:
     # solve_all's module also holds solve: reading it first must not leave a module as solve
     assert _check("themis_opt.solve_all; themis_opt.load_instance") == _check("")
+
+
+def _imports() -> dict[str, set[str]]:
+    """Each module of the package and the package modules it imports (anywhere in it, lazily too)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent / "themis_opt"
+    files = {
+        ".".join(("themis_opt", *path.relative_to(root).with_suffix("").parts)).removesuffix(".__init__"): path
+        for path in root.rglob("*.py")
+    }
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+                submodules = {f"{base}.{alias.name}" for alias in node.names} & files.keys()
+                found |= submodules | ({base} if len(submodules) < len(node.names) else set())
+        graph[module] = {m for m in found if m in files and m != module}
+    return graph
+
+
+def test_no_module_imports_a_package_that_holds_it() -> None:
+    graph = _imports()
+    upward = sorted((m, i) for m, imported in graph.items() for i in imported if m.startswith(i + "."))
+    assert upward == []
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    graph = _imports()
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        path.append(module)
+        for other in sorted(graph[module]):
+            if state.get(other) == 1:
+                cycles.append([*path[path.index(other) :], other])
+            elif other not in state:
+                visit(other, path)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [])
+    assert cycles == []
+
+
+def test_the_package_lists_its_names_and_version() -> None:
+    import themis_opt
+
+    assert dir(themis_opt) == sorted([*themis_opt.__all__, "__version__"])
+    assert "solve" in themis_opt.__all__ and "Any" not in dir(themis_opt)
+    assert themis_opt.__version__.count(".") == 2

@@ -12,13 +12,13 @@ command line) stays fast::
 
 from __future__ import annotations
 
-import functools
-import importlib
-from typing import TYPE_CHECKING, Any
+from functools import cache as _cache
+from importlib import import_module as _import_module
+from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
 
 __version__ = "0.2.0"
 
-if TYPE_CHECKING:  # pragma: no cover - the public API, listed once: __getattr__ reads this block
+if _TYPE_CHECKING:  # pragma: no cover - the public API, listed once: __getattr__ reads this block
     from themis_opt.bounds import compute_bounds as compute_bounds
     from themis_opt.errors import InputError as InputError
     from themis_opt.formats.astra import export_astra as export_astra, import_astra as import_astra
@@ -53,14 +53,14 @@ if TYPE_CHECKING:  # pragma: no cover - the public API, listed once: __getattr__
     from themis_opt.workloads.zoo import model_workload as model_workload
 
 
-@functools.cache
+@_cache
 def _exports() -> dict[str, str]:
     """Each public name and its module, read from the ``TYPE_CHECKING`` block above."""
     import ast
     from pathlib import Path
 
     tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
-    block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "_TYPE_CHECKING")
     return {
         alias.name: node.module
         for node in block.body
@@ -69,15 +69,16 @@ def _exports() -> dict[str, str]:
     }
 
 
-def __getattr__(name: str) -> Any:
-    if name == "__all__":
-        return sorted(_exports())
+__all__ = sorted(_exports())  # the names of the block above
+
+
+def __getattr__(name: str) -> _Any:
     if name not in _exports():
         raise AttributeError(f"module 'themis_opt' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_exports()[name]), name)
+    value = getattr(_import_module(_exports()[name]), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_exports()})
+    return [*__all__, "__version__"]

@@ -11,13 +11,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import themis_opt.sim.core as simcore
 from themis_opt.budget import Deadline
 from themis_opt.instance import Instance
 from themis_opt.params import SearchParams
 from themis_opt.result import is_proven
 from themis_opt.schedule import Schedule
 from themis_opt.search.pool import can_fork, fork, rate_line, result_of, stop
-from themis_opt.sim import core as simcore, phase_plan, retime, sequences_of
+from themis_opt.sim import phase_plan, retime, sequences_of
 
 logger = logging.getLogger(__name__)
 SEARCH = SearchParams()  # the defaults

@@ -6,15 +6,15 @@ import math
 from array import array
 from collections.abc import Sequence
 
+import themis_opt.sim.core as core
 from themis_opt.budget import Deadline
 from themis_opt.instance import Instance
 from themis_opt.methods import Intra
 from themis_opt.orders import Orders, check_order
 from themis_opt.params import SearchParams
 from themis_opt.schedule import Schedule
-from themis_opt.sim import core
+from themis_opt.sim.dispatch import Engine, core_runs, simulate_makespan
 from themis_opt.sim.engine import PhaseMemo, gc_paused, run_python
-from themis_opt.sim.simulate import Engine, core_runs, simulate_makespan
 
 
 class AssignmentTimer:

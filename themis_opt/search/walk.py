@@ -15,10 +15,10 @@ from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import themis_opt.sim.core as core
 from themis_opt.budget import Deadline
 from themis_opt.methods import Intra
 from themis_opt.result import OPTIMALITY_TOLERANCE
-from themis_opt.sim import core
 
 _P = ctypes.c_void_p
 _WALK_DOUBLES = (

@@ -79,7 +79,7 @@ def _cut_as_astra_1(coll: Collective, files: dict[str, str]) -> None:
     """An error unless ASTRA-sim 1.0 cuts the collective of ``files`` as the instance cuts ``coll``
     (read back by themis_opt's importer, which cuts as ASTRA-sim 1.0 does).
     """
-    from themis_opt.formats.astra import import_astra
+    from themis_opt.formats.astra.importer import import_astra
 
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
+import themis_opt.sim.core as core
 from themis_opt.budget import Deadline
 from themis_opt.instance import Instance
 from themis_opt.methods import Intra
 from themis_opt.orders import Orders, Planner, check_orders
 from themis_opt.policies import ThemisTracker
 from themis_opt.schedule import ComputeSchedule, Schedule
-from themis_opt.sim import core
 from themis_opt.sim.engine import PhaseMemo, build_schedule, gc_paused, run_python
 
 Engine = Literal["auto", "core", "python"]
