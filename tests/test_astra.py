@@ -295,7 +295,7 @@ def test_sizes_parse() -> None:
     assert parse_size("64MiB") == 64 * MIB and parse_size("1GiB") == GIB and parse_size("1073741824") == GIB
     assert parse_size("1GB") == 10**9
     for bad in ("lots", "1.5B", "0", "12 parsecs"):
-        with pytest.raises(InputError, match="--all-reduce"):
+        with pytest.raises(InputError, match="all_reduce_bytes"):
             parse_size(bad)
 
 

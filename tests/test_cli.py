@@ -30,7 +30,7 @@ def test_solve_prints_summary_and_writes_result(tmp_path: Path, capsys: pytest.C
     out_file = tmp_path / "r.json"
     code, out, _ = run(["solve", WORKED, "--method", "themis", "--output", str(out_file)], capsys)
     assert code == 0
-    assert "themis-scf" in out and "1.1473 ms" in out and "busy share" in out
+    assert "themis (scf)" in out and "1.1473 ms" in out and "busy share" in out
     result = load_result(out_file)
     assert result.makespan == pytest.approx(1147316.875)
     code, out, _ = run(["validate", WORKED, str(out_file)], capsys)
@@ -177,9 +177,22 @@ def test_bench_out_appends_and_never_erases(tmp_path: Path, capsys: pytest.Captu
     out_file = tmp_path / "new" / "folder" / "rows.jsonl"  # missing folders are created
     assert run(["bench", WORKED, *BENCH, "--out", str(out_file)], capsys)[0] == 0
     first = out_file.read_text()
-    assert run(["bench", str(DATA / "tiny_rs.json"), *BENCH, "--out", str(out_file)], capsys)[0] == 0
+    assert run(["bench", str(DATA / "tiny_rs.json"), *BENCH, "--out", str(out_file), "--resume"], capsys)[0] == 0
     text = out_file.read_text()
     assert text.startswith(first) and len(text.splitlines()) == 2
+
+
+def test_bench_again_with_the_same_out_is_refused_not_duplicated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_file = tmp_path / "rows.jsonl"
+    assert run(["bench", WORKED, *BENCH, "--out", str(out_file)], capsys)[0] == 0
+    first = out_file.read_text()
+    code, _, err = run(["bench", WORKED, *BENCH, "--out", str(out_file)], capsys)
+    assert code == 2 and "--resume" in err and err.count("\n") == 1
+    assert out_file.read_text() == first
+    assert run(["bench", WORKED, *BENCH, "--out", str(out_file), "--resume"], capsys)[0] == 0
+    assert out_file.read_text() == first  # resumed: the instance is in it already, nothing added
 
 
 def test_bench_refuses_a_file_that_is_not_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -460,3 +473,50 @@ def test_plot_refuses_another_instance_s_names(tmp_path: Path, capsys: pytest.Ca
     argv = ["plot", str(out_file), "--instance", str(DATA / "mixed.json"), "--out", str(tmp_path / "g.svg")]
     code, _, err = run(argv, capsys)
     assert code == 2 and err.startswith("themis-opt: error: --instance: ") and not (tmp_path / "g.svg").exists()
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from themis_opt import __version__
+
+    code, out, _ = run(["--version"], capsys)
+    assert code == 0 and out.strip() == f"themis-opt {__version__}"
+
+
+def test_show_writes_a_trace_perfetto_opens(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result_file, trace = tmp_path / "r.json", tmp_path / "t.json"
+    assert run(["solve", WORKED, "--method", "baseline", "--out", str(result_file)], capsys)[0] == 0
+    assert run(["show", str(result_file), "--trace", str(trace), "--instance", WORKED], capsys)[0] == 0
+    events = json.loads(trace.read_text())["traceEvents"]
+    schedule = load_result(result_file).schedule
+    assert schedule is not None
+    assert sum(e["ph"] == "X" for e in events) == sum(len(c.phases) for c in schedule.chunks)
+    code, _, err = run(["show", str(result_file), "--trace", str(result_file)], capsys)
+    assert code == 2 and "input file" in err  # never over the result it reads
+
+
+def test_labels_are_the_methods_as_asked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.json"
+    for method, label in (("baseline", "baseline"), ("balanced-fifo", "balanced-fifo"), ("themis-fifo", "themis-fifo")):
+        code, text, _ = run(["solve", WORKED, "--method", method, "--time-limit", "2", "--out", str(out)], capsys)
+        assert code == 0 and load_result(out).label == label
+        assert f"method                 {label}" in text
+    code, text, _ = run(["solve", WORKED, "--method", "all", "--time-limit", "5", "--out", str(out)], capsys)
+    written = sorted(p.name for p in tmp_path.glob("r.*.json"))
+    assert code == 0 and written == sorted(
+        f"r.{v}.json" for v in ("baseline", "themis-fifo", "themis-scf", "balanced", "cpsat")
+    )
+    for name in written:
+        assert load_result(tmp_path / name).label == name[2:-5]
+
+
+def test_generate_has_defaults(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["generate", "--family", "homogeneous", "--count", "2", "--out", str(tmp_path / "g")], capsys)[0] == 0
+    first = sorted(p.read_text() for p in (tmp_path / "g").glob("*.json"))
+    assert (
+        run(
+            ["generate", "--family", "homogeneous", "--count", "2", "--seed", "0", "--out", str(tmp_path / "h")], capsys
+        )[0]
+        == 0
+    )
+    assert sorted(p.read_text() for p in (tmp_path / "h").glob("*.json")) == first  # the default seed is 0
+

@@ -36,16 +36,22 @@ def test_one_slice_per_phase_with_its_times(name: str) -> None:
     instance = load(name)
     schedule = solve(instance, "themis").schedule
     assert schedule is not None and validate(instance, schedule) == []
-    document = json.loads(json.dumps(trace_events(instance, schedule)))  # plain JSON
+    document = json.loads(json.dumps(trace_events(schedule, instance)))  # plain JSON
     slices = _slices(document)
     phases = sorted(
         (chunk.collective, chunk.chunk, p.dim, p.start_ns, p.end_ns) for chunk in schedule.chunks for p in chunk.phases
     )
     assert len(slices) == len(phases)
+    index = {(coll.id or f"c{i}"): i for i, coll in enumerate(instance.collectives)}
     seen = sorted(
-        (c, e["args"]["chunk"], e["tid"] // 1000, e["args"]["start_ns"], e["args"]["end_ns"])  # type: ignore[index]
+        (
+            index[e["args"]["collective"]],
+            e["args"]["chunk"],
+            e["tid"] // 1000,
+            e["args"]["start_ns"],
+            e["args"]["end_ns"],
+        )  # type: ignore[index]
         for e in slices
-        for c in [next(i for i, coll in enumerate(instance.collectives) if coll.id == e["args"]["collective"])]  # type: ignore[index]
     )
     assert seen == phases
     for e in slices:
@@ -66,7 +72,7 @@ def test_compute_tasks_on_their_own_track() -> None:
     instance = Instance(network, tasks)
     schedule = solve(instance, "baseline").schedule
     assert schedule is not None
-    slices = _slices(trace_events(instance, schedule))
+    slices = _slices(trace_events(schedule, instance))
     computes = [e for e in slices if e["tid"] == COMPUTE_TRACK]
     assert [(e["name"], e["args"]["start_ns"], e["args"]["end_ns"]) for e in computes] == [  # type: ignore[index]
         ("fwd", 0.0, 1000.0),
@@ -79,7 +85,7 @@ def test_several_chunks_at_once_get_lanes() -> None:
     instance = Instance(network, (Collective("all_reduce", 2**20, 4, id="ar"),))
     schedule = solve(instance, "baseline").schedule
     assert schedule is not None
-    slices = _slices(trace_events(instance, schedule))
+    slices = _slices(trace_events(schedule, instance))
     assert len({e["tid"] for e in slices}) == 2  # two chunks run at once on the one dimension
     _check_tracks_do_not_overlap(slices)
 
@@ -89,6 +95,22 @@ def test_every_bundled_fixture_exports() -> None:
         instance = load(path.stem)
         schedule = solve(instance, "baseline").schedule
         assert schedule is not None
-        assert len(_slices(trace_events(instance, schedule))) == sum(len(c.phases) for c in schedule.chunks) + len(
+        assert len(_slices(trace_events(schedule, instance))) == sum(len(c.phases) for c in schedule.chunks) + len(
             schedule.computes
         )
+
+
+def test_without_the_instance_collectives_and_dimensions_go_by_number() -> None:
+    instance = load("three_dim")
+    schedule = solve(instance, "themis").schedule
+    assert schedule is not None
+    document = trace_events(schedule, name="r")
+    slices = _slices(document)
+    assert len(slices) == sum(len(c.phases) for c in schedule.chunks)
+    assert all(str(e["name"]).startswith("c") for e in slices)
+    names = {e["args"]["name"] for e in document["traceEvents"] if e["name"] == "thread_name"}  # type: ignore[index, union-attr]
+    assert names == {
+        f"dim {d}"
+        for d in range(instance.network.num_dims)
+        if any(p.dim == d for c in schedule.chunks for p in c.phases)
+    }

@@ -16,7 +16,7 @@ from functools import cache as _cache
 from importlib import import_module as _import_module
 from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
 
-__version__ = "0.2.0"
+from themis_opt.version import __version__ as __version__
 
 if _TYPE_CHECKING:  # pragma: no cover - the public API, listed once: __getattr__ reads this block
     from themis_opt.bounds import compute_bounds as compute_bounds

@@ -42,10 +42,10 @@ def check_scheduler(spec: str) -> None:
     local = _LOCAL.fullmatch(spec)
     if local:
         if not 1 <= int(local.group(1)) <= 256:
-            raise InputError("--scheduler", f"local:N needs 1 <= N <= 256, got {spec!r}")
+            raise InputError("scheduler", f"local:N needs 1 <= N <= 256, got {spec!r}")
         return
     if not _TCP.fullmatch(spec) or not 0 < int(spec.rsplit(":", 1)[1]) < 65536:
-        raise InputError("--scheduler", f"must be tcp://HOST:PORT or local:N, got {spec!r}")
+        raise InputError("scheduler", f"must be tcp://HOST:PORT or local:N, got {spec!r}")
 
 
 @contextmanager
@@ -62,7 +62,7 @@ def connect(spec: str, timeout: float = CONNECT_TIMEOUT_S) -> Iterator[Any]:
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
-        raise InputError("--scheduler", INSTALL_HINT) from None
+        raise InputError("scheduler", INSTALL_HINT) from None
     cluster = None
     local = _LOCAL.fullmatch(spec)
     try:
@@ -82,7 +82,7 @@ def connect(spec: str, timeout: float = CONNECT_TIMEOUT_S) -> Iterator[Any]:
     except (OSError, TimeoutError) as error:
         if cluster is not None:
             cluster.close()
-        raise InputError("--scheduler", f"no scheduler answered at {spec} within {timeout:g} s ({error})") from None
+        raise InputError("scheduler", f"no scheduler answered at {spec} within {timeout:g} s ({error})") from None
     try:
         yield client
     finally:

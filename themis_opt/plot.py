@@ -131,9 +131,8 @@ def gantt_figure(result: Result, dimension_names: Sequence[str] | None = None) -
     ax.set_yticks(range(len(rows)), rows)
     ax.set_xlabel(f"time ({unit})")
     ax.set_ylabel("dimension")
-    label = result.method + (f"-{result.intra}" if result.intra and result.method != "balanced" else "")
     ax.set_title(
-        f"{result.instance}: {label}, makespan {schedule.makespan / scale:.4g} {unit}, "
+        f"{result.instance}: {result.label}, makespan {schedule.makespan / scale:.4g} {unit}, "
         f"lower bound {result.lower_bound / scale:.4g} {unit}"
     )
     legend = [Patch(facecolor=colour[o], label="(" + ",".join(map(str, o)) + ")") for o in orders[:12]]

@@ -69,11 +69,6 @@ def fmt_ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}x"
 
 
-def label(result: Result) -> str:
-    """``method`` or ``method-intra`` for heuristics timed by a policy."""
-    return result.method if result.intra is None or result.method == "balanced" else f"{result.method}-{result.intra}"
-
-
 def describe(instance: Instance) -> str:
     """A one-line description of the network and collectives."""
     dims = "x".join(str(d.size) for d in instance.network.dimensions)
@@ -96,7 +91,8 @@ def result_summary(instance: Instance, result: Result) -> RenderableType:
     head.add_column(style="bold")
     head.add_column()
     head.add_row("instance", f"{instance.name}: {describe(instance)}")
-    head.add_row("method", label(result))
+    policy = f" ({result.intra})" if result.intra and result.intra not in result.label else ""
+    head.add_row("method", result.label + policy)
     head.add_row("status", result.status.value)
     head.add_row("makespan", fmt_time(result.makespan))
     head.add_row("lower bound", fmt_time(result.lower_bound))
@@ -169,7 +165,7 @@ def comparison_table(instance: Instance, results: Sequence[Result]) -> Renderabl
         speedup = baseline / r.makespan if baseline and r.makespan else None
         star = "*" if r.status.value == "optimal" else ""
         table.add_row(
-            label(r),
+            r.label,
             f"{fmt_time(r.makespan)}{star}",
             fmt_pct(gap(r.makespan, best_bound)),
             fmt_ratio(speedup),
@@ -182,7 +178,7 @@ def comparison_table(instance: Instance, results: Sequence[Result]) -> Renderabl
         busy.add_column(dim.name, justify="right")
     for r in results:
         if r.schedule is not None:
-            busy.add_row(label(r), *(fmt_pct(v) for v in r.schedule.busy_share(instance.network.num_dims)))
+            busy.add_row(r.label, *(fmt_pct(v) for v in r.schedule.busy_share(instance.network.num_dims)))
     notes = [Text(f"note: {r.note}") for r in results if r.note]
     return Group(table, bounds_table(results), busy, *notes)
 

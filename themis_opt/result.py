@@ -156,6 +156,10 @@ class Result:
         optimal (see :func:`optimality_tolerance`); ``None`` without a schedule.
     note
         Why a stage was skipped or cut short (time budget, size), or ``""``.
+    variant
+        The name the method was asked for by (``themis``, ``balanced-fifo``,
+        ``themis-scf``), what tables, reports and file names call the result
+        (:attr:`label`); ``""``: the method and its policy.
     """
 
     instance: str
@@ -170,6 +174,14 @@ class Result:
     trajectory: tuple[tuple[float, float], ...] = field(default=())
     tolerance_ns: float | None = None
     note: str = ""
+    variant: str = ""
+
+    @property
+    def label(self) -> str:
+        """What the result is called: :attr:`variant`, else the method and the policy that timed it."""
+        if self.variant:
+            return self.variant
+        return self.method if self.intra is None else f"{self.method}-{self.intra}"
 
     def with_bounds(self, bounds: Bounds, origin_ns: float) -> Result:
         """The result with ``bounds`` (valid for its instance) and its status decided anew by them."""

@@ -126,7 +126,10 @@ def solve(
     InputError
         On an option out of range.
     """
+    variant = method  # what the result is called: as asked, with a policy given apart folded in
     method, intra = resolve_method(method, intra)
+    if intra is not None and variant == method and method in METHODS and not METHODS[method].searches:
+        variant = f"{method}-{intra}"
     check_options(method, intra, time_limit, workers, seed, quantum_ns)
     if params is None:
         params = DEFAULT
@@ -163,7 +166,7 @@ def solve(
                 assert_never(unreachable)
     except OutOfTime:
         note = f"{method}: out of time ({time_limit:.3g} s) before the schedule was complete"
-    return make_result(instance, method, policy, schedule, bounds, t0, note=note)
+    return make_result(instance, method, policy, schedule, bounds, t0, note=note, variant=variant)
 
 
 def solve_all(

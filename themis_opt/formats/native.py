@@ -571,6 +571,7 @@ def result_to_dict(result: Result) -> dict[str, Any]:
         "version": VERSION,
         "instance": result.instance,
         "method": result.method,
+        "variant": result.label,
         "intra": result.intra,
         "status": result.status.value,
         "makespan_ns": result.makespan,
@@ -663,6 +664,7 @@ def result_from_dict(data: Any) -> Result:
             "trajectory",
             "tolerance_ns",
             "note",
+            "variant",
         },
     )
     for key in ("instance", "method"):
@@ -670,6 +672,9 @@ def result_from_dict(data: Any) -> Result:
             raise InputError(key, f"must be a string, got {_kind(data[key])}")
     if data["method"] not in method_names():
         raise InputError("method", f"must be one of {', '.join(method_names())}, got {data['method']!r}")
+    variant = data.get("variant", "")
+    if variant != "" and variant not in method_names():
+        raise InputError("variant", f"must be one of {', '.join(method_names())}, got {variant!r}")
     intra = data.get("intra")
     if intra is not None and intra not in [p.value for p in Intra]:
         raise InputError("intra", f"must be {' or '.join(p.value for p in Intra)} or null, got {intra!r}")
@@ -717,6 +722,7 @@ def result_from_dict(data: Any) -> Result:
         tuple(trajectory),
         _optional_number(data, "tolerance_ns"),
         note,
+        variant,
     )
 
 

@@ -50,16 +50,19 @@ def _named(tid: int, name: str, sort_index: int) -> list[dict[str, Any]]:
     ]
 
 
-def trace_events(instance: Instance, schedule: Schedule) -> dict[str, Any]:
-    """The trace-event document of ``schedule`` (an instance's schedule, e.g. a result's).
+def trace_events(schedule: Schedule, instance: Instance | None = None, name: str = "schedule") -> dict[str, Any]:
+    """The trace-event document of ``schedule`` (e.g. a result's).
 
     Parameters
     ----------
-    instance
-        The instance the schedule is of (for the collectives' ids and kinds,
-        the compute tasks' ids and the dimensions' names).
     schedule
         The schedule.
+    instance
+        The instance the schedule is of, for the collectives' ids and kinds,
+        the compute tasks' ids and the dimensions' names and sizes; without
+        it, they go by their numbers.
+    name
+        The process's name when there is no instance (the instance's name otherwise).
 
     Returns
     -------
@@ -68,8 +71,8 @@ def trace_events(instance: Instance, schedule: Schedule) -> dict[str, Any]:
         event naming each track, then one complete (``"X"``) event per phase
         and per compute task, ``ts`` and ``dur`` in microseconds.
     """
-    collectives = instance.collectives
-    dims = instance.network.dimensions
+    collectives = instance.collectives if instance is not None else None
+    dims = instance.network.dimensions if instance is not None else None
     phases: dict[int, list[tuple[float, float, int]]] = {}
     flat: list[tuple[int, int, Any]] = []
     for chunk in schedule.chunks:
@@ -77,22 +80,24 @@ def trace_events(instance: Instance, schedule: Schedule) -> dict[str, Any]:
             phases.setdefault(phase.dim, []).append((phase.start_ns, phase.end_ns, len(flat)))
             flat.append((chunk.collective, chunk.chunk, phase))
     events: list[dict[str, Any]] = [
-        {"name": "process_name", "ph": "M", "pid": _PID, "args": {"name": instance.name}},
+        {"name": "process_name", "ph": "M", "pid": _PID, "args": {"name": instance.name if instance else name}},
     ]
     slices: list[dict[str, Any]] = []
     for d in sorted(phases):
         lanes = _lanes(phases[d])
-        dim = dims[d]
-        label = dim.name or f"dim {d}"
+        label = f"dim {d}"
+        if dims is not None:
+            label = f"{dims[d].name or label} ({dims[d].topology.value}, {dims[d].size} NPUs)"
         for lane in sorted(set(lanes.values())):
             suffix = f" lane {lane}" if len(set(lanes.values())) > 1 else ""
-            events += _named(_track(d, lane), f"{label} ({dim.topology.value}, {dim.size} NPUs){suffix}", d)
+            events += _named(_track(d, lane), label + suffix, d)
         for i, lane in lanes.items():
             c, k, phase = flat[i]
-            coll = collectives[c]
+            coll = collectives[c] if collectives is not None else None
+            named = coll.id if coll is not None and coll.id else f"c{c}"
             slices.append(
                 {
-                    "name": f"{coll.id or f'c{c}'} chunk {k}",
+                    "name": f"{named} chunk {k}",
                     "cat": phase.op.value,
                     "ph": "X",
                     "pid": _PID,
@@ -100,8 +105,8 @@ def trace_events(instance: Instance, schedule: Schedule) -> dict[str, Any]:
                     "ts": phase.start_ns / 1000.0,
                     "dur": (phase.end_ns - phase.start_ns) / 1000.0,
                     "args": {
-                        "collective": coll.id or c,
-                        "kind": coll.kind.value,
+                        "collective": named,
+                        **({"kind": coll.kind.value} if coll is not None else {}),
                         "chunk": k,
                         "op": phase.op.value,
                         "bytes_in": phase.bytes_in,
@@ -119,10 +124,10 @@ def trace_events(instance: Instance, schedule: Schedule) -> dict[str, Any]:
             {"name": "thread_sort_index", "ph": "M", "pid": _PID, "tid": COMPUTE_TRACK, "args": {"sort_index": -1}}
         )
         for run in schedule.computes:
-            task = instance.computes[run.compute]
+            task_id = instance.computes[run.compute].id if instance is not None else ""
             slices.append(
                 {
-                    "name": task.id or f"compute {run.compute}",
+                    "name": task_id or f"compute {run.compute}",
                     "cat": "compute",
                     "ph": "X",
                     "pid": _PID,
@@ -136,5 +141,5 @@ def trace_events(instance: Instance, schedule: Schedule) -> dict[str, Any]:
     return {
         "traceEvents": events + slices,
         "displayTimeUnit": "ns",
-        "otherData": {"instance": instance.name, "makespan_ns": schedule.makespan},
+        "otherData": {"instance": instance.name if instance else name, "makespan_ns": schedule.makespan},
     }

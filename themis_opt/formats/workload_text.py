@@ -233,7 +233,7 @@ def scaled(workload: Workload, *, comm: float = 1.0, compute: float = 1.0) -> Wo
     whole bytes and cycles as ASTRA-sim's ``--comm-scale`` and ``--compute-scale`` do (update
     delays are not scaled).
     """
-    for option, value in (("--comm-scale", comm), ("--compute-scale", compute)):
+    for option, value in (("comm_scale", comm), ("compute_scale", compute)):
         if not (math.isfinite(value) and value > 0):
             raise InputError(option, f"must be a number > 0, got {value!r}")
     if comm == 1 and compute == 1:

@@ -149,9 +149,9 @@ class Cut:
 
     def __post_init__(self) -> None:
         if isinstance(self.chunks, bool) or not isinstance(self.chunks, int) or self.chunks < 1:
-            raise InputError("--chunks", f"must be an integer >= 1, got {self.chunks!r}")
+            raise InputError("chunks", f"must be an integer >= 1, got {self.chunks!r}")
         if self.policy not in ("LIFO", "FIFO"):
-            raise InputError("--policy", f"must be LIFO or FIFO, got {self.policy!r}")
+            raise InputError("policy", f"must be LIFO or FIFO, got {self.policy!r}")
 
 
 def task_graph(
@@ -172,7 +172,7 @@ def task_graph(
     dimension (:func:`split_dimensions`).
     """
     if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
-        raise InputError("--passes", f"must be an integer >= 1, got {passes!r}")
+        raise InputError("passes", f"must be an integer >= 1, got {passes!r}")
     cut = cut or Cut(chunks, policy=policy)
     check_workload(workload)
     everything = tuple(range(network.num_dims))

@@ -223,17 +223,17 @@ class Layout:
         for name in ("tp", "ep", "dp", "batch", "passes", "chunks"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"--{name}", f"must be an integer >= 1, got {value!r}")
+                raise InputError(name, f"must be an integer >= 1, got {value!r}")
         if self.sequence is not None and (not isinstance(self.sequence, int) or self.sequence < 1):
-            raise InputError("--seq", f"must be an integer >= 1, got {self.sequence!r}")
+            raise InputError("sequence", f"must be an integer >= 1, got {self.sequence!r}")
         if self.data_parallel not in ("ddp", "fsdp"):
-            raise InputError("--data-parallel", f"must be ddp or fsdp, got {self.data_parallel!r}")
+            raise InputError("data_parallel", f"must be ddp or fsdp, got {self.data_parallel!r}")
         if self.bytes_per_element not in (2, 4):
-            raise InputError("--precision", f"must be 2 or 4 bytes an element, got {self.bytes_per_element!r}")
+            raise InputError("bytes_per_element", f"must be 2 or 4 bytes an element, got {self.bytes_per_element!r}")
         if not (math.isfinite(self.peak_tflops) and self.peak_tflops > 0):
-            raise InputError("--peak-tflops", f"must be a number > 0, got {self.peak_tflops!r}")
+            raise InputError("peak_tflops", f"must be a number > 0, got {self.peak_tflops!r}")
         if not (math.isfinite(self.mfu) and 0 < self.mfu <= 1):
-            raise InputError("--mfu", f"must be in (0, 1], got {self.mfu!r}")
+            raise InputError("mfu", f"must be in (0, 1], got {self.mfu!r}")
 
     def ns(self, flops: float) -> float:
         """Compute time of ``flops`` floating-point operations, ns (1 TFLOP/s is 1e3 FLOPs a ns)."""
@@ -253,12 +253,12 @@ def group_dims(network: Network, layout: Layout) -> tuple[tuple[int, ...], tuple
     total = layout.tp * layout.ep * layout.dp
     if total != math.prod(sizes):
         raise InputError(
-            "--tp x --ep x --dp",
+            "tp x ep x dp",
             f"{layout.tp} x {layout.ep} x {layout.dp} = {total}, but the network has {math.prod(sizes)} NPUs",
         )
     groups: list[tuple[int, ...]] = []
     at = 0
-    for name, size in (("--tp", layout.tp), ("--ep", layout.ep), ("--dp", layout.dp)):
+    for name, size in (("tp", layout.tp), ("ep", layout.ep), ("dp", layout.dp)):
         dims: list[int] = []
         product = 1
         while product < size and at < len(sizes):
@@ -328,9 +328,9 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
     """
     tp_dims, ep_dims, dp_dims = group_dims(network, layout)
     if config.moe and config.experts % layout.ep:
-        raise InputError("--ep", f"{config.name} has {config.experts} experts: they do not divide over {layout.ep}")
+        raise InputError("ep", f"{config.name} has {config.experts} experts: they do not divide over {layout.ep}")
     if not config.moe and layout.ep > 1:
-        raise InputError("--ep", f"{config.name} has no experts: --ep must be 1")
+        raise InputError("ep", f"{config.name} has no experts: ep must be 1")
     replica_dims = ep_dims + dp_dims  # the data-parallel group of parameters that are not experts'
     sequence = layout.sequence or config.sequence
     tokens = layout.batch * sequence

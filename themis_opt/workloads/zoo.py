@@ -46,9 +46,9 @@ class ZooOptions:
     def __post_init__(self) -> None:
         for name in ("batch", "bytes_per_element", "model_parallel", "sequence"):
             if getattr(self, name) < 1:
-                raise InputError(f"--{name.replace('_', '-')}", f"must be >= 1, got {getattr(self, name)}")
+                raise InputError(name, f"must be >= 1, got {getattr(self, name)}")
         if not self.peak_tflops > 0 or not 0 < self.efficiency <= 1:
-            raise InputError("--peak-tflops", "peak must be > 0 and efficiency in (0, 1]")
+            raise InputError("peak_tflops", "peak must be > 0 and efficiency in (0, 1]")
 
     def ns(self, flops: float) -> float:
         """Compute time of ``flops`` floating-point operations, ns."""

@@ -62,7 +62,7 @@ def _chakra() -> tuple[Any, Any]:
         from chakra.schema.protobuf import et_def_pb2
         from chakra.src.third_party.utils import protolib
     except ImportError:
-        raise InputError("--workload", INSTALL_HINT) from None
+        raise InputError("workload", INSTALL_HINT) from None
     return et_def_pb2, protolib
 
 

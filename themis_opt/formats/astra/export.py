@@ -282,10 +282,10 @@ def export_astra(instance: Instance, version: int, out: str | Path, method: str 
     2.x always runs the baseline: a method is an error there.
     """
     if version == 2 and method is not None:
-        raise InputError("--method", "ASTRA-sim 2.x always runs the baseline (it reads no scheduling keys)")
+        raise InputError("method", "ASTRA-sim 2.x always runs the baseline (it reads no scheduling keys)")
     method = method or "themis"
     if method not in ("baseline", "themis"):
-        raise InputError("--method", f"must be baseline or themis, got {method!r}")
+        raise InputError("method", f"must be baseline or themis, got {method!r}")
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError(str(out), "exists and is not a folder")
@@ -338,7 +338,7 @@ def export_astra(instance: Instance, version: int, out: str | Path, method: str 
     elif version == 2:
         files, traces = _version_2(instance)
     else:
-        raise InputError("--version", f"must be 1 or 2, got {version!r}")
+        raise InputError("version", f"must be 1 or 2, got {version!r}")
     try:
         out.mkdir(parents=True, exist_ok=True)
         written = []

@@ -27,7 +27,7 @@ WORKLOAD_TYPES = {
 _UNITS = {"": 1, "B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "KB": 10**3, "MB": 10**6, "GB": 10**9}
 
 
-def parse_size(text: str, option: str = "--all-reduce") -> int:
+def parse_size(text: str, option: str = "all_reduce_bytes") -> int:
     """Bytes from ``64MiB``, ``1GiB`` (binary units, 2^20 and 2^30), ``1GB`` (decimal, 10^9) or ``1073741824``."""
     match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", text)
     if not match or match.group(2) not in _UNITS:

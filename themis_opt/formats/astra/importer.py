@@ -67,7 +67,7 @@ def import_astra(
 
     network_path, system_path = Path(network_path), Path(system_path)
     if (all_reduce_bytes is None) == (workload is None):
-        raise InputError("import-astra", "give the collective: --all-reduce SIZE or --workload FILE")
+        raise InputError("all_reduce_bytes", "give one collective: an all-reduce size or a workload")
     suffix = network_path.suffix.lower()
     if suffix in (".yml", ".yaml"):
         if passes != 1 or comm_scale != 1 or compute_scale != 1:
@@ -169,7 +169,7 @@ def _import_v2(
     if workload is None:
         assert all_reduce_bytes is not None
         coll, note = v2.collective(
-            Kind.ALL_REDUCE, all_reduce_bytes, None, network, system, "--all-reduce", id="all_reduce"
+            Kind.ALL_REDUCE, all_reduce_bytes, None, network, system, "all_reduce_bytes", id="all_reduce"
         )
         tasks: tuple[Collective | Compute, ...] = (coll,)
         notes += [note] if note else []

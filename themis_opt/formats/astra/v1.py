@@ -396,7 +396,7 @@ def read_system(path: Path, physical: int, *, ignore_unknown: bool = False) -> S
 def network_of(net: NetworkFile, system: SystemFile, injection_scale: float = 1.0) -> Network:
     """The network of ``net`` with the algorithms, endpoint delay and all-reduce phases of ``system``."""
     if not (math.isfinite(injection_scale) and injection_scale > 0):
-        raise InputError("--injection-scale", f"must be a number > 0, got {injection_scale!r}")
+        raise InputError("injection_scale", f"must be a number > 0, got {injection_scale!r}")
     dims = []
     for d, phys in enumerate(net.dimensions):
         chosen: dict[Kind, Algorithm] = {}

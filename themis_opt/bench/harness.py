@@ -24,7 +24,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from themis_opt.bounds import compute_bounds
 from themis_opt.budget import Deadline
-from themis_opt.errors import InputError
+from themis_opt.errors import InputError, counted
 from themis_opt.formats.native import (
     check_writable,
     in_file,
@@ -209,17 +209,25 @@ def parse_methods(text: str) -> tuple[str, ...]:
         return METHODS
     methods = tuple(m.strip() for m in text.split(","))
     if not any(methods):
-        raise InputError("--method", "names no method")
+        raise InputError("method", "names no method")
     for m in methods:
         if not m:
-            raise InputError("--method", f"has an empty name in {text!r}")
+            raise InputError("method", f"has an empty name in {text!r}")
         if m == "all":
-            raise InputError("--method", f"all stands alone: every method, not one in a list ({text!r})")
+            raise InputError("method", f"all stands alone: every method, not one in a list ({text!r})")
         if m not in method_names():
-            raise InputError("--method", f"unknown method {m!r} (choose from {', '.join(method_names())}, or all)")
+            raise InputError("method", f"unknown method {m!r} (choose from {', '.join(method_names())}, or all)")
     if len(set(methods)) != len(methods):
-        raise InputError("--method", f"names a method twice: {text!r}")
+        raise InputError("method", f"names a method twice: {text!r}")
     return methods
+
+
+def instance_of(document: object, path: str) -> Instance:
+    """The instance of an instance file's JSON ``document`` (errors name the file)."""
+    try:
+        return instance_from_dict(document, Path(path).stem)
+    except InputError as error:
+        raise in_file(error, path) from None
 
 
 def run_instance(
@@ -249,10 +257,7 @@ def run_document(
     ``time_limit`` for its whole run (:func:`~themis_opt.solving.solve_all`
     with ``each``).
     """
-    try:
-        instance = instance_from_dict(document, Path(path).stem)
-    except InputError as error:
-        raise in_file(error, path) from None
+    instance = instance_of(document, path)
     params = params if params is not None else SolveParams()
     results = solve_all(instance, methods, time_limit=time_limit, each=True, workers=workers, seed=seed, params=params)
     best = results[0].bounds if results else compute_bounds(instance, Deadline.after(time_limit))
@@ -346,18 +351,23 @@ def read_records(path: str | Path) -> list[Record]:
     return records
 
 
-def prepare_rows_file(path: str | Path, settings: Settings, *, allow_mixed: bool = False) -> list[Record]:
+def prepare_rows_file(
+    path: str | Path, settings: Settings, *, allow_mixed: bool = False, resume: bool = True
+) -> list[Record]:
     """Check a rows file before any work starts and return the rows it holds.
 
     A missing file is fine (its missing folders are created); an existing one
     must be a rows file, and is only ever appended to. Rows made with other
-    methods, time limit or seed are refused unless ``allow_mixed``.
+    methods, time limit or seed are refused unless ``allow_mixed``; rows of
+    these settings unless ``resume`` (running again would add them a second
+    time).
 
     Raises
     ------
     InputError
-        If the path is a folder, cannot be written, is not a rows file, or
-        holds rows of other settings.
+        If the path is a folder, cannot be written, is not a rows file, holds
+        rows of these settings and ``resume`` is not set, or rows of other
+        settings and ``allow_mixed`` is not set.
     """
     path = Path(path)
     check_writable(path)
@@ -376,6 +386,13 @@ def prepare_rows_file(path: str | Path, settings: Settings, *, allow_mixed: bool
             str(path),
             f"holds rows made with other settings (methods {','.join(methods) or '?'}, time limit {limit:g} s, "
             f"seed {seed}{changed}); use another --out file, or --allow-mixed to add to it anyway",
+        )
+    same = sum(1 for r in records if r.settings() == settings)
+    if same and not resume:  # running again would add the same rows a second time
+        raise InputError(
+            str(path),
+            f"holds {counted(same, 'row')} of these settings already: use --resume to add to it (the instances "
+            "in it are skipped), or another --out file",
         )
     _end_with_newline(path)  # only once the file is taken: a refused run leaves it as it was
     return records

@@ -1,0 +1,154 @@
+"""What every command shares: the parser, option types, the options named alike in every command, output checks."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+from themis_opt.budget import Deadline
+from themis_opt.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from themis_opt.params import SolveParams
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``message`` as one line and exit with status 2."""
+        sys.stderr.write(f"themis-opt: error: {message}\n")
+        raise SystemExit(2)
+
+
+def number_in(low: float, high: float) -> type:
+    """An option type: a number above ``low`` and at most ``high``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+        if not (low < value <= high):
+            raise argparse.ArgumentTypeError(f"must be a number > {low:g} and <= {high:g}, got {text}")
+        return value
+
+    return parse  # type: ignore[return-value]
+
+
+def int_in(low: int, high: int) -> type:
+    """An option type: an integer from ``low`` to ``high``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be >= {low} and <= {high}, got {value}")
+        return value
+
+    return parse  # type: ignore[return-value]
+
+
+def path(text: str) -> str:
+    """A path argument: not empty (an empty one would name the current folder, or nothing)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+SEED = int_in(0, 2**31 - 1)
+
+
+def solver_options(parser: argparse.ArgumentParser, time_limit: float, scope: str) -> None:
+    """``--time-limit`` (its ``scope`` stated), ``--workers``, ``--seed`` and ``--params``."""
+    parser.add_argument(
+        "--time-limit",
+        type=number_in(0, 1e6),
+        default=time_limit,
+        help=f"seconds {scope} may take, every stage included (default {time_limit:g})",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int_in(1, 1024),
+        default=None,
+        help="CP-SAT worker threads, and local searches at once (default: the cores available)",
+    )
+    parser.add_argument("--seed", type=SEED, default=0, help="random seed of the searches (default 0)")
+    parser.add_argument(
+        "--params",
+        metavar="FILE",
+        default=None,
+        help="tuning parameters from a TOML file; an unknown key is an error (default: the built-in ones)",
+    )
+
+
+def out_option(parser: argparse.ArgumentParser, what: str, *aliases: str, required: bool = True) -> None:
+    """``--out``: every command writes there; missing folders are created."""
+    parser.add_argument(
+        "--out",
+        *aliases,
+        dest="out",
+        metavar="PATH",
+        type=path,
+        required=required,
+        default=None,
+        help=f"{what}; missing folders are created, and the path is checked before any work starts"
+        + ("" if required else " (default: nothing written)"),
+    )
+
+
+INPUTS = ("instance", "result", "paths", "network", "system", "workload", "model", "rows", "params")
+
+
+def outputs_apart(args: argparse.Namespace) -> None:
+    """An output path that is also an input file, or another output, would overwrite it: refused
+    before any work starts.
+    """
+    outputs = [(f"--{name}", getattr(args, name)) for name in ("out", "csv", "trace") if getattr(args, name, None)]
+    inputs: list[str] = []
+    for name in INPUTS:
+        value = getattr(args, name, None)
+        inputs += value if isinstance(value, list) else [value] if isinstance(value, str) else []
+    for k, (option, out) in enumerate(outputs):
+        for other, earlier in outputs[:k]:
+            if same_file(out, earlier):
+                raise InputError(option, f"is {other}'s file too ({out}): one would overwrite the other")
+        for given in inputs:
+            if same_file(out, given):
+                raise InputError(option, f"is an input file too ({given}): it would be overwritten")
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether paths ``a`` and ``b`` name one file (existing or not)."""
+    try:
+        if Path(a).exists() and Path(b).exists():
+            return Path(a).samefile(b)
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
+
+
+def params_of(args: argparse.Namespace) -> SolveParams | None:
+    """The ``--params`` file's parameters, or ``None`` for the defaults."""
+    if args.params is None:
+        return None
+    from themis_opt.params import SolveParams
+
+    return SolveParams.from_file(args.params)
+
+
+def left(deadline: Deadline) -> float:
+    """Seconds left before ``deadline`` for the next stage (at least a millisecond, so it can report)."""
+    return max(1e-3, deadline.remaining())
+
+
+def flag(parser: argparse.ArgumentParser, field: str) -> str | None:
+    """The option of ``parser`` that sets the library's ``field`` (``tp`` -> ``--tp``), if it has one."""
+    for action in parser._actions:
+        if action.dest == field and action.option_strings:
+            return action.option_strings[0]
+    return None

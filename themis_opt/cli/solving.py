@@ -1,0 +1,168 @@
+"""``solve`` (one instance, one method or all) and ``validate`` (a result against its instance)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from themis_opt.budget import Deadline
+from themis_opt.cli.options import left, number_in, out_option, params_of, solver_options
+from themis_opt.errors import InputError
+from themis_opt.methods import VARIANTS, method_names, resolve_method
+
+if TYPE_CHECKING:  # pragma: no cover
+    from themis_opt.instance import Instance
+    from themis_opt.params import SolveParams
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``solve`` and ``validate``."""
+    names = ", ".join(method_names())
+    p = sub.add_parser("solve", help="schedule one instance with one method, or all of them")
+    p.add_argument("instance", help="instance JSON file")
+    p.add_argument(
+        "--method",
+        choices=(*method_names(), "all"),
+        default="themis",
+        metavar="METHOD",
+        help=f"{names}; or all: {', '.join(VARIANTS)} in turn, cpsat from the best of the others (default themis)",
+    )
+    p.add_argument(
+        "--intra",
+        choices=("fifo", "scf"),
+        default=None,
+        help="intra-dimension policy (default: scf for themis, fifo for baseline, the better for balanced)",
+    )
+    out_option(
+        p,
+        "write the result JSON here (with --method all: one file per method: OUT.METHOD.json)",
+        "--output",
+        required=False,
+    )
+    p.add_argument(
+        "--bounds",
+        action="store_true",
+        help="compute every lower bound also for baseline and themis (default: the bounds that need no solver)",
+    )
+    solver_options(p, 10.0, "the whole command")
+    p.add_argument(
+        "--quantum-ns",
+        type=number_in(0, 1e15),
+        default=None,
+        help="CP-SAT time quantum in ns (default: exact where times allow, else warm-start makespan / 100000)",
+    )
+    p.add_argument("--log", action="store_true", help="stream the searches' log to standard error (default off)")
+    p.set_defaults(handler=solve)
+
+    p = sub.add_parser("validate", help="check a result's schedule against its instance")
+    p.add_argument("instance", help="instance JSON file")
+    p.add_argument("result", help="result JSON file")
+    p.set_defaults(handler=validate)
+
+
+def solve(args: argparse.Namespace, console: Console) -> int:
+    """``themis-opt solve``."""
+    from themis_opt.formats.native import check_writable, load_instance
+
+    params = params_of(args)
+    searches = args.method in ("all", "cpsat")
+    if args.intra is not None and searches:
+        raise InputError("--intra", f"applies to one method, not to --method {args.method} (cpsat sequences itself)")
+    if args.quantum_ns is not None and not searches:
+        raise InputError("--quantum-ns", f"applies to cpsat only, not to --method {args.method}")
+    if args.method != "all":
+        resolve_method(args.method, args.intra)
+    instance = load_instance(args.instance)
+    for path in outputs(args).values():
+        check_writable(path)
+    if not args.log:
+        return _run(args, console, instance, params)
+    package = logging.getLogger("themis_opt")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level = package.level
+    package.addHandler(handler)
+    package.setLevel(logging.INFO)
+    try:
+        return _run(args, console, instance, params)
+    finally:  # main() may be called again in the same process
+        package.removeHandler(handler)
+        package.setLevel(level)
+
+
+def outputs(args: argparse.Namespace) -> dict[str, Path]:
+    """Where ``solve`` writes each method's result: ``--out``, or one file per method with all."""
+    if args.out is None:
+        return {}
+    out = Path(args.out)
+    if args.method != "all":
+        return {args.method: out}
+    return {v: out.with_name(f"{out.stem}.{v}{out.suffix or '.json'}") for v in VARIANTS}
+
+
+def _run(args: argparse.Namespace, console: Console, instance: Instance, params: SolveParams | None) -> int:
+    from themis_opt.bounds import compute_bounds, solvers_loaded
+    from themis_opt.formats.native import save_result
+    from themis_opt.params import SolveParams
+    from themis_opt.report import comparison_table, result_summary
+    from themis_opt.solving import solve, solve_all
+
+    settings = params or SolveParams()
+    reserve = min(settings.pipeline.exit_reserve, settings.pipeline.exit_reserve_share * args.time_limit)
+    deadline = Deadline(args.started + args.time_limit - reserve)
+    if args.method in ("all", "cpsat") or args.bounds:
+        solvers_loaded(deadline, settings.bounds)  # before the stages share out the time that is left
+    options = {"workers": args.workers, "seed": args.seed, "quantum_ns": args.quantum_ns, "log": args.log}
+    written = outputs(args)
+    if args.method != "all":
+        share = deadline.share(settings.bounds.cheap_share)
+        bounds = compute_bounds(instance, share, params=settings.bounds) if args.bounds else None
+        result = solve(
+            instance, args.method, intra=args.intra, time_limit=left(deadline), bounds=bounds, params=params, **options
+        )
+        console.print(result_summary(instance, result))
+        if written:
+            save_result(result, written[args.method])
+        return 0
+    results = solve_all(instance, VARIANTS, time_limit=left(deadline), params=params, **options)
+    console.print(comparison_table(instance, results))
+    for variant, result in zip(VARIANTS, results):
+        if variant in written:
+            save_result(result, written[variant])
+    return 0
+
+
+def validate(args: argparse.Namespace, console: Console) -> int:
+    """``themis-opt validate``: exit status 1 when the schedule breaks a rule or the result claims too much."""
+    from themis_opt.formats.native import load_instance, load_result
+    from themis_opt.report import fmt_time
+    from themis_opt.result import Status, is_proven, optimality_tolerance
+    from themis_opt.validator import validate
+
+    instance = load_instance(args.instance)
+    result = load_result(args.result)
+    if result.schedule is None:
+        raise InputError(f"{args.result}: schedule", "is null: there is no schedule to validate")
+    violations = validate(instance, result.schedule)
+    if result.instance != instance.name:
+        violations.insert(0, f"result is for instance {result.instance!r}, not {instance.name!r}")
+    claimed = result.makespan
+    if claimed is not None and not math.isclose(claimed, result.schedule.makespan, rel_tol=1e-9, abs_tol=1e-6):
+        violations.append(f"makespan_ns says {claimed}, the schedule ends at {result.schedule.makespan}")
+    span, bound = result.schedule.makespan, result.lower_bound
+    if bound > span + optimality_tolerance(span, instance.origin_ns):
+        violations.append(f"the lower bound says {bound}, above the schedule's makespan {span}")
+    if result.status is Status.OPTIMAL and not is_proven(span, bound, instance.origin_ns):
+        violations.append(f"status says optimal, but the makespan {span} is above the lower bound {bound}")
+    if violations:
+        for line in violations:
+            print(line)
+        return 1
+    console.print(f"valid: {len(result.schedule.chunks)} chunks, makespan {fmt_time(result.schedule.makespan)}")
+    return 0

@@ -1,0 +1,224 @@
+"""Making instances: ``workload`` (a training iteration from the zoo, an LLM or a 1.0 workload file) and
+``generate`` (random instances of a family).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from themis_opt.cli.options import SEED, int_in, number_in, out_option
+from themis_opt.errors import InputError, counted
+from themis_opt.generator import FAMILIES
+
+if TYPE_CHECKING:  # pragma: no cover
+    from themis_opt.instance import Network
+
+_LLM_ONLY = ("tp", "ep", "dp", "data_parallel", "seq")
+_ZOO_ONLY = ("model_parallel", "policy")
+_ZOO_SIZES = ("batch", "precision", "peak_tflops", "efficiency", "model_parallel")  # not a workload file's
+FIELDS = {  # the option types' fields -> this command's dests, or what stands for a field
+    "sequence": "seq",
+    "bytes_per_element": "precision",
+    "mfu": "efficiency",
+    "tp x ep x dp": "--tp x --ep x --dp",
+}
+PRECISIONS = {"bf16": 2, "fp16": 2, "fp32": 4}  # bytes an element
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``workload`` and ``generate``."""
+    from themis_opt.workloads.llm import LLMS, Layout
+    from themis_opt.workloads.zoo import MODELS, ZooOptions
+
+    zoo, llm = ZooOptions(), Layout()
+    p = sub.add_parser("workload", help="make a training-iteration task graph from a zoo model or a workload file")
+    p.add_argument(
+        "model",
+        help=f"a zoo model ({', '.join(MODELS)}; LLMs: {', '.join(LLMS)}) or an ASTRA-sim 1.0 workload file",
+    )
+    p.add_argument("--network", required=True, help="an instance file of any version: its network is used")
+    p.add_argument(
+        "--passes", type=int_in(1, 100), default=None, help=f"training passes (default 2; LLMs {llm.passes})"
+    )
+    p.add_argument(
+        "--chunks",
+        type=int_in(1, 4096),
+        default=None,
+        help="chunks per collective (default: the network instance's preferred-dataset-splits or chunk count)",
+    )
+    p.add_argument(
+        "--policy",
+        choices=("LIFO", "FIFO"),
+        default=None,
+        help="collective priorities (default: the network instance's scheduling-policy, else LIFO; LLMs: none)",
+    )
+    p.add_argument(
+        "--batch",
+        type=int_in(1, 1_000_000),
+        default=None,
+        help=f"zoo: samples per NPU (default {zoo.batch}); LLMs: sequences per data-parallel rank "
+        f"(default {llm.batch})",
+    )
+    p.add_argument(
+        "--precision",
+        choices=tuple(PRECISIONS),
+        default=None,
+        help="gradient element size (default: 2 bytes, fp16 for the zoo and bf16 for LLMs)",
+    )
+    p.add_argument(
+        "--peak-tflops",
+        type=number_in(0, 1e9),
+        default=None,
+        help=f"the NPU's peak (default {zoo.peak_tflops:g}; LLMs {llm.peak_tflops:g}, an H100 SXM's dense bf16)",
+    )
+    p.add_argument(
+        "--efficiency",
+        "--mfu",
+        dest="efficiency",
+        type=number_in(0, 1),
+        default=None,
+        help=f"share of the peak reached, the model FLOPs utilisation (default {zoo.efficiency:g}; LLMs {llm.mfu:g})",
+    )
+    p.add_argument(
+        "--model-parallel",
+        type=int_in(1, 2**20),
+        default=None,
+        help=f"zoo: Transformer-1T's model-parallel group (default {zoo.model_parallel})",
+    )
+    for group, default in (("tp", str(llm.tp)), ("ep", str(llm.ep)), ("dp", "the NPUs left")):
+        p.add_argument(
+            f"--{group}",
+            type=int_in(1, 2**20),
+            default=None,
+            help=f"LLMs: the {dict(tp='tensor', ep='expert', dp='data')[group]}-parallel group (default {default})",
+        )
+    p.add_argument(
+        "--data-parallel",
+        choices=("ddp", "fsdp"),
+        default=None,
+        help="LLMs: gradient all-reduces in 25 MiB buckets, or sharded all-gathers and reduce-scatters "
+        f"(default {llm.data_parallel})",
+    )
+    p.add_argument("--seq", type=int_in(1, 2**24), default=None, help="LLMs: tokens a sequence (default: the model's)")
+    p.add_argument("--name", default=None, help="the instance's name (default: the model's)")
+    out_option(p, "instance JSON file to write")
+    p.set_defaults(handler=workload, fields=FIELDS)
+
+    p = sub.add_parser("generate", help="write random instances of a family")
+    p.add_argument("--family", required=True, choices=sorted(FAMILIES), help="the family of instances")
+    p.add_argument("--count", type=int_in(1, 100_000), default=10, help="how many instances (default 10)")
+    p.add_argument("--seed", type=SEED, default=0, help="random seed: the same seed, the same instances (default 0)")
+    out_option(p, "folder to write the files to")
+    p.set_defaults(handler=generate)
+
+
+def workload(args: argparse.Namespace, console: Console) -> int:
+    """``themis-opt workload``."""
+    from themis_opt.formats.native import check_writable, in_file, load_instance, save_instance
+    from themis_opt.formats.workload_text import parse_workload
+    from themis_opt.workloads.astra1 import Cut, task_graph
+    from themis_opt.workloads.llm import LLMS
+    from themis_opt.workloads.zoo import MODEL_PARALLEL, MODELS, ZooOptions, model_workload
+
+    check_writable(args.out)
+    source = load_instance(args.network)
+    network = source.network
+    meta = dict(source.metadata)
+    chunks = args.chunks if args.chunks is not None else int(meta.get("astra_splits", source.collectives[0].chunks))
+    if args.model in LLMS:
+        return _llm_workload(args, console, network, chunks)
+    for name in _LLM_ONLY:
+        if getattr(args, name) is not None:
+            raise InputError(f"--{name.replace('_', '-')}", f"is for the LLMs ({', '.join(LLMS)}), not {args.model}")
+    policy = args.policy or meta.get("astra_scheduling_policy", "LIFO")
+    passes = args.passes if args.passes is not None else 2
+    given = [name for name in _ZOO_SIZES if getattr(args, name) is not None]
+    if args.model not in MODELS and given:  # a workload file gives its own times and sizes
+        option = f"--{given[0].replace('_', '-')}"
+        raise InputError(option, f"is for the zoo models and LLMs, not a workload file ({args.model})")
+    if args.model in MODELS and args.model_parallel is not None and args.model not in MODEL_PARALLEL:
+        raise InputError("--model-parallel", f"is for {', '.join(sorted(MODEL_PARALLEL))}, not {args.model}")
+    if args.model in MODELS:
+        options = ZooOptions(
+            **{
+                field: value
+                for field, value in (
+                    ("batch", args.batch),
+                    ("bytes_per_element", PRECISIONS.get(args.precision)),
+                    ("peak_tflops", args.peak_tflops),
+                    ("efficiency", args.efficiency),
+                    ("model_parallel", args.model_parallel),
+                )
+                if value is not None
+            }
+        )
+        workload = model_workload(args.model, options)
+    elif Path(args.model).is_file():
+        workload = parse_workload(args.model)
+    else:
+        raise InputError(args.model, f"is neither a zoo model ({', '.join([*MODELS, *LLMS])}) nor a workload file")
+    cut = Cut(chunks, astra="astra_splits" in meta and args.model not in MODELS, policy=policy)
+    try:
+        instance = task_graph(workload, network, passes=passes, cut=cut, name=args.name)
+    except InputError as error:  # the file's values, or the option that set them, made it
+        if error.path == "model_parallel_NPU_group" and args.model_parallel is not None:
+            raise InputError("--model-parallel", error.problem) from None
+        raise error if args.model in MODELS else in_file(error, args.model) from None
+    save_instance(instance, args.out)
+    console.print(
+        f"wrote {args.out}: {workload.parallelism}, {counted(len(workload.layers), 'layer')} x "
+        f"{counted(passes, 'pass', 'passes')}: {counted(len(instance.computes), 'compute task')}, "
+        f"{counted(len(instance.collectives), 'collective')}, {counted(instance.num_phases, 'phase')}"
+    )
+    return 0
+
+
+def _llm_workload(args: argparse.Namespace, console: Console, network: Network, chunks: int) -> int:
+    from themis_opt.formats.native import save_instance
+    from themis_opt.workloads.llm import LLMS, Layout, llm_task_graph
+
+    for name in _ZOO_ONLY:
+        if getattr(args, name) is not None:
+            raise InputError(f"--{name.replace('_', '-')}", f"is not for the LLMs ({args.model})")
+    tp, ep = args.tp or 1, args.ep or 1
+    given = {
+        field: value
+        for field, value in (
+            ("data_parallel", args.data_parallel),
+            ("batch", args.batch),
+            ("sequence", args.seq),
+            ("bytes_per_element", PRECISIONS.get(args.precision)),
+            ("peak_tflops", args.peak_tflops),
+            ("mfu", args.efficiency),
+            ("passes", args.passes),
+        )
+        if value is not None
+    }
+    dp = args.dp if args.dp is not None else max(1, network.num_npus // (tp * ep))
+    layout = Layout(tp=tp, ep=ep, dp=dp, chunks=chunks, **given)  # type: ignore[arg-type]
+    instance = llm_task_graph(LLMS[args.model], network, layout, name=args.name)
+    save_instance(instance, args.out)
+    meta = dict(instance.metadata)
+    console.print(
+        f"wrote {args.out}: {args.model} ({int(meta['parameters']):,} parameters), {meta['layout']}, "
+        f"{counted(layout.passes, 'pass', 'passes')}: {counted(len(instance.computes), 'compute task')}, "
+        f"{counted(len(instance.collectives), 'collective')}, {counted(instance.num_phases, 'phase')}"
+    )
+    return 0
+
+
+def generate(args: argparse.Namespace, console: Console) -> int:
+    """``themis-opt generate``."""
+    from themis_opt.formats.native import check_folder, save_instance
+    from themis_opt.generator import generate
+
+    out = Path(args.out)
+    check_folder(out)
+    for instance in generate(args.family, args.count, args.seed):
+        save_instance(instance, out / f"{instance.name}.json")
+    console.print(f"wrote {counted(args.count, args.family + ' instance')} to {out}")
+    return 0
