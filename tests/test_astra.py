@@ -170,7 +170,7 @@ def test_scales_truncate_as_astra_does(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"active_chunks_per_dimension": "2"}, "active-chunks-per-dimension: '2': only 1"),
+        ({"active_chunks_per_dimension": "0"}, "active-chunks-per-dimension: must be"),
         ({"model_shared_bus": "1"}, "model-shared-bus: '1': the shared-bus (LogGP) model is not modelled"),
         ({"inter_dimension_scheduling": "offlineGreedyFlex"}, "offlineGreedyFlex"),
         ({"inter_dimension_scheduling": "roundRobin"}, "round-robin"),
@@ -408,3 +408,34 @@ def test_export_to_2x_refuses_a_message_overhead(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="message_overhead_ns 77"):
         export_astra(overhead, 2, tmp_path / "out")
     assert export_astra(overhead, 1, tmp_path / "one")  # 1.0 writes it as its NIC latency
+
+
+# ASTRA-sim 1.0 (07d5d19, analytical backend) on tests/data/astra/net_v1_ring_switch.json, a baseline FIFO
+# LIFO system of 16 splits and one all-reduce of 64 MiB, run on 2026-12-04: "all passes finished at time: N"
+ACTIVE_CHUNKS_TIMES = {1: 1_063_965.0, 2: 562_829.0, 3: 437_545.0}
+
+
+@pytest.mark.parametrize("active", sorted(ACTIVE_CHUNKS_TIMES))
+def test_astra1_runs_several_chunks_at_once_per_dimension(tmp_path: Path, active: int) -> None:
+    system = _write(
+        tmp_path,
+        "sys.txt",
+        f"scheduling-policy: LIFO\nendpoint-delay: 10\nactive-chunks-per-dimension: {active}\n"
+        "preferred-dataset-splits: 16\nboost-mode: 0\nall-reduce-implementation: ring_halvingDoubling\n"
+        "all-gather-implementation: ring_halvingDoubling\nreduce-scatter-implementation: ring_halvingDoubling\n"
+        "all-to-all-implementation: ring_direct\ncollective-optimization: localBWAware\n"
+        "inter-dimension-scheduling: baseline\nintra-dimension-scheduling: FIFO\n",
+    )
+    instance = import_astra(ASTRA / "net_v1_ring_switch.json", system, all_reduce_bytes=64 * MIB)
+    assert instance.network.active_chunks == active
+    result = solve(instance, "baseline", intra="fifo")
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+    assert result.makespan == pytest.approx(ACTIVE_CHUNKS_TIMES[active], rel=1e-4)
+
+
+def test_astra1_active_chunks_of_zero_is_refused(tmp_path: Path) -> None:
+    system = _write(
+        tmp_path, "sys.txt", SYS.read_text().replace("active-chunks-per-dimension: 1", "active-chunks-per-dimension: 0")
+    )
+    with pytest.raises(InputError, match="active-chunks-per-dimension"):
+        import_astra(NET, system, all_reduce_bytes=MIB)

@@ -1,6 +1,7 @@
 """themis_opt against ASTRA-sim 1.0 on ASTRA-sim's own sample inputs.
 
     python -m bench.figures.astra_check --astra PATH/TO/astra-sim [--binary BIN] [--cache FILE] [--only TEXT] [--jobs N]
+                                        [--active-chunks 1,2,3]
 
 ``--astra`` is a checkout of ASTRA-sim's ``ASTRA-sim-1.0`` branch with its
 analytical backend built (``docs/astra.md`` says how); ``--binary`` defaults
@@ -12,7 +13,9 @@ its ``examples/run_*_analytical.sh`` scripts as they are. For each, ASTRA-sim
 runs (its time is the line ``all passes finished at time: N``) and
 themis_opt imports the same three files (``themis-opt import-astra``) and
 solves the instance with the method and intra-dimension policy the system
-file asks for. A run where ASTRA-sim crashes or gives no time must be refused
+file asks for. ``--active-chunks`` runs every case once per value of the
+system file's ``active-chunks-per-dimension`` (default: as the sample has
+it). A run where ASTRA-sim crashes or gives no time must be refused
 by the import (exit status 2, one line); a run ASTRA-sim completes must be
 reproduced within 1%.
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
+import dataclasses
 import hashlib
 import io
 import itertools
@@ -54,26 +58,31 @@ class Case:
     passes: int
     comm_scale: float
     schedule: tuple[str, str] | None  # (inter, intra) written into the system file; None: as it is
+    active: int | None = None  # active-chunks-per-dimension written into the system file; None: as it is
 
     @property
     def label(self) -> str:
         sched = "as is" if self.schedule is None else f"{self.schedule[0]}+{self.schedule[1]}"
         scale = f", comm x{self.comm_scale:g}" if self.comm_scale != 1 else ""
-        return f"{self.network.stem} | {self.system.stem} | {self.workload.stem} | {sched} | {self.passes}{scale}"
+        active = f", k={self.active}" if self.active is not None else ""
+        files = f"{self.network.stem} | {self.system.stem} | {self.workload.stem}"
+        return f"{files} | {sched} | {self.passes}{scale}{active}"
 
 
 def system_text(case: Case) -> str:
     """The system file of ``case``: the sample's, with the inter- and intra-dimension scheduling set."""
     text = case.system.read_text()
-    if case.schedule is None:
+    if case.schedule is None and case.active is None:
         return text
-    lines = [
-        line
-        for line in text.splitlines()
-        if not line.strip().startswith(("inter-dimension-scheduling:", "intra-dimension-scheduling:"))
-    ]
-    inter, intra = case.schedule
-    return "\n".join([*lines, f"inter-dimension-scheduling: {inter}", f"intra-dimension-scheduling: {intra}"]) + "\n"
+    keys = ("inter-dimension-scheduling:", "intra-dimension-scheduling:") if case.schedule is not None else ()
+    keys += ("active-chunks-per-dimension:",) if case.active is not None else ()
+    lines = [line for line in text.splitlines() if not line.strip().startswith(keys)]
+    if case.schedule is not None:
+        inter, intra = case.schedule
+        lines += [f"inter-dimension-scheduling: {inter}", f"intra-dimension-scheduling: {intra}"]
+    if case.active is not None:
+        lines.append(f"active-chunks-per-dimension: {case.active}")
+    return "\n".join(lines) + "\n"
 
 
 def key_of(case: Case, binary: Path) -> str:
@@ -231,11 +240,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="run only the cases whose label contains this text")
     parser.add_argument("--jobs", type=int, default=2, help="ASTRA-sim runs at once (default 2)")
     parser.add_argument("--astra-only", action="store_true", help="fill the cache; do not run themis_opt")
+    parser.add_argument(
+        "--active-chunks", default="", help="comma-separated active-chunks-per-dimension values (default: as is)"
+    )
     args = parser.parse_args(argv)
     binary = args.binary or args.astra / "build/astra_analytical/build/AnalyticalAstra/bin/AnalyticalAstra"
     if not binary.exists():
         parser.error(f"no ASTRA-sim binary at {binary} (build it, or give --binary)")
-    todo = [c for c in cases(args.astra) if args.only in c.label]
+    actives = [int(k) for k in args.active_chunks.split(",") if k] or [None]
+    todo = [dataclasses.replace(c, active=k) for c in cases(args.astra) for k in actives if args.only in c.label]
     cache: dict[str, dict[str, object]] = json.loads(args.cache.read_text()) if args.cache.exists() else {}
     missing = [c for c in todo if key_of(c, binary) not in cache]
     print(f"{len(todo)} runs, {len(missing)} not in {args.cache}", file=sys.stderr)

@@ -322,7 +322,7 @@ def export_astra(instance: Instance, version: int, out: str | Path, method: str 
             for k, v in (
                 ("scheduling-policy", "LIFO"),
                 ("endpoint-delay", delay),
-                ("active-chunks-per-dimension", 1),
+                ("active-chunks-per-dimension", instance.network.active_chunks),
                 ("preferred-dataset-splits", coll.chunks),
                 ("boost-mode", 0),
                 *((key, _implementation(dims, kind)) for kind, key in IMPLEMENTATION_KEYS.items()),

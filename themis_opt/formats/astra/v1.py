@@ -142,6 +142,7 @@ class SystemFile:
     method: str
     intra: str
     notes: tuple[str, ...] = field(default=())
+    active_chunks: int = 1
 
 
 def read_network(path: Path, *, ignore_unknown: bool = False) -> NetworkFile:
@@ -357,12 +358,8 @@ def read_system(path: Path, physical: int, *, ignore_unknown: bool = False) -> S
         raise InputError(f"{path}: collective-optimization", f"must be localBWAware or baseline, got {optimization!r}")
     splits = _integer(entries["preferred-dataset-splits"], "preferred-dataset-splits", path, 1)
     delay = _integer(entries["endpoint-delay"], "endpoint-delay", path, 0) if "endpoint-delay" in entries else None
-    active = entries.get("active-chunks-per-dimension", "1")
-    if active != "1":
-        raise InputError(
-            f"{path}: active-chunks-per-dimension",
-            f"{active!r}: only 1 (one chunk at a time per dimension) is modelled",
-        )
+    # k phases at once on each dimension, each at full speed (Sys.cc's concurrent_streams; 0: none ever starts)
+    active = _integer(entries.get("active-chunks-per-dimension", "1"), "active-chunks-per-dimension", path, 1)
     if entries.get("model-shared-bus", "0") != "0":
         raise InputError(
             f"{path}: model-shared-bus",
@@ -389,7 +386,7 @@ def read_system(path: Path, physical: int, *, ignore_unknown: bool = False) -> S
     if intra not in INTRA:
         raise InputError(f"{path}: intra-dimension-scheduling", f"unknown {intra!r} (known: {', '.join(INTRA)})")
     return SystemFile(
-        policy, implementations, phases[optimization], delay, splits, INTER[inter], INTRA[intra], tuple(notes)
+        policy, implementations, phases[optimization], delay, splits, INTER[inter], INTRA[intra], tuple(notes), active
     )
 
 
@@ -433,6 +430,7 @@ def network_of(net: NetworkFile, system: SystemFile, injection_scale: float = 1.
         all_reduce_phases=system.all_reduce_phases,
         phase_delay_ns=delay,  # a phase ends with one more endpoint delay than it has steps
         integer_messages=True,
+        active_chunks=system.active_chunks,
     )
 
 
