@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -376,3 +377,109 @@ def test_a_flattened_network_charged_outermost_is_not_exported_for_2x(tmp_path: 
     assert solve(outermost, "baseline").makespan != solve(instance, "baseline").makespan
     with pytest.raises(InputError, match="charged on the outermost dimension"):
         export_astra(outermost, 2, tmp_path / "out")
+
+
+# Communicator groups, on a 4 x 4 network (dimension 0 a ring of 100 GB/s and 500 ns a hop, dimension 1 a switch
+# of 50 GB/s and 1000 ns a hop, two hops through it), 4 splits, rings, local-mem-bw 1600 (1600 bytes a ns)
+NET4X4 = "topology: [ Ring, Switch ]\nnpus_count: [ 4, 4 ]\nbandwidth: [ 100.0, 50.0 ]\nlatency: [ 500.0, 1000.0 ]\n"
+RINGS = {**SYSTEM, **{k: ["ring", "ring"] for k in SYSTEM if k.endswith("-implementation")}}
+# an all-reduce of 1 MiB on a group of 4 NPUs: 4 chunks of 256 KiB, one after another; each 2 x 3 steps of
+# 64 KiB, every step 10 ns (a group's ring, not endpoint-delay) plus one message, and 10 ns at the start; the
+# first 3 receipts reduced: 3 x floor(65536 / 1600) = 120 ns each
+RING_DIM0_NS = 4 * (10 + 6 * (math.floor(500 + 65536 / (100 * 2**30 / 1e9)) + 10) + 3 * 120)  # 1 hop
+RING_DIM1_NS = 4 * (10 + 6 * (math.floor(2 * 1000 + 65536 / (50 * 2**30 / 1e9)) + 10) + 3 * 120)  # 2 hops
+DP = {str(1 + r): [4 * r + i for i in range(4)] for r in range(4)}  # rows of dimension 0
+TP = {str(5 + i): [4 * r + i for r in range(4)] for i in range(4)}  # columns, across dimension 1
+
+
+def _grouped_traces(tmp_path: Path, pgs: list[Any], npus: int = 16) -> Path:
+    """Per NPU one all-reduce of 1 MiB per entry of ``pgs``, each after the one before; an entry is a group id,
+    or a function of the NPU that gives its group id.
+    """
+    for npu in range(npus):
+        nodes = []
+        for n, pg in enumerate(pgs):
+            name = pg(npu) if callable(pg) else pg
+            nodes.append(
+                TraceNode(
+                    100 * npu + n,
+                    f"ar{n}",
+                    "COMM_COLL_NODE",
+                    (100 * npu + n - 1,) if n else (),
+                    (),
+                    0,
+                    (("comm_type", 0), ("comm_size", MIB), ("pg_name", name)),
+                )
+            )
+        write_trace(tmp_path / f"trace.{npu}.et", nodes)
+    return tmp_path / "trace"
+
+
+def _groups(tmp_path: Path, groups: dict[str, list[int]]) -> Path:
+    path = tmp_path / "groups.json"
+    path.write_text(json.dumps(groups))
+    return path
+
+
+def test_data_and_tensor_parallel_groups_run_as_rings(tmp_path: Path) -> None:
+    net, system = _files(tmp_path, RINGS, NET4X4)
+    groups = _groups(tmp_path, {**DP, **TP})
+    prefix = _grouped_traces(tmp_path, [lambda j: str(1 + j // 4), lambda j: str(5 + j % 4)])
+    instance = import_astra(net, system, workload=prefix, comm_groups=groups)
+    dp, tp = instance.collectives
+    assert dp.group == (0, 1, 2, 3) and tp.group == (0, 4, 8, 12)
+    assert instance.active_dims == ((0,), (1,))
+    result = solve(instance, "baseline", intra="fifo")
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+    assert result.makespan == RING_DIM0_NS + RING_DIM1_NS  # one communication at a time: 28360 + 79000 ns
+    for method in ("themis", "balanced", "cpsat"):
+        other = solve(instance, method, time_limit=5)
+        assert other.schedule is not None and validate(instance, other.schedule) == []
+        assert other.makespan is not None and other.makespan >= other.lower_bound * (1 - 1e-9)
+
+
+def test_a_group_of_every_npu_is_the_networks_own_plan(tmp_path: Path) -> None:
+    net, system = _files(tmp_path, RINGS, NET4X4)
+    groups = _groups(tmp_path, {"9": list(range(16))})
+    everyone = import_astra(net, system, workload=_grouped_traces(tmp_path, ["9"]), comm_groups=groups)
+    plain = import_astra(net, system, workload=_grouped_traces(tmp_path, [""]))
+    assert everyone.collectives[0].group == () and everyone.collectives[0].dimensions == (0, 1)
+    assert solve(everyone, "baseline").makespan == solve(plain, "baseline").makespan
+
+
+def test_groups_as_dimensions_run_over_them(tmp_path: Path) -> None:
+    net, system = _files(tmp_path, RINGS, NET4X4)
+    groups = _groups(tmp_path, {**DP, **TP})
+    prefix = _grouped_traces(tmp_path, [lambda j: str(1 + j // 4), lambda j: str(5 + j % 4)])
+    instance = import_astra(net, system, workload=prefix, comm_groups=groups, groups="dimensions")
+    assert [(c.group, c.dimensions) for c in instance.collectives] == [((), (0,)), ((), (1,))]
+
+
+@pytest.mark.parametrize(
+    ("groups", "pg", "message"),
+    [
+        ({**DP, **TP}, lambda j: "77", "communicator group '77' is not in the group file"),
+        ({"1": [0, 2, 1, 3], "2": [4, 5, 6, 7], "3": [8, 9, 10, 11], "4": [12, 13, 14, 15]},
+         lambda j: str(1 + j // 4), "NPU 1's group [0, 2, 1, 3] is not NPU 0's"),
+        ({"1": [1, 2, 3]}, lambda j: "1", "NPU 0 is not in its communicator"),
+        ({"0": list(range(4))}, lambda j: "0", "0 is every NPU"),
+        ({"1": [0, 1, 1]}, lambda j: "1", "names an NPU twice"),
+        ({"1": [0, 16]}, lambda j: "1", "names NPU 16, but the network has 16 NPUs"),
+    ],
+)  # fmt: skip
+def test_groups_2x_cannot_run_or_asymmetric_ones_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], groups: dict[str, list[int]], pg: Any, message: str
+) -> None:
+    net, system = _files(tmp_path, RINGS, NET4X4)
+    prefix = _grouped_traces(tmp_path, [pg])
+    argv = ["import-astra", str(net), str(system), "--workload", str(prefix), "--out", str(tmp_path / "x.json")]
+    assert main([*argv, "--comm-groups", str(_groups(tmp_path, groups))]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_a_group_without_the_group_file_is_refused(tmp_path: Path) -> None:
+    net, system = _files(tmp_path, RINGS, NET4X4)
+    with pytest.raises(InputError, match="give the group file"):
+        import_astra(net, system, workload=_grouped_traces(tmp_path, ["1"]))

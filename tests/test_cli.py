@@ -519,4 +519,3 @@ def test_generate_has_defaults(tmp_path: Path, capsys: pytest.CaptureFixture[str
         == 0
     )
     assert sorted(p.read_text() for p in (tmp_path / "h").glob("*.json")) == first  # the default seed is 0
-

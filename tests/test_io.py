@@ -238,3 +238,17 @@ def test_a_result_claiming_the_impossible_is_bad_input(worked: Instance, key: st
     with pytest.raises(InputError) as error:
         result_from_dict(data)
     assert error.value.path == key
+
+
+def test_a_collectives_group_round_trips_and_is_checked(tmp_path: Path) -> None:
+    from themis_opt.instance import Collective, Dimension, Instance, Network
+
+    network = Network((Dimension(4, "ring", 100.0, 500.0), Dimension(4, "switch", 50.0, 1000.0)))
+    instance = Instance(network, (Collective("reduce_scatter", 2**20, 4, group=(0, 4, 8)),))
+    save_instance(instance, tmp_path / "g.json")
+    assert load_instance(tmp_path / "g.json") == instance
+    data = json.loads((tmp_path / "g.json").read_text())
+    for bad, message in (([0, 16], "names NPU 16"), ([0], "of one NPU"), (list(range(16)), "is every NPU")):
+        data["tasks"][0]["group"] = bad
+        with pytest.raises(InputError, match=message):
+            instance_from_dict(data)

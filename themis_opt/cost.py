@@ -40,6 +40,16 @@ x (n - 1) for an all-gather).
 A reduce-scatter phase turns x bytes into x / n, an all-gather x into x n,
 an all-reduce and an all-to-all keep x. A network's ``phase_delay_ns`` is
 added once to every phase.
+
+A collective in a communicator **group** smaller than the network runs as
+ASTRA-sim 2.x runs one: one ring over the group's NPUs in the group's order,
+a single phase per chunk (an all-reduce, a reduce-scatter or an all-gather),
+whatever the dimensions' algorithms; each message is costed in the lowest
+dimension in which its two NPUs differ (``floor(hops x latency + bytes /
+bandwidth)`` there), every step pays a fixed :data:`GROUP_STEP_DELAY_NS`
+and a reducing step its reduction; an NPU sends each step once it has
+received the one before, so the phase lasts as long as the slowest NPU's
+chain of receipts (:func:`group_ring_ns`).
 """
 
 from __future__ import annotations
@@ -377,6 +387,66 @@ def flattened_ring_stalls(network: Network, op: Op, x: float) -> bool:
     return False
 
 
+# -------------------------------------------------------------------- groups
+
+GROUP_STEP_DELAY_NS = 10.0  # ASTRA-sim 2.x: a group's ring is "local", its MemBus delay fixed, not endpoint-delay
+
+
+def group_links(network: Network, group: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Per link of a group's ring (member k to member k + 1, cyclic): the dimension its messages are
+    costed in (the lowest in which the two NPUs differ) and their hops there.
+    """
+    import numpy as np
+
+    src = np.array(group, dtype=np.int64)
+    dims, hops = _charged(_innermost(network), src, np.roll(src, -1))
+    return tuple(int(d) for d in dims), tuple(int(h) for h in hops)
+
+
+@functools.lru_cache(maxsize=64)
+def _innermost(network: Network) -> Network:
+    """``network`` charging every message in the lowest dimension its NPUs differ in (ASTRA-sim 2.x's rule)."""
+    import dataclasses
+
+    return network if network.innermost_charge else dataclasses.replace(network, innermost_charge=True)
+
+
+@functools.lru_cache(maxsize=4096)
+def group_ring_ns(network: Network, group: tuple[int, ...], op: Op, x: float, quiet: bool = False) -> float:
+    """A phase of ``op`` on ``x`` bytes (an all-gather's: each NPU's shard) on a group's ring, as ASTRA-sim 2.x
+    times it (see the module's docstring); ``quiet``: its wire time alone (no delays, latencies or reductions).
+
+    Steps: n - 1 (reduce-scatter, all-gather) or 2 (n - 1) (all-reduce) of ``x // n`` bytes (an all-gather's:
+    ``x``); the first n - 1 receipts of a reduce-scatter or an all-reduce are reduced.
+    """
+    import numpy as np
+
+    n = len(group)
+    dims, hops = (np.array(v) for v in group_links(network, group))
+    steps = 2 * (n - 1) if op is Op.ALL_REDUCE else n - 1
+    message = math.floor(x) if op is Op.ALL_GATHER else math.floor(x) // n
+    if op is Op.ALL_TO_ALL:
+        raise ValueError("a group's ring runs no all-to-all here")
+    rate = np.array([link_bytes_per_ns(network.dimensions[d]) for d in dims])
+    if quiet:
+        cost = message / rate
+        delay, reduction = 0.0, 0.0
+    else:
+        latency = np.array([network.dimensions[d].latency_ns for d in dims]) * hops
+        overhead = np.array([network.dimensions[d].message_overhead_ns for d in dims])
+        cost = np.floor(latency + message / rate) + overhead
+        delay = GROUP_STEP_DELAY_NS
+        reduction = 0.0 if network.reduction_gbps is None else 3.0 * math.floor(message / network.reduction_gbps)
+    reducing = n - 1 if op in (Op.REDUCE_SCATTER, Op.ALL_REDUCE) else 0
+    if np.all(cost == cost[0]):  # every link alike: the chain is every NPU's
+        return float(delay + steps * (cost[0] + delay) + reducing * reduction)
+    sent = np.full(n, delay)  # each NPU's send of the current step (member k sends to member k + 1)
+    for s in range(steps):
+        received = np.roll(sent + cost, 1)  # member k receives from member k - 1
+        sent = received + delay + (reduction if s < reducing else 0.0)
+    return float(sent.max())
+
+
 # -------------------------------------------------------------------- phases
 
 
@@ -481,6 +551,30 @@ def merging_shortens(instance: Instance) -> bool:
     return False
 
 
+GROUP_OPS = {Kind.ALL_REDUCE: Op.ALL_REDUCE, Kind.REDUCE_SCATTER: Op.REDUCE_SCATTER, Kind.ALL_GATHER: Op.ALL_GATHER}
+
+
+def wire_ns(instance: Instance, collective: int, phase: PhaseSpec) -> float:
+    """The part of a phase of ``collective`` that its bytes take (no delay, latency or overhead)."""
+    coll = instance.collectives[collective]
+    if coll.group:
+        return group_ring_ns(instance.network, coll.group, phase.op, phase.bytes_in, quiet=True)
+    algorithm = instance.network.dimensions[phase.dim].algorithm_for(coll.kind)
+    return wire_time(instance.network, phase.dim, phase.op, phase.bytes_in, algorithm)
+
+
+def collective_plan(
+    instance: Instance, collective: int, order: tuple[int, ...], merged: bool = False
+) -> list[tuple[int, Op]]:
+    """The (dimension, place) of each phase of a chunk of ``collective`` taking ``order``
+    (:func:`phase_plan_of`; a group's ring is one phase).
+    """
+    coll = instance.collectives[collective]
+    if coll.group:
+        return [(order[0], GROUP_OPS[coll.kind])]
+    return phase_plan_of(instance.network, coll.kind, order, merged)
+
+
 def chunk_phases(
     instance: Instance, collective: int, chunk_bytes: float, order: tuple[int, ...], merged: bool = False
 ) -> tuple[PhaseSpec, ...]:
@@ -494,7 +588,12 @@ def chunk_phases(
     one all-to-all phase per dimension, size unchanged.
     """
     network = instance.network
-    kind = instance.collectives[collective].kind
+    coll = instance.collectives[collective]
+    kind = coll.kind
+    if coll.group:  # one phase on the group's ring, from the shard for an all-gather
+        n, op = len(coll.group), GROUP_OPS[kind]
+        x = float(chunk_bytes) / n if kind is Kind.ALL_GATHER else float(chunk_bytes)
+        return (PhaseSpec(order[0], op, x, x * growth(op, n), group_ring_ns(network, coll.group, op, x)),)
     plan = [
         (d, place, network.dimensions[d].algorithm_for(kind))
         for d, place in phase_plan_of(network, kind, order, merged)

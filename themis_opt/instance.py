@@ -361,6 +361,23 @@ class Network:
         """Whether a collective of ``kind`` runs as one phase over every NPU (a ``one_*`` algorithm)."""
         return self.dimensions[0].algorithm_for(kind).flattened
 
+    def coordinates(self, npu: int) -> tuple[int, ...]:
+        """NPU ``npu``'s position in each dimension (dimension 0 varies fastest, as ASTRA-sim numbers NPUs)."""
+        position = []
+        for dim in self.dimensions:
+            npu, at = divmod(npu, dim.size)
+            position.append(at)
+        return tuple(position)
+
+    def ring_dim(self, group: tuple[int, ...]) -> int:
+        """The dimension a ring over ``group`` (in that order) runs on: the lowest in which two neighbours
+        of the ring differ (where ASTRA-sim 2.x costs their messages).
+        """
+        places = [self.coordinates(npu) for npu in group]
+        return min(
+            next(d for d, (x, y) in enumerate(zip(a, b)) if x != y) for a, b in zip(places, places[1:] + places[:1])
+        )
+
     @property
     def num_dims(self) -> int:
         """Number of dimensions, size-1 ones included."""
@@ -433,6 +450,12 @@ class Collective:
         Size of every chunk but the last; ``None``: ``size_bytes // chunks``
         (the last chunk then takes the remainder too). ASTRA-sim cuts
         ``size // splits`` bytes at a time, so its last chunk may be smaller.
+    group
+        The NPUs of its communicator group, in ring order, when that is
+        smaller than the network: it then runs as ASTRA-sim 2.x runs one, on
+        one ring over these NPUs, one phase per chunk (see
+        :mod:`themis_opt.cost`), and ``dimensions`` is not given. ``()``:
+        every NPU, over ``dimensions``.
     """
 
     kind: Kind
@@ -444,9 +467,24 @@ class Collective:
     priority: int = 0
     after: tuple[After, ...] = ()
     chunk_bytes: int = None  # type: ignore[assignment]  # resolved below
+    group: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", check_enum("kind", self.kind, Kind))
+        if not isinstance(self.group, (tuple, list)):
+            raise InputError("group", f"must be a list of NPUs, got {self.group!r}")
+        object.__setattr__(self, "group", tuple(self.group))
+        if self.group:
+            for k, npu in enumerate(self.group):
+                check_int(f"group[{k}]", npu, 0, MAX_NPUS - 1)
+            if len(set(self.group)) != len(self.group):
+                raise InputError("group", f"names an NPU twice: {list(self.group)}")
+            if len(self.group) < 2:
+                raise InputError("group", f"of one NPU never finishes in ASTRA-sim 2.x, got {list(self.group)}")
+            if self.kind is Kind.ALL_TO_ALL:
+                raise InputError("group", "an all-to-all in a group smaller than the network is not modelled")
+            if self.dimensions is not None:
+                raise InputError("dimensions", "a collective in a group runs on the group's ring: give no dimensions")
         check_name("id", self.id)
         check_int("priority", self.priority, -(2**31), 2**31 - 1)
         object.__setattr__(self, "after", _check_after(self.after))
@@ -603,6 +641,12 @@ class Instance:
         dims = self.network.dimensions
         for c, coll in enumerate(self.collectives):
             where = self.where(coll)
+            if coll.group:
+                npus = self.network.num_npus
+                if max(coll.group) >= npus:
+                    raise InputError(f"{where}.group", f"names NPU {max(coll.group)}, but the network has {npus}")
+                if len(coll.group) == npus:
+                    raise InputError(f"{where}.group", "is every NPU: give no group (the network's own plan)")
             for pos, dim in enumerate(coll.dimensions or ()):
                 if dim >= num_dims:
                     raise InputError(
@@ -683,14 +727,17 @@ class Instance:
         These are the dimensions its chunks visit; a chunk's order is a
         permutation of them. A collective of a flattened kind (a ``one_*``
         algorithm) visits dimension 0 alone, if it includes it: its one phase
-        there spans every NPU.
+        there spans every NPU. A collective in a group visits the dimension
+        its ring runs on (:meth:`Network.ring_dim`) alone.
         """
         network = self.network
         dims = network.dimensions
         active: list[tuple[int, ...]] = []
         for coll in self.collectives:
             named = coll.dimensions if coll.dimensions is not None else range(len(dims))
-            if network.flattened(coll.kind):
+            if coll.group:
+                active.append((network.ring_dim(coll.group),))
+            elif network.flattened(coll.kind):
                 active.append((0,) if 0 in named and network.num_npus >= 2 else ())
             else:
                 active.append(tuple(d for d in sorted(named) if d < len(dims) and dims[d].size >= 2))

@@ -19,6 +19,7 @@ from themis_opt.cost import (
     performed,
     phase_duration,
     phase_plan_of,
+    wire_ns,
     wire_time,
 )
 from themis_opt.instance import AllReducePhases, ChunkClass, Collective, Compute, Instance, Kind, Op
@@ -81,9 +82,7 @@ def traffic_bytes(instance: Instance, collective: int) -> float:
 
 def _weighted(instance: Instance, collective: int, phase: PhaseSpec) -> float:
     """A phase's wire time times its dimension's bandwidth: the bytes it moves at that bandwidth."""
-    dim = instance.network.dimensions[phase.dim]
-    algorithm = dim.algorithm_for(instance.collectives[collective].kind)
-    return wire_time(instance.network, phase.dim, phase.op, phase.bytes_in, algorithm) * dim.bytes_per_ns
+    return wire_ns(instance, collective, phase) * instance.network.dimensions[phase.dim].bytes_per_ns
 
 
 def _moves_at_bandwidth(instance: Instance, collective: int) -> bool:
@@ -91,6 +90,8 @@ def _moves_at_bandwidth(instance: Instance, collective: int) -> bool:
     network = instance.network
     kind = instance.collectives[collective].kind
     if network.all_reduce_phases is AllReducePhases.PER_DIMENSION and kind is Kind.ALL_REDUCE:
+        return False
+    if instance.collectives[collective].group:  # a ring of NPUs, its messages costed link by link
         return False
     for d in instance.active_dims[collective]:
         dim = network.dimensions[d]

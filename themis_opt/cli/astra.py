@@ -29,6 +29,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="an ASTRA-sim 1.0 workload file (any parallelism), or the prefix of 2.x Chakra traces, "
         'PREFIX.0.et... (needs pip install -e ".[chakra]")',
     )
+    p.add_argument(
+        "--comm-groups",
+        metavar="FILE",
+        default=None,
+        help="2.x's communicator-group file, {\"id\": [ranks]}, that the traces' pg_name refers to "
+        "(ASTRA-sim's --comm-group-configuration; default: none, every collective over every NPU)",
+    )
+    p.add_argument(
+        "--groups",
+        choices=("as-astra", "dimensions"),
+        default="as-astra",
+        help="as-astra: a group smaller than the network runs as 2.x runs it, one ring over its NPUs; "
+        "dimensions: a group that is whole dimensions runs over them, so the methods may order its chunks "
+        "(default as-astra)",
+    )
     p.add_argument("--passes", type=int_in(1, 1000), default=1, help="ASTRA-sim's --num-passes (default 1)")
     for scale, scaled in (("comm", "collective sizes"), ("compute", "compute times"), ("injection", "endpoint-delay")):
         p.add_argument(
@@ -77,6 +92,8 @@ def import_astra(args: argparse.Namespace, console: Console) -> int:
         injection_scale=args.injection_scale,
         ignore_unknown=args.ignore_unknown,
         name=args.name,
+        comm_groups=args.comm_groups,
+        groups=args.groups,
     )
     save_instance(instance, args.out)
     meta = dict(instance.metadata)

@@ -101,7 +101,7 @@ def out_option(parser: argparse.ArgumentParser, what: str, *aliases: str, requir
     )
 
 
-INPUTS = ("instance", "result", "paths", "network", "system", "workload", "model", "rows", "params")
+INPUTS = ("instance", "result", "paths", "network", "system", "workload", "model", "rows", "params", "comm_groups")
 
 
 def outputs_apart(args: argparse.Namespace) -> None:

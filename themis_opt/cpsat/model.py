@@ -44,7 +44,7 @@ from ortools.sat.python import cp_model
 
 from themis_opt.bounds import collective_releases
 from themis_opt.budget import Deadline
-from themis_opt.cost import PhaseSpec, chunk_phases, phase_plan_of
+from themis_opt.cost import PhaseSpec, chunk_phases, collective_plan
 from themis_opt.instance import ChunkClass, Collective, Instance, Op
 from themis_opt.orders import Order, Orders
 from themis_opt.params import CpsatParams
@@ -159,7 +159,7 @@ class CpsatModel:
 
     def places(self, collective: int, order: Order) -> list[tuple[int, Op]]:
         """The (dimension, place) of each phase of a chunk of ``collective`` taking ``order``: its variables' keys."""
-        return phase_plan_of(self.instance.network, self.instance.collectives[collective].kind, order)
+        return collective_plan(self.instance, collective, order)
 
     def floor(self, ns: float) -> int:
         """A time in quanta, rounded down (a relaxation); a whole number of quanta up to a

@@ -299,7 +299,7 @@ def _collective(raw: Any, where: str, *, version: int) -> Collective:
             raw,
             where,
             {"id", "kind", "size_bytes", "chunks"},
-            {"issue_ns", "dimensions", "priority", "after", "chunk_bytes"},
+            {"issue_ns", "dimensions", "priority", "after", "chunk_bytes", "group"},
         )
         if isinstance(raw["id"], str):
             where = f"{where} ({raw['id']})"
@@ -318,6 +318,7 @@ def _collective(raw: Any, where: str, *, version: int) -> Collective:
         raw.get("priority", 0),
         _after(raw.get("after", []), f"{where}.after"),
         raw.get("chunk_bytes"),
+        tuple(_list(raw.get("group", []), f"{where}.group")),
     )
     return collective
 
@@ -382,6 +383,7 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
                 "priority": task.priority,
                 "after": after,
                 **({"chunk_bytes": task.chunk_bytes} if task.chunk_bytes != task.size_bytes // task.chunks else {}),
+                **({"group": list(task.group)} if task.group else {}),
             }
         )
     network = instance.network

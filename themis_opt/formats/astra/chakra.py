@@ -4,7 +4,9 @@ They are read and written with MLCommons' own package (``mlc-chakra``, the
 ``[chakra]`` extra). An instance is one NPU of a symmetric system: NPU 0's
 trace is read, and every other NPU's must be the same graph (the same nodes
 in the same order with the same attributes and dependencies, up to node ids
-and names); the first that differs is refused.
+and names), up to the communicator group each collective names, which must
+be the translate of NPU 0's (:mod:`~themis_opt.formats.astra.groups`); the
+first that differs is refused.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from themis_opt.errors import InputError
+from themis_opt.formats.astra.groups import Groups, aligned_dims, same_ring, translate
 from themis_opt.formats.astra.v2 import SystemV2, collective
 from themis_opt.instance import After, Collective, Compute, Instance, Kind, Network
 
@@ -137,14 +140,34 @@ def _shape(nodes: Sequence[TraceNode], where: Path) -> Iterator[tuple[Any, ...]]
         yield (
             node.type,
             node.duration_micros,
-            node.attrs,
+            tuple(a for a in node.attrs if a[0] != "pg_name"),  # groups are compared apart
             tuple(sorted(position[d] for d in node.data_deps)),
             tuple(sorted(position[d] for d in node.ctrl_deps)),
         )
 
 
-def read_traces(prefix: str | Path, npus: int) -> list[TraceNode]:
-    """NPU 0's nodes, after checking that every other NPU's trace is the same graph.
+def group_of(node: TraceNode, groups: Groups | None, npus: int, where: str) -> tuple[int, ...]:
+    """The NPUs of the communicator group a node names, in ring order; ``()`` for every NPU (no group,
+    ``"0"``, or a group of them all, which ASTRA-sim 2.x runs as the network's own plan).
+    """
+    name = node.attr("pg_name", "")
+    if not isinstance(name, str):
+        raise InputError(where, f"pg_name must be a string, got {name!r}")
+    if name in ("", "0"):
+        return ()
+    if groups is None:
+        raise InputError(where, f"runs in communicator group {name!r}: give the group file (--comm-groups)")
+    found = groups.get(name.strip())
+    if found is None:
+        raise InputError(where, f"communicator group {name!r} is not in the group file (ASTRA-sim 2.x aborts)")
+    return () if len(found) == npus else found
+
+
+def read_traces(
+    prefix: str | Path, npus: int, network: Network | None = None, groups: Groups | None = None
+) -> list[TraceNode]:
+    """NPU 0's nodes, after checking that every other NPU's trace is the same graph, each group the
+    translate of NPU 0's on ``network``.
 
     Raises
     ------
@@ -155,6 +178,12 @@ def read_traces(prefix: str | Path, npus: int) -> list[TraceNode]:
     files = trace_files(prefix, npus)
     first = read_trace(files[0])
     reference = list(_shape(first, files[0]))
+    grouped = [n for n, node in enumerate(first) if node.attr("pg_name", "") not in ("", "0")]
+    own = {n: group_of(first[n], groups, npus, f"{files[0]}: node {first[n].id} ({first[n].name})") for n in grouped}
+    for n, members in own.items():
+        if members and 0 not in members:
+            where = f"{files[0]}: node {first[n].id} ({first[n].name})"
+            raise InputError(where, f"NPU 0 is not in its communicator group {list(members)}")
     for npu, path in enumerate(files[1:], start=1):
         nodes = read_trace(path)
         shape = list(_shape(nodes, path))
@@ -163,11 +192,19 @@ def read_traces(prefix: str | Path, npus: int) -> list[TraceNode]:
                 str(path), f"NPU {npu} has {len(shape)} nodes, NPU 0 has {len(reference)}: not a symmetric system"
             )
         for n, (mine, theirs) in enumerate(zip(shape, reference)):
+            where = f"{path}: node {nodes[n].id} ({nodes[n].name})"
             if mine != theirs:
-                raise InputError(
-                    f"{path}: node {nodes[n].id} ({nodes[n].name})",
-                    f"NPU {npu} differs from NPU 0's node {first[n].id}: not a symmetric system",
-                )
+                raise InputError(where, f"NPU {npu} differs from NPU 0's node {first[n].id}: not a symmetric system")
+            theirs_group = own.get(n, ())
+            mine_group = group_of(nodes[n], groups, npus, where)
+            if theirs_group or mine_group:
+                assert network is not None, "groups are read on a network"
+                if not (theirs_group and mine_group and same_ring(mine_group, translate(network, theirs_group, npu))):
+                    raise InputError(
+                        where,
+                        f"NPU {npu}'s group {list(mine_group) or 'of every NPU'} is not NPU 0's "
+                        f"{list(theirs_group) or 'of every NPU'} moved by NPU {npu}'s place: not a symmetric system",
+                    )
     return first
 
 
@@ -212,8 +249,20 @@ def _int(node: TraceNode, name: str, where: str) -> int:
     return value
 
 
-def trace_tasks(prefix: Path, network: Network, system: SystemV2) -> tuple[tuple[Collective | Compute, ...], list[str]]:
+def trace_tasks(
+    prefix: Path,
+    network: Network,
+    system: SystemV2,
+    groups: Groups | None = None,
+    *,
+    as_dimensions: bool = False,
+) -> tuple[tuple[Collective | Compute, ...], list[str]]:
     """The tasks of NPU 0's trace as ASTRA-sim 2.x runs them, and notes.
+
+    A collective in a communicator group of ``groups`` smaller than the network runs on one ring
+    over its NPUs, as 2.x runs it; with ``as_dimensions``, one whose NPUs are exactly some whole
+    dimensions runs over those dimensions instead (the network's own plan, which 2.x does not use
+    there: what Themis and the optimum would make of it).
 
     A compute node takes ``duration_micros`` x 1000 ns (1 ns for 0), or with
     the roofline ``num_ops / min(local-mem-bw x num_ops / tensor_size,
@@ -222,7 +271,7 @@ def trace_tasks(prefix: Path, network: Network, system: SystemV2) -> tuple[tuple
     ended. ASTRA-sim 2.x runs one communication at a time per NPU: the
     collectives are chained in the order it runs them (:func:`serialised`).
     """
-    nodes = read_traces(prefix, network.num_npus)
+    nodes = read_traces(prefix, network.num_npus, network, groups)
     if not nodes:
         raise InputError(f"{prefix}.0.et", "holds no node: ASTRA-sim 2.x finds no dependency-free node and stops")
     tasks: list[Collective | Compute] = []
@@ -240,9 +289,7 @@ def trace_tasks(prefix: Path, network: Network, system: SystemV2) -> tuple[tuple
             case "COMM_COLL_NODE":
                 if cpu:
                     raise InputError(where, "a communication node on the CPU: ASTRA-sim 2.x throws")
-                group = node.attr("pg_name", "")
-                if group not in ("", "0"):
-                    raise InputError(where, f"runs in communicator group {group!r}: groups are not modelled")
+                group = group_of(node, groups, network.num_npus, where)
                 code = _int(node, "comm_type", where)
                 if code not in COLLECTIVE_TYPES:
                     name = _COMM_NAMES.get(code, str(code))
@@ -252,6 +299,10 @@ def trace_tasks(prefix: Path, network: Network, system: SystemV2) -> tuple[tuple
                     isinstance(involved, tuple) and all(isinstance(v, bool) for v in involved)
                 ):
                     raise InputError(where, f"involved_dim must be a list of booleans, got {involved!r}")
+                spanned = aligned_dims(network, group) if group and as_dimensions else None
+                if spanned is not None:
+                    involved, group = tuple(d in spanned for d in range(network.num_dims)), ()
+                    notes.append(f"{where}: its group runs over dimensions {list(spanned)}, as asked")
                 coll, note = collective(
                     COLLECTIVE_TYPES[code],
                     _int(node, "comm_size", where),
@@ -261,6 +312,7 @@ def trace_tasks(prefix: Path, network: Network, system: SystemV2) -> tuple[tuple
                     where,
                     id=ids[node.id],
                     after=after,
+                    group=group,
                 )
                 tasks.append(coll)
                 notes += [note] if note else []

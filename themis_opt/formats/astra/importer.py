@@ -8,6 +8,7 @@ from themis_opt.cost import chunk_phases, flattened_ring_stalls
 from themis_opt.errors import InputError
 from themis_opt.formats.astra import chakra, v2
 from themis_opt.formats.astra.files import IMPLEMENTATION_KEYS
+from themis_opt.formats.astra.groups import read_comm_groups
 from themis_opt.formats.astra.v1 import SystemFile
 from themis_opt.instance import Algorithm, Collective, Compute, Instance, Kind
 
@@ -24,6 +25,8 @@ def import_astra(
     injection_scale: float = 1.0,
     ignore_unknown: bool = False,
     name: str | None = None,
+    comm_groups: str | Path | None = None,
+    groups: str = "as-astra",
 ) -> Instance:
     """The instance ASTRA-sim runs from a network, a system and a workload (or one all-reduce).
 
@@ -46,6 +49,15 @@ def import_astra(
         stopping on them.
     name
         The instance's name (default: the network file's stem).
+    comm_groups
+        2.x's communicator-group file (``--comm-group-configuration``:
+        ``{"id": [ranks]}``), which the traces' ``pg_name`` refers to.
+    groups
+        ``as-astra``: a collective in a group smaller than the network runs
+        as 2.x runs it, on one ring over the group's NPUs; ``dimensions``:
+        one whose group is exactly some whole dimensions runs over them
+        instead, so that the methods may order its chunks (what 2.x does not
+        do; the others stay rings).
 
     Returns
     -------
@@ -66,6 +78,8 @@ def import_astra(
     from themis_opt.workloads.astra1 import Cut, task_graph
 
     network_path, system_path = Path(network_path), Path(system_path)
+    if groups not in ("as-astra", "dimensions"):
+        raise InputError("groups", f"must be as-astra or dimensions, got {groups!r}")
     if (all_reduce_bytes is None) == (workload is None):
         raise InputError("all_reduce_bytes", "give one collective: an all-reduce size or a workload")
     suffix = network_path.suffix.lower()
@@ -74,6 +88,8 @@ def import_astra(
             raise InputError(
                 "import-astra", "ASTRA-sim 2.x has no --num-passes and never reads --comm-scale or --compute-scale"
             )
+        if comm_groups is not None and workload is None:
+            raise InputError("comm_groups", "name the groups of a workload's collectives: give a workload too")
         return _import_v2(
             network_path,
             system_path,
@@ -82,9 +98,13 @@ def import_astra(
             injection_scale=injection_scale,
             ignore_unknown=ignore_unknown,
             name=name,
+            comm_groups=Path(comm_groups) if comm_groups is not None else None,
+            as_dimensions=groups == "dimensions",
         )
     if suffix != ".json":
         raise InputError(str(network_path), "must be an ASTRA-sim 1.0 network .json or a 2.x network .yml")
+    if comm_groups is not None or groups != "as-astra":
+        raise InputError("comm_groups", "communicator groups are ASTRA-sim 2.x's: 1.0 has none")
     net = v1.read_network(network_path, ignore_unknown=ignore_unknown)
     system = v1.read_system(system_path, len(net.dimensions), ignore_unknown=ignore_unknown)
     network = v1.network_of(net, system, injection_scale)
@@ -155,6 +175,8 @@ def _import_v2(
     injection_scale: float,
     ignore_unknown: bool,
     name: str | None,
+    comm_groups: Path | None = None,
+    as_dimensions: bool = False,
 ) -> Instance:
     """One all-reduce of ``all_reduce_bytes``, or the Chakra traces ``workload`` (a prefix), on a
     2.x network and system.
@@ -175,9 +197,11 @@ def _import_v2(
         notes += [note] if note else []
         source = f"ASTRA-sim 2.x: {network_path.name}, {system_path.name}"
     else:
-        tasks, trace_notes = chakra.trace_tasks(workload, network, system)
+        found = read_comm_groups(comm_groups, network.num_npus) if comm_groups is not None else None
+        tasks, trace_notes = chakra.trace_tasks(workload, network, system, found, as_dimensions=as_dimensions)
         notes += trace_notes
         source = f"ASTRA-sim 2.x: {network_path.name}, {system_path.name}, {workload.name}.*.et"
+        source += f", {comm_groups.name}" if comm_groups is not None else ""
     metadata = {
         "source": source,
         "astra_method": "baseline",

@@ -329,16 +329,22 @@ def collective(
     *,
     id: str = "",
     after: tuple[After, ...] = (),
+    group: tuple[int, ...] = (),
 ) -> tuple[Collective, str]:
     """A collective as ASTRA-sim 2.x cuts it, and a note where its size was changed.
 
     Chunks are ``comm_size // splits`` bytes, every one full size (the last
     too); below the network's NPU count one is inflated to it, except for an
     all-gather, whose ``comm_size`` is each NPU's input (ours is the output).
+    In a ``group`` smaller than the network it runs on one ring over the
+    group's NPUs (``involved`` unread): a ring whatever the implementation
+    list, unless it names one algorithm only, which 2.x then runs there.
     """
     key = IMPLEMENTATION_KEYS[kind]
     if kind not in system.implementations:
         raise InputError(where, f"a {kind.value} with no {key} in the system file: ASTRA-sim 2.x aborts")
+    if group:
+        return _group_collective(kind, comm_size, network, system, where, id, after, group)
     if kind is Kind.ALL_TO_ALL and set(NO_ALL_TO_ALL) & set(system.implementations[kind]):
         raise InputError(
             where,
@@ -356,6 +362,17 @@ def collective(
     dims = tuple(d for d in range(span) if flags[d] and network.dimensions[d].size > 1)
     if not dims:
         raise InputError(where, "involves no dimension of more than 1 NPU: ASTRA-sim 2.x never finishes it")
+    count, chunk, note = _cut(kind, comm_size, network, system, where)
+    npus = network.num_npus if network.flattened(kind) else math.prod(network.dimensions[d].size for d in dims)
+    scale = npus if kind is Kind.ALL_GATHER else 1
+    coll = Collective(
+        kind, count * chunk * scale, count, dimensions=dims, id=id, after=after, chunk_bytes=chunk * scale
+    )
+    return coll, note
+
+
+def _cut(kind: Kind, comm_size: int, network: Network, system: SystemV2, where: str) -> tuple[int, int, str]:
+    """(chunks, bytes a chunk, a note where the size was changed) as 2.x cuts ``comm_size``."""
     chunk = comm_size // system.splits
     note = ""
     if kind is Kind.ALL_GATHER:
@@ -370,9 +387,30 @@ def collective(
     count = -(-comm_size // chunk)
     if count * chunk != comm_size:
         note = note or f"{where}: {comm_size} bytes run as {count} full chunks of {chunk}"
-    group = network.num_npus if network.flattened(kind) else math.prod(network.dimensions[d].size for d in dims)
-    scale = group if kind is Kind.ALL_GATHER else 1
-    coll = Collective(
-        kind, count * chunk * scale, count, dimensions=dims, id=id, after=after, chunk_bytes=chunk * scale
-    )
+    return count, chunk, note
+
+
+def _group_collective(
+    kind: Kind,
+    comm_size: int,
+    network: Network,
+    system: SystemV2,
+    where: str,
+    id: str,
+    after: tuple[After, ...],
+    group: tuple[int, ...],
+) -> tuple[Collective, str]:
+    """A collective in a communicator group smaller than the network: one ring over its NPUs."""
+    listed = system.implementations[kind]
+    if len(listed) == 1 and listed[0] is not Algorithm.RING:
+        raise InputError(
+            where,
+            f"a group's {kind.value} with {listed[0].spec.astra} alone in {IMPLEMENTATION_KEYS[kind]}: "
+            "2.x runs it on the group's ring, which is not modelled (only ring is)",
+        )
+    if kind is Kind.ALL_TO_ALL:
+        raise InputError(where, "an all-to-all in a group smaller than the network is not modelled")
+    count, chunk, note = _cut(kind, comm_size, network, system, where)
+    scale = len(group) if kind is Kind.ALL_GATHER else 1
+    coll = Collective(kind, count * chunk * scale, count, id=id, after=after, chunk_bytes=chunk * scale, group=group)
     return coll, note

@@ -1,0 +1,96 @@
+"""ASTRA-sim 2.x's communicator groups: the file ``--comm-group-configuration`` reads, and where a group sits.
+
+The file is a JSON object ``{"id": [ranks], ...}``: each id (a positive
+integer, as text) names a group of NPUs, in the order its ring visits them.
+A collective node names its group in ``pg_name``; ``""`` or ``"0"`` is every
+NPU. A group of every NPU runs the network's own multi-dimensional plan; a
+smaller one, one ring over its NPUs (:mod:`themis_opt.cost`).
+
+An instance is one NPU's view of a symmetric system, so where NPUs run the
+same graph in different groups, each NPU's group must be the translate of
+NPU 0's: the same ring, moved by the NPU's position in every dimension (a
+data- or tensor-parallel group of a ``dp x tp`` layout is).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from themis_opt.errors import InputError, counted
+from themis_opt.formats.astra.files import json_object, read_text
+from themis_opt.instance import Network
+
+Groups = dict[str, tuple[int, ...]]  # a group's id (as pg_name gives it) -> its NPUs in ring order
+
+
+def read_comm_groups(path: str | Path, npus: int) -> Groups:
+    """The groups of a 2.x communicator-group file, on a network of ``npus`` NPUs.
+
+    Raises
+    ------
+    InputError
+        Naming the file and group of the first thing ASTRA-sim 2.x would abort on, or that
+        themis_opt cannot model (a group of one NPU never finishes).
+    """
+    path = Path(path)
+    raw: dict[str, Any] = json_object(read_text(path), path)
+    groups: Groups = {}
+    for key, members in raw.items():
+        where = f"{path}: group {key!r}"
+        try:
+            number = int(key.strip())
+        except ValueError:
+            raise InputError(where, "the id must be a whole number (ASTRA-sim 2.x aborts: stoi)") from None
+        if number <= 0:
+            raise InputError(where, "the id must be at least 1: 0 is every NPU (ASTRA-sim 2.x asserts)")
+        if str(number) in groups:
+            raise InputError(where, f"id {number} is given twice")
+        if not isinstance(members, list) or not all(isinstance(m, int) and not isinstance(m, bool) for m in members):
+            raise InputError(where, f"must be a list of NPU numbers, got {str(members)[:60]}")
+        outside = [m for m in members if not 0 <= m < npus]
+        if outside:
+            raise InputError(where, f"names NPU {outside[0]}, but the network has {counted(npus, 'NPU')}")
+        if len(set(members)) != len(members):
+            raise InputError(where, "names an NPU twice")
+        groups[str(number)] = tuple(members)
+    return groups
+
+
+def translate(network: Network, group: tuple[int, ...], npu: int) -> tuple[int, ...]:
+    """``group`` moved by NPU ``npu``'s position in every dimension (cyclically)."""
+    shift = network.coordinates(npu)
+    sizes = [d.size for d in network.dimensions]
+    moved = []
+    for member in group:
+        rank, stride = 0, 1
+        for at, by, size in zip(network.coordinates(member), shift, sizes):
+            rank += ((at + by) % size) * stride
+            stride *= size
+        moved.append(rank)
+    return tuple(moved)
+
+
+def same_ring(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Whether ``a`` and ``b`` are one ring: the same NPUs in the same cyclic order."""
+    if len(a) != len(b) or set(a) != set(b):
+        return False
+    start = b.index(a[0])
+    return a == b[start:] + b[:start]
+
+
+def aligned_dims(network: Network, group: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The dimensions ``group`` spans whole, when it is exactly the NPUs that differ from its first in
+    those dimensions alone (every combination of them); ``None`` otherwise.
+    """
+    places = [network.coordinates(m) for m in group]
+    varying = tuple(d for d in range(network.num_dims) if len({p[d] for p in places}) > 1)
+    if any(len({p[d] for p in places}) != network.dimensions[d].size for d in varying):
+        return None
+    expected = 1
+    for d in varying:
+        expected *= network.dimensions[d].size
+    fixed = {d: places[0][d] for d in range(network.num_dims) if d not in varying}
+    if len(group) != expected or any(p[d] != v for p in places for d, v in fixed.items()):
+        return None
+    return varying
