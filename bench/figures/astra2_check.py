@@ -2,7 +2,7 @@
 all-reduces from its generator on 2D and 3D networks of our own.
 
     python -m bench.figures.astra2_check --astra PATH/TO/astra-sim [--astra1 PATH/TO/astra-sim-1.0]
-        [--binary BIN] [--work DIR]
+        [--binary BIN] [--work DIR] [--stg PATH/TO/symbolic_tensor_graph --stg-python PYTHON] [--only-stg]
 
 ``--astra`` is an ASTRA-sim 2.x checkout built as the docs' ASTRA-sim page says (its binary is
 ``build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware`` unless ``--binary``).
@@ -14,6 +14,14 @@ parallel), an MLP (hybrid data-model), an MLP (model parallel) and DLRM are conv
 16 NPUs by Chakra's ``chakra_converter Text``, as they are and with their compute times divided by
 1000 (the converter writes 1.0's ns as microseconds), and run on the 2D network. Needs the chakra
 extra.
+
+With ``--stg`` (a checkout of ASTRA-sim's symbolic_tensor_graph, run by ``--stg-python``, a Python
+with its requirements), LLM training traces with communicator groups and pipeline stages
+(:data:`STG_CASES`) are generated with its ``main.py``, run in 2.x with their group files
+(``--comm-group-configuration``) on square 2D networks (ring x switch) with roofline compute, and
+imported with ``--comm-groups``; each row gives the largest ``sys[i] finished`` (the iteration),
+the baseline's makespan and both wall times (2.x's run; themis_opt's import and solve, in this
+process). ``--only-stg`` runs those alone.
 """
 
 from __future__ import annotations
@@ -57,6 +65,56 @@ SYSTEMS = [
     ("3d", 64, "localBWAware", ["oneHalvingDoubling"], 1),
 ]
 FLATTENED = ("oneRing", "oneDirect", "oneHalvingDoubling")  # one ring (...) of every NPU
+# symbolic_tensor_graph's main.py options per case: (name, NPUs a side of the square network, options)
+STG_MODEL = [
+    "--dmodel",
+    "2048",
+    "--dff",
+    "8192",
+    "--head",
+    "16",
+    "--kvhead",
+    "16",
+    "--seq",
+    "1024",
+    "--dvocal",
+    "32000",
+]
+
+
+def _stg(dp: int, tp: int, pp: int, batch: int, *extra: str) -> list[str]:
+    """symbolic_tensor_graph's options for a layout (2 stacks, or 4 with 2 microbatches under pipelining)."""
+    stacks = ["--num_stacks", "4", "--micro_batch", "2"] if pp > 1 else ["--num_stacks", "2"]
+    layout = ["--dp", str(dp), "--tp", str(tp), "--pp", str(pp), "--batch", str(batch)]
+    return [*layout, *stacks, *(extra or ("--model_type", "gpt"))]
+
+
+STG_CASES = [
+    ("dp16", 4, _stg(16, 1, 1, 32)),
+    ("tp16", 4, _stg(1, 16, 1, 2)),
+    ("dp4 tp4", 4, _stg(4, 4, 1, 8)),
+    ("dp8 tp8", 8, _stg(8, 8, 1, 16)),
+    ("dp4 tp4 FSDP", 4, _stg(4, 4, 1, 8, "--model_type", "gpt", "--weight_sharded", "1")),
+    (
+        "llama, mixed precision, GQA, dp4 tp4",
+        4,
+        _stg(4, 4, 1, 8, "--model_type", "llama", "--mixed_precision", "1", "--dff", "5632", "--kvhead", "4"),
+    ),
+    ("pp2 dp2 tp4", 4, _stg(2, 4, 2, 8)),
+    ("pp4 dp2 tp2", 4, _stg(2, 2, 4, 8)),
+    ("dp16 tp16 (256 NPUs)", 16, _stg(16, 16, 1, 32)),
+]
+STG_SYSTEM = {
+    "scheduling-policy": "LIFO",
+    "endpoint-delay": 10,
+    "active-chunks-per-dimension": 1,
+    "preferred-dataset-splits": 4,
+    "collective-optimization": "localBWAware",
+    "local-mem-bw": 1600,
+    "roofline-enabled": 1,
+    "peak-perf": 900,
+    **{f"{k}-implementation": ["ring", "ring"] for k in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")},
+}
 
 
 def astra_time(binary: Path, astra: Path, network: Path, system: Path, prefix: Path) -> int:
@@ -80,6 +138,58 @@ def astra_time(binary: Path, astra: Path, network: Path, system: Path, prefix: P
     return int(found.group(1))
 
 
+def stg_rows(binary: Path, astra: Path, stg: Path, python: str, work: Path) -> None:
+    """The table of :data:`STG_CASES`: each generated, run in 2.x and imported with its groups."""
+    import time
+
+    print("| trace | NPUs | ASTRA-sim 2.x (ns) | themis_opt baseline (ns) | difference | 2.x wall s | ours s |")
+    print("|---|---|---|---|---|---|---|")
+    memory = astra / "examples/remote_memory/analytical/no_memory_expansion.json"
+    system = work / "stg-system.json"
+    system.write_text(json.dumps(STG_SYSTEM))
+    for name, side, options in STG_CASES:
+        folder = work / ("stg-" + re.sub(r"\W+", "-", name))
+        folder.mkdir(parents=True, exist_ok=True)
+        network = folder / "network.yml"
+        network.write_text(
+            f"topology: [ Ring, Switch ]\nnpus_count: [ {side}, {side} ]\nbandwidth: [ 100.0, 50.0 ]\n"
+            "latency: [ 500.0, 1000.0 ]\n"
+        )
+        argv = [python, "main.py", "--output_dir", str(folder), "--output_name", "workload.%d.et", *STG_MODEL, *options]
+        subprocess.run(argv, cwd=stg, check=True, capture_output=True)
+        began = time.perf_counter()
+        run = subprocess.run(
+            [
+                str(binary),
+                f"--workload-configuration={folder / 'workload'}",
+                f"--comm-group-configuration={folder / 'workload.json'}",
+                f"--system-configuration={system}",
+                f"--network-configuration={network}",
+                f"--remote-memory-configuration={memory}",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        astra_seconds = time.perf_counter() - began
+        times = [int(t) for t in re.findall(r"sys\[\d+\] finished, (\d+) cycles", run.stdout + run.stderr)]
+        astra_ns = max(times) if len(times) == side * side else None
+        began = time.perf_counter()
+        try:
+            instance = import_astra(network, system, workload=folder / "workload", comm_groups=folder / "workload.json")
+            ours = solve(instance, "baseline", intra="fifo", time_limit=600).makespan
+            cell = f"{ours:.0f}"
+            diff = f"{100 * (ours / astra_ns - 1):+.4f}%" if ours is not None and astra_ns else ""
+        except Exception as error:  # reported in the table
+            cell, diff = "", f"not imported: {str(error)[:90]}"
+        ours_seconds = time.perf_counter() - began
+        shown = astra_ns if astra_ns is not None else f"{len(times)} of {side * side} NPUs finished"
+        print(
+            f"| {name} | {side * side} | {shown} | {cell} | {diff} | {astra_seconds:.2f} | {ours_seconds:.2f} |",
+            flush=True,
+        )
+
+
 def row(name: str, binary: Path, astra: Path, network: Path, system: Path, prefix: Path) -> None:
     """One line of the table: ASTRA-sim's time, ours, the difference."""
     astra_ns = astra_time(binary, astra, network, system, prefix)
@@ -94,10 +204,17 @@ def main() -> None:
     parser.add_argument("--astra1", type=Path)
     parser.add_argument("--binary", type=Path)
     parser.add_argument("--work", type=Path)
+    parser.add_argument("--stg", type=Path, help="a checkout of symbolic_tensor_graph")
+    parser.add_argument("--stg-python", default=sys.executable, help="the Python that runs it (default: this one)")
+    parser.add_argument("--only-stg", action="store_true", help="run the symbolic_tensor_graph cases alone")
     args = parser.parse_args()
     astra = args.astra.resolve()
     binary = args.binary or astra / "build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware"
-    work = args.work or Path(tempfile.mkdtemp(prefix="astra2-"))
+    work = (args.work or Path(tempfile.mkdtemp(prefix="astra2-"))).resolve()
+    if args.stg is not None:
+        stg_rows(binary, astra, args.stg.resolve(), args.stg_python, work)
+        if args.only_stg:
+            return
     examples = astra / "examples"
     print("| case | ASTRA-sim 2.x (ns) | themis_opt baseline (ns) | difference |")
     print("|---|---|---|---|")
