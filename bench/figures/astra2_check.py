@@ -211,6 +211,7 @@ def main() -> None:
     astra = args.astra.resolve()
     binary = args.binary or astra / "build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware"
     work = (args.work or Path(tempfile.mkdtemp(prefix="astra2-"))).resolve()
+    work.mkdir(parents=True, exist_ok=True)
     if args.stg is not None:
         stg_rows(binary, astra, args.stg.resolve(), args.stg_python, work)
         if args.only_stg:
