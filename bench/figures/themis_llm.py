@@ -4,9 +4,9 @@
 
 Runs the baseline and Themis (fifo; ASTRA-sim's planner, a planner that starts every collective
 from fresh loads, and one whose all-gathers take the baseline's descending order) on the instance
-(default: the clusters suite's Llama 3 70B with FSDP on the 4D TPU torus), prints each method's makespan, each dimension's busy time and which orders
-the chunks of each kind of collective took, and draws, per method, the share of each bin of time
-each dimension is busy (needs the plot extra).
+(default: the clusters suite's Llama 3 70B with FSDP on the 4D TPU torus), prints each method's
+makespan, each dimension's busy time and which orders the chunks of each kind of collective took,
+and draws, per method, the share of each bin of time each dimension is busy (the plot extra).
 """
 
 from __future__ import annotations
