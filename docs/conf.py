@@ -31,6 +31,7 @@ extensions = [
 ]
 
 source_suffix = {".md": "markdown"}
+smartquotes = False  # "--method" stays two hyphens wherever it is written, not an en dash
 root_doc = "index"
 exclude_patterns = ["_build", "_generated", "_ext", ".gitignore"]
 

@@ -204,7 +204,7 @@ class PipelineParams(_Group):
     balanced_restart_share: float = knob(0.1, "of them restarts, then annealing", 0, 1)
     balanced_temperature: float = knob(0.0015, "annealing's start, times the best makespan", 0)
     balanced_search_share: float = knob(0.5, "of balanced's time left for its short search, at most", 0, 1)
-    exit_reserve: float = knob(0.3, "seconds of a command's --time-limit kept for printing, saving and exit", 0)
+    exit_reserve: float = knob(0.3, "seconds of a command's `--time-limit` kept for printing, saving and exit", 0)
     exit_reserve_share: float = knob(0.15, "and at most this share of it: short limits keep most of their time", 0, 1)
 
 

@@ -42,7 +42,7 @@ SYSTEM_KEYS: dict[str, str] = {
     "scheduling-policy": "LIFO, FIFO or EXPLICIT: a collective's priority; one collective runs at a time, so no effect",
     "collective-optimization": "baseline (an all-reduce per dimension) or localBWAware: the all-reduce's phases",
     "active-chunks-per-dimension": "chunks a dimension runs at once, each at full speed (0: refused, 2.x stalls)",
-    "endpoint-delay": "ns at the start of every phase and after every received message (times --injection-scale)",
+    "endpoint-delay": "ns at the start of every phase and after every received message (times `--injection-scale`)",
     "preferred-dataset-splits": "the chunk count: a collective's size over it, inflated to the NPU count",
     "local-mem-bw": "decimal GB/s: every reduced message adds 3 x its bytes over it; also the roofline's memory",
     "roofline-enabled": "compute times from num_ops and tensor_size at peak-perf and local-mem-bw",
