@@ -39,12 +39,21 @@ import dataclasses
 from themis_opt.bounds.formulas import (
     BOUNDS,
     SAFETY,
+    ClassCost,
     OrderProfile,
+    _compute,
+    _costs,
+    _ideal,
+    _least_busy,
+    _per_collective,
+    _shortest,
+    class_cost,
     collective_releases,
     compute_bound,
     critical_path_bound,
     earliest_releases,
     fill_drain_value,
+    heads_and_tails,
     ideal_bound,
     least_busy_bound,
     load_programs_fit,
@@ -54,6 +63,7 @@ from themis_opt.bounds.formulas import (
     shortest_durations,
     traffic_bytes,
 )
+from themis_opt.bounds.graph import jackson_bound, jackson_value, preemptive_makespan, resource_jobs
 from themis_opt.bounds.programs import (
     LoadSolution,
     Memo,
@@ -72,10 +82,12 @@ from themis_opt.result import Bounds
 __all__ = [
     "BOUNDS",
     "Bounds",
+    "ClassCost",
     "Counts",
     "LoadSolution",
     "Memo",
     "OrderProfile",
+    "class_cost",
     "collective_releases",
     "compute_bound",
     "compute_bounds",
@@ -83,18 +95,43 @@ __all__ = [
     "earliest_releases",
     "fill_drain_value",
     "fluid_bound",
+    "heads_and_tails",
     "ideal_bound",
     "integer_load_bound",
+    "jackson_bound",
+    "jackson_value",
     "least_busy_bound",
     "load_programs_fit",
     "load_value",
     "load_variables",
     "lp_bound",
     "order_profiles",
+    "preemptive_makespan",
+    "resource_jobs",
     "shortest_durations",
+    "solver_free_bounds",
     "solvers_loaded",
     "traffic_bytes",
 ]
+
+
+def solver_free_bounds(instance: Instance, deadline: Deadline | None = None) -> Bounds:
+    """The bounds that need no solver (ideal, critical path, compute, least busy, Jackson's), in
+    O(n log n) after one pass over the task graph; where ``deadline`` passes first, the quantities
+    not yet known count as 0 (every bound valid, only weaker).
+    """
+    deadline = deadline or Deadline()
+    shortest = _shortest(instance, deadline)
+    heads, tails = heads_and_tails(instance, shortest, deadline)
+    releases = _per_collective(instance, heads)
+    costs = _costs(instance, deadline)
+    return Bounds(
+        ideal=_ideal(instance, releases, deadline),
+        critical_path=max(h + s for h, s in zip(heads, shortest)),
+        compute=_compute(instance, heads),
+        least_busy=_least_busy(instance, releases, deadline),
+        jackson=jackson_value(resource_jobs(instance, heads, tails, costs)),
+    )
 
 
 def compute_bounds(
@@ -123,12 +160,7 @@ def compute_bounds(
         The programs' shares of the time and their limits.
     """
     deadline = deadline or Deadline()
-    cheap = Bounds(
-        ideal=ideal_bound(instance),
-        critical_path=critical_path_bound(instance),
-        compute=compute_bound(instance),
-        least_busy=least_busy_bound(instance, params),
-    )
+    cheap = solver_free_bounds(instance, deadline)
     if not full or not load_programs_fit(instance, params):
         return cheap
     if not solvers_loaded(deadline, params):  # loaded first: the programs' shares are of the time then left
