@@ -112,6 +112,20 @@ def _out(parser: argparse.ArgumentParser, what: str, *aliases: str, required: bo
     )
 
 
+def _bounds_option(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--bounds``: which lower bounds every method reports (the same whatever the method)."""
+    parser.add_argument(
+        "--bounds",
+        choices=("auto", "formulas", "full"),
+        nargs="?",
+        const="full",
+        default=default,
+        help="the lower bounds every method reports: formulas (no solver: milliseconds), full (also the load "
+        "programs, in the bounds' share of the time) or auto (full on instances of at most bounds.auto_load_variables "
+        f"order counts, else formulas); --bounds alone is full (default {default})",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``themis-opt``."""
     parser = _Parser(
@@ -146,11 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         required=False,
     )
-    p.add_argument(
-        "--bounds",
-        action="store_true",
-        help="compute every lower bound also for baseline and themis (default: the bounds that need no solver)",
-    )
+    _bounds_option(p, "auto")
     _solver_options(p, 10.0, "the whole command")
     p.add_argument(
         "--quantum-ns",
@@ -182,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"comma-separated, from {names}; all: {', '.join(VARIANTS)} (default all)",
     )
     _solver_options(p, 5.0, "each method (and the bounds) on each instance")
+    _bounds_option(p, "full")
     p.add_argument("--jobs", type=_int_in(1, 256), default=1, help="instances run in parallel (default 1)")
     _out(p, "append each finished instance to this JSON-lines file (never erased)", required=False)
     p.add_argument("--resume", action="store_true", help="skip instances already in --out (matched by content)")
@@ -465,7 +476,7 @@ def _solve_outputs(args: argparse.Namespace) -> dict[str, Path]:
 
 
 def _run_solve(args: argparse.Namespace, console: Console, instance: Instance, params: SolveParams | None) -> int:
-    from themis_opt.bounds import compute_bounds, solvers_loaded
+    from themis_opt.bounds import programs_wanted, solvers_loaded
     from themis_opt.formats.native import save_result
     from themis_opt.params import SolveParams
     from themis_opt.report import comparison_table, result_summary
@@ -474,16 +485,18 @@ def _run_solve(args: argparse.Namespace, console: Console, instance: Instance, p
     settings = params or SolveParams()
     reserve = min(settings.pipeline.exit_reserve, settings.pipeline.exit_reserve_share * args.time_limit)
     deadline = Deadline(args.started + args.time_limit - reserve)
-    if args.method in ("all", "cpsat") or args.bounds:
+    if args.method in ("all", "cpsat") or programs_wanted(instance, args.bounds, settings.bounds):
         solvers_loaded(deadline, settings.bounds)  # before the stages share out the time that is left
-    options = {"workers": args.workers, "seed": args.seed, "quantum_ns": args.quantum_ns, "log": args.log}
+    options = {
+        "workers": args.workers,
+        "seed": args.seed,
+        "quantum_ns": args.quantum_ns,
+        "log": args.log,
+        "bound_set": args.bounds,
+    }
     outputs = _solve_outputs(args)
     if args.method != "all":
-        share = deadline.share(settings.bounds.cheap_share)
-        bounds = compute_bounds(instance, share, params=settings.bounds) if args.bounds else None
-        result = solve(
-            instance, args.method, intra=args.intra, time_limit=_left(deadline), bounds=bounds, params=params, **options
-        )
+        result = solve(instance, args.method, intra=args.intra, time_limit=_left(deadline), params=params, **options)
         console.print(result_summary(instance, result))
         if outputs:
             save_result(result, outputs[args.method])
@@ -586,7 +599,7 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
         raise InputError("--jobs", "runs local processes: give --jobs or --scheduler, not both")
     if args.scheduler is not None:
         check_scheduler(args.scheduler)
-    settings = benchmod.settings_of(methods, args.time_limit, args.seed, params)
+    settings = benchmod.settings_of(methods, args.time_limit, args.seed, params, args.bounds)
     done: list[benchmod.Record] = []
     if args.out:
         done = benchmod.prepare_rows_file(args.out, settings, allow_mixed=args.allow_mixed)
@@ -665,7 +678,7 @@ def _bench_backend(
         jobs, threads = worker_threads(client)
         workers = args.workers if args.workers is not None else threads
         items = [(path, documents[path], digests[path]) for path in todo]
-        runs = run_on_cluster(client, items, methods, args.time_limit, workers, args.seed, params)
+        runs = run_on_cluster(client, items, methods, args.time_limit, workers, args.seed, params, args.bounds)
         yield _with_progress(runs, len(todo)), jobs, workers
 
 
@@ -698,8 +711,8 @@ def _run_local(
     """Yield (path, record) as instances finish, in this process or in ``--jobs`` processes."""
     from themis_opt import bench as benchmod
 
-    settings = benchmod.settings_of(methods, args.time_limit, args.seed, params)
-    run = (methods, args.time_limit, workers, args.seed, params)
+    settings = benchmod.settings_of(methods, args.time_limit, args.seed, params, args.bounds)
+    run = (methods, args.time_limit, workers, args.seed, params, args.bounds)
 
     def failed(path: str, error: BaseException) -> benchmod.Record:
         return benchmod.failed_record(path, digests[path], settings, str(error))

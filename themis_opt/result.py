@@ -209,6 +209,11 @@ class Result:
         return self.bounds.best
 
     @property
+    def best_bound(self) -> str:
+        """The name of the best known lower bound: the gap's certificate (see :attr:`Bounds.best_name`)."""
+        return self.bounds.best_name
+
+    @property
     def gap(self) -> float | None:
         """Optimality gap: makespan / lower bound - 1."""
         return gap(self.makespan, self.lower_bound)

@@ -74,6 +74,7 @@ from themis_opt.bounds.programs import (
     solvers_loaded,
 )
 from themis_opt.budget import Deadline
+from themis_opt.errors import InputError
 from themis_opt.instance import Instance
 from themis_opt.orders import Counts
 from themis_opt.params import BoundsParams
@@ -81,6 +82,8 @@ from themis_opt.result import Bounds
 
 __all__ = [
     "BOUNDS",
+    "BOUND_SETS",
+    "PROGRAMS",
     "Bounds",
     "ClassCost",
     "Counts",
@@ -107,12 +110,43 @@ __all__ = [
     "lp_bound",
     "order_profiles",
     "preemptive_makespan",
+    "programs_wanted",
+    "reported",
     "resource_jobs",
     "shortest_durations",
     "solver_free_bounds",
     "solvers_loaded",
     "traffic_bytes",
 ]
+
+
+BOUND_SETS = ("auto", "formulas", "full")  # what solve's and bench's bound_set (--bounds) take
+PROGRAMS = ("lp", "ip", "fill_drain", "fluid")  # the bounds of the load programs
+
+
+def programs_wanted(instance: Instance, bound_set: str, params: BoundsParams = BOUNDS) -> bool:
+    """Whether ``bound_set`` reports the load programs' bounds on ``instance``: ``full`` always,
+    ``formulas`` never, ``auto`` on instances of at most ``params.auto_load_variables`` order counts
+    (where they take a fraction of a second). The instance decides, never the method.
+
+    Raises
+    ------
+    InputError
+        On a name not in :data:`BOUND_SETS`.
+    """
+    if bound_set not in BOUND_SETS:
+        raise InputError("bounds", f"must be one of {', '.join(BOUND_SETS)}, got {bound_set!r}")
+    if bound_set == "auto":
+        return load_variables(instance) <= params.auto_load_variables
+    return bound_set == "full"
+
+
+def reported(bounds: Bounds, programs: bool) -> Bounds:
+    """``bounds`` as a result reports them: without the load programs' unless ``programs`` (a method
+    that runs them for its own search keeps their answers to itself, so that a schedule's gap does
+    not depend on the method that made it).
+    """
+    return bounds if programs else dataclasses.replace(bounds, lp=None, ip=None, fill_drain=None, fluid=None)
 
 
 def solver_free_bounds(instance: Instance, deadline: Deadline | None = None) -> Bounds:
