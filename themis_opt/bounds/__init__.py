@@ -163,7 +163,7 @@ def solver_free_bounds(instance: Instance, deadline: Deadline | None = None) -> 
         ideal=_ideal(instance, releases, deadline),
         critical_path=max(h + s for h, s in zip(heads, shortest)),
         compute=_compute(instance, heads),
-        least_busy=_least_busy(instance, releases, deadline),
+        least_busy=_least_busy(instance, releases, costs),
         jackson=jackson_value(resource_jobs(instance, heads, tails, costs)),
     )
 

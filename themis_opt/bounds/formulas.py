@@ -193,12 +193,18 @@ def _shortest(instance: Instance, deadline: Deadline) -> tuple[float, ...]:
     """
     fastest = [0.0] * len(instance.collectives)
     complete = True
+    durations = _memo(instance).setdefault("durations", {})  # by kind, dimensions, size and chunking
     for c, classes in enumerate(_classes_by_collective(instance)):
+        coll = instance.collectives[c]
+        key = (coll.kind, instance.active_dims[c], coll.size_bytes, coll.chunks, coll.chunk_bytes)
+        if key in durations:
+            fastest[c] = durations[key]
+            continue
         costs = [class_cost(instance, cls, deadline) for cls in classes]
         known = [(cls, cost) for cls, cost in zip(classes, costs) if cost is not None]
         complete = complete and len(known) == len(classes)
         if len(known) == len(classes):
-            fastest[c] = _least_duration(instance, c, known, deadline)
+            fastest[c] = durations[key] = _least_duration(instance, c, known, deadline)
         elif known:
             fastest[c] = max(cost.fastest for _, cost in known)
     out = []
@@ -427,7 +433,7 @@ def least_busy_bound(instance: Instance, params: BoundsParams = BOUNDS) -> float
     then or later; the largest over the dimensions. ``params`` is not used (kept for callers).
     """
     del params
-    return _least_busy(instance, collective_releases(instance), Deadline())
+    return _least_busy(instance, collective_releases(instance), _costs(instance, Deadline()))
 
 
 def _costs(instance: Instance, deadline: Deadline) -> list[ClassCost]:
@@ -446,12 +452,11 @@ def _costs(instance: Instance, deadline: Deadline) -> list[ClassCost]:
     return out
 
 
-def _least_busy(instance: Instance, releases: tuple[float, ...], deadline: Deadline) -> float:
-    """:func:`least_busy_bound` from the collectives' ``releases``, in O(classes log classes) per
-    dimension: every issue time's work from suffix sums.
+def _least_busy(instance: Instance, releases: tuple[float, ...], costs: list[ClassCost]) -> float:
+    """:func:`least_busy_bound` from the collectives' ``releases`` and the classes' ``costs``, in
+    O(classes log classes) per dimension: every issue time's work from suffix sums.
     """
     classes = instance.chunk_classes
-    costs = _costs(instance, deadline)
     by_release = sorted(range(len(classes)), key=lambda i: releases[classes[i].collective], reverse=True)
     best = 0.0
     for d in range(instance.network.num_dims):
