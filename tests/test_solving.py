@@ -133,8 +133,8 @@ def test_method_registry_drives_solve(worked: Instance) -> None:
         assert result.method == name
         if method.default_intra is not None:
             assert result.intra == method.default_intra.value
-        # cheap methods compute no solver bound unless given one
-        assert (result.bounds.ip is not None) == method.load_bounds
+        # every method reports the same bounds: on a small instance, the load programs' too
+        assert result.bounds.ip is not None
 
 
 @pytest.mark.slow
@@ -302,3 +302,39 @@ def test_balanced_short_search_lands_within_one_percent_of_the_bound_on_the_pape
     assert plain.makespan > 1.02 * bound  # the spread alone is over 2% above the bound here
     assert searched.makespan <= 1.01 * bound
     assert validate(instance, searched.schedule) == []  # type: ignore[arg-type]
+
+
+def test_every_method_reports_the_same_bounds_and_so_the_same_gap_for_the_same_makespan() -> None:
+    # balanced runs the load programs for its own search; baseline did not, and reported 8.07% against
+    # balanced's 3.88% for the same makespan
+    from themis_opt import load_instance
+    from themis_opt.suites import suite_folder
+
+    instance = load_instance(suite_folder("quick") / "mixed-topology-s2-001.json")
+    results = {m: solve(instance, m, time_limit=5) for m in ("baseline", "themis", "balanced")}
+    assert results["baseline"].makespan == results["balanced"].makespan
+    assert len({r.bounds for r in results.values()}) == 1
+    assert results["baseline"].gap == results["balanced"].gap
+    assert results["baseline"].best_bound == "fill_drain"
+
+
+@pytest.mark.parametrize("bound_set", ["formulas", "full", "auto"])
+def test_the_bound_set_not_the_method_decides_the_bounds_reported(bound_set: str) -> None:
+    from themis_opt.bounds import PROGRAMS
+    from themis_opt.params import BoundsParams, SolveParams
+
+    from .conftest import two_issues
+
+    instance = two_issues()
+    params = SolveParams(bounds=BoundsParams(auto_load_variables=0))  # auto: too large for the programs
+    results = [solve(instance, m, time_limit=5, bound_set=bound_set, params=params) for m in ("baseline", "balanced")]
+    for r in results:
+        programs = [getattr(r.bounds, name) for name in PROGRAMS]
+        assert all(v is not None for v in programs) if bound_set == "full" else all(v is None for v in programs)
+        assert r.bounds.jackson is not None and r.bounds.least_busy is not None
+    assert results[0].bounds == results[1].bounds
+
+
+def test_an_unknown_bound_set_is_refused(worked: Instance) -> None:
+    with pytest.raises(InputError, match="bounds"):
+        solve(worked, "baseline", bound_set="most")

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from themis_opt.bench import Record, failed_record, run_document, settings_of
+from themis_opt.bench import BENCH_BOUNDS, Record, failed_record, run_document, settings_of
 from themis_opt.errors import InputError
 from themis_opt.params import SolveParams
 
@@ -118,8 +118,10 @@ def run_on_cluster(
     workers: int,
     seed: int,
     params: SolveParams | None = None,
+    bound_set: str = BENCH_BOUNDS,
 ) -> Iterator[tuple[str, Record]]:
-    """Yield (path, record) as the cluster finishes each instance.
+    """Yield (path, record) as the cluster finishes each instance (``bound_set``: see
+    :func:`~themis_opt.bench.run_document`).
 
     ``documents`` holds (path, instance JSON document, digest). A task that
     fails on a worker yields a record with the error; a worker that dies has
@@ -131,7 +133,8 @@ def run_on_cluster(
     futures = {}
     for n, (path, document, digest) in enumerate(documents):
         key = f"themis-opt-bench-{n}-{digest}"
-        future = client.submit(run_document, document, path, tuple(methods), time_limit, workers, seed, params, key=key)
+        run = (document, path, tuple(methods), time_limit, workers, seed, params, bound_set)
+        future = client.submit(run_document, *run, key=key)
         futures[future] = path
     digests = {path: digest for path, _, digest in documents}
     try:
@@ -143,7 +146,8 @@ def run_on_cluster(
                 if client.status != "running":
                     raise ClusterLost(str(error) or type(error).__name__) from None
                 message = f"{type(error).__name__}: {error}"
-                record = failed_record(path, digests[path], settings_of(methods, time_limit, seed, params), message)
+                settings = settings_of(methods, time_limit, seed, params, bound_set)
+                record = failed_record(path, digests[path], settings, message)
             yield path, record
     finally:
         for future in futures:

@@ -37,7 +37,8 @@ def baseline_order(instance: Instance, collective: int) -> tuple[int, ...]:
 
 def baseline_orders(instance: Instance) -> dict[tuple[int, int], tuple[int, ...]]:
     """Every chunk takes its collective's baseline order."""
-    return {(c, k): baseline_order(instance, c) for c, k in instance.chunk_ids}
+    per_collective = [baseline_order(instance, c) for c in range(len(instance.collectives))]
+    return {(c, k): per_collective[c] for c, k in instance.chunk_ids}
 
 
 def planned_bytes(instance: Instance, collective: int) -> int:

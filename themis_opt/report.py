@@ -85,6 +85,17 @@ STAR = (
 )
 
 
+def certificate(result: Result) -> str:
+    """The status and what proves it: ``feasible, within 3.88% of optimal (bound: fill_drain)`` or
+    ``optimal (bound: cpsat)``; the status alone without a schedule.
+    """
+    if result.gap is None:
+        return result.status.value
+    if result.status.value == "optimal":
+        return f"optimal (bound: {result.best_bound})"
+    return f"{result.status.value}, within {fmt_pct(result.gap)} of optimal (bound: {result.best_bound})"
+
+
 def result_summary(instance: Instance, result: Result) -> RenderableType:
     """Method, status, makespan, bounds, utilisation and per-dimension busy share."""
     head = Table.grid(padding=(0, 2))
@@ -93,9 +104,9 @@ def result_summary(instance: Instance, result: Result) -> RenderableType:
     head.add_row("instance", f"{instance.name}: {describe(instance)}")
     policy = f" ({result.intra})" if result.intra and result.intra not in result.label else ""
     head.add_row("method", result.label + policy)
-    head.add_row("status", result.status.value)
+    head.add_row("status", certificate(result))
     head.add_row("makespan", fmt_time(result.makespan))
-    head.add_row("lower bound", fmt_time(result.lower_bound))
+    head.add_row("lower bound", f"{fmt_time(result.lower_bound)} ({result.best_bound})")
     head.add_row("gap", fmt_pct(result.gap))
     head.add_row("ideal bound", fmt_time(result.bounds.ideal))
     head.add_row("bandwidth utilisation", fmt_pct(result.bandwidth_utilization))
@@ -156,9 +167,11 @@ def comparison_table(instance: Instance, results: Sequence[Result]) -> Renderabl
     """Methods side by side (gaps to the best lower bound any of them knows),
     every lower bound, and each method's busy share per dimension.
     """
-    best_bound = max(r.lower_bound for r in results)
+    best = max(results, key=lambda r: r.lower_bound)
+    best_bound = best.lower_bound
     baseline = next((r.makespan for r in results if r.method == "baseline"), None)
-    table = Table(title=f"{instance.name}: {describe(instance)}", caption=STAR)
+    caption = f"best lower bound {fmt_time(best_bound)} (bound: {best.best_bound})\n{STAR}"
+    table = Table(title=f"{instance.name}: {describe(instance)}", caption=caption)
     for col in ("method", "makespan", "gap", "speedup", "bw util", "runtime"):
         table.add_column(col, justify="left" if col == "method" else "right")
     for r in results:
@@ -237,7 +250,8 @@ def bench_table(records: Sequence[benchmod.Record], methods: Sequence[str]) -> R
         if r.error:
             entry.append(f"error: {r.error}", style="red")
         else:
-            entry.append(f"{r.dims}, {r.chunks} chunks, lower bound {fmt_time(r.lower_bound_ns)}")
+            bound = f" (bound: {r.bound})" if r.bound else ""
+            entry.append(f"{r.dims}, {r.chunks} chunks, lower bound {fmt_time(r.lower_bound_ns)}{bound}")
         legend.add_row(f"#{n}", entry)
         shown = [m for m in methods if r.outcome(m) is not None] or ["-"]
         for i, m in enumerate(shown):

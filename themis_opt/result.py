@@ -12,6 +12,20 @@ from themis_opt.schedule import Schedule
 OPTIMALITY_TOLERANCE = 1e-4  # relative to the schedule's span: "optimal" = within 0.01% of it
 
 
+CERTIFICATES = (
+    "ideal",
+    "critical_path",
+    "compute",
+    "least_busy",
+    "jackson",
+    "lp",
+    "ip",
+    "fill_drain",
+    "fluid",
+    "cpsat",
+)  # every bound, the cheapest first: of bounds of equal value, the first names a gap's certificate
+
+
 @dataclass(frozen=True)
 class Bounds:
     """Lower bounds on the makespan, each valid on its own, in ns.
@@ -22,7 +36,9 @@ class Bounds:
     ``least_busy`` a dimension's least busy time, latency included, every
     chunk on its cheapest order there (no solver); ``fluid`` the load program
     over time (:func:`fluid_bound`); ``cpsat`` CP-SAT's own bound (of a
-    relaxation, so valid as it stands).
+    relaxation, so valid as it stands); ``jackson`` the preemptive
+    one-machine bound of every resource with heads and tails from the task
+    graph (:func:`~themis_opt.bounds.jackson_bound`).
     """
 
     ideal: float
@@ -34,11 +50,21 @@ class Bounds:
     critical_path: float | None = None
     compute: float | None = None
     least_busy: float | None = None
+    jackson: float | None = None
 
     @property
     def best(self) -> float:
         """The largest (tightest) bound."""
         return max(b for b in self.as_dict().values() if b is not None)
+
+    @property
+    def best_name(self) -> str:
+        """The name of the largest bound: the certificate of a gap. Of bounds of equal value, the
+        one that takes the least to compute (the order of :data:`CERTIFICATES`).
+        """
+        values = self.as_dict()
+        best = self.best
+        return next(name for name in CERTIFICATES if values[name] == best)
 
     def as_dict(self) -> dict[str, float | None]:
         """The bounds by name."""
@@ -193,6 +219,11 @@ class Result:
     def lower_bound(self) -> float:
         """The best known lower bound, ns."""
         return self.bounds.best
+
+    @property
+    def best_bound(self) -> str:
+        """The name of the best known lower bound: the gap's certificate (see :attr:`Bounds.best_name`)."""
+        return self.bounds.best_name
 
     @property
     def gap(self) -> float | None:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import assert_never
 
-from themis_opt.bounds import Memo, compute_bounds
+from themis_opt.bounds import Memo, compute_bounds, programs_wanted, reported
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.errors import InputError
 from themis_opt.heuristics import balanced_schedule, baseline_schedule, themis_schedule
@@ -72,6 +72,7 @@ def solve(
     bounds: Bounds | None = None,
     warm: Schedule | None = None,
     params: SolveParams | None = None,
+    bound_set: str = "auto",
 ) -> Result:
     """Schedule ``instance`` with one method.
 
@@ -105,16 +106,23 @@ def solve(
     log
         Stream CP-SAT's log to this package's logger at INFO level.
     bounds
-        Bounds already computed for ``instance``. Without them, baseline and
-        themis compute only the bounds that need no solver (ideal, critical
-        path, compute, least busy); balanced and cpsat
-        compute every bound that fits in their share of the time limit.
+        Bounds already computed for ``instance`` (the result reports those
+        ``bound_set`` names).
     warm
         A valid schedule of ``instance`` for cpsat to start from besides the
         heuristics' (e.g. another method's result): cpsat returns nothing worse.
     params
         Every tuning number (:class:`~themis_opt.params.SolveParams`);
         default: ``SolveParams()``.
+    bound_set
+        Which bounds the result reports, the same for every method:
+        ``formulas`` (those that need no solver: ideal, critical path,
+        compute, least busy, Jackson's), ``full`` (those and the load
+        programs' that fit in the bounds' share of the time) or ``auto``
+        (``full`` on instances of at most ``bounds.auto_load_variables``
+        order counts, else ``formulas``). balanced and cpsat run the load
+        programs for their own search whatever it says; the status is
+        decided by the bounds reported (and cpsat's own).
 
     Returns
     -------
@@ -138,6 +146,7 @@ def solve(
     t0 = time.perf_counter()
     deadline = Deadline(t0 + time_limit)
     spec = METHODS[method]
+    programs = programs_wanted(instance, bound_set, params.bounds)
     memo: Memo = {}  # the load programs' answers, shared by this call's stages
     if bounds is None:
         settings = params.bounds
@@ -146,9 +155,11 @@ def solve(
             if spec.searches
             else deadline.share(settings.cheap_share)
         )
-        bounds = compute_bounds(instance, share, full=spec.load_bounds, memo=memo, params=settings)
+        bounds = compute_bounds(instance, share, full=spec.load_bounds or programs, memo=memo, params=settings)
     if spec.searches:
-        return _solve_cpsat(instance, bounds, deadline, params, workers, seed, quantum_ns, log, t0, warm, memo)
+        return _solve_cpsat(
+            instance, bounds, deadline, params, workers, seed, quantum_ns, log, t0, warm, memo, programs
+        )
     schedule: Schedule | None = None
     note = ""
     policy = Intra(intra) if intra is not None else spec.default_intra
@@ -166,7 +177,7 @@ def solve(
                 assert_never(unreachable)
     except OutOfTime:
         note = f"{method}: out of time ({time_limit:.3g} s) before the schedule was complete"
-    return make_result(instance, method, policy, schedule, bounds, t0, note=note, variant=variant)
+    return make_result(instance, method, policy, schedule, reported(bounds, programs), t0, note=note, variant=variant)
 
 
 def solve_all(
@@ -181,6 +192,7 @@ def solve_all(
     log: bool = False,
     bounds: Bounds | None = None,
     params: SolveParams | None = None,
+    bound_set: str = "auto",
 ) -> list[Result]:
     """Every method of ``methods`` in order, with one set of bounds; cpsat starts from the best
     schedule found before it, so it is never worse than a method listed earlier.
@@ -203,6 +215,8 @@ def solve_all(
         As for :func:`solve`.
     bounds
         Bounds already computed for ``instance``.
+    bound_set
+        Which bounds the results report, as for :func:`solve`.
 
     Returns
     -------
@@ -215,17 +229,26 @@ def solve_all(
     params = params if params is not None else DEFAULT
     started = time.perf_counter()
     deadline = Deadline(started + time_limit)
+    programs = programs_wanted(instance, bound_set, params.bounds)
     if bounds is None:
         share = Deadline.after(time_limit) if each else deadline.share(params.bounds.share_all)
-        bounds = compute_bounds(instance, share, params=params.bounds)
-    options = {"workers": workers, "seed": seed, "quantum_ns": quantum_ns, "log": log, "params": params}
+        full = programs or any(METHODS[resolve_method(m)[0]].load_bounds for m in methods)
+        bounds = compute_bounds(instance, share, full=full, params=params.bounds)
+    options = {
+        "workers": workers,
+        "seed": seed,
+        "quantum_ns": quantum_ns,
+        "log": log,
+        "params": params,
+        "bound_set": bound_set,
+    }
     results: list[Result] = []
     for method in methods:
         done = [r.schedule for r in results if r.schedule is not None]
         warm = min(done, key=lambda s: s.makespan) if done else None
         limit = time_limit if each else max(1e-3, deadline.remaining())  # a millisecond: time to report
         results.append(solve(instance, method, time_limit=limit, bounds=bounds, warm=warm, **options))  # type: ignore[arg-type]
-    best = max((r.bounds for r in results), key=lambda b: b.best, default=bounds)
+    best = max((r.bounds for r in results), key=lambda b: b.best, default=reported(bounds, programs))
     return [r.with_bounds(best, instance.origin_ns) for r in results]
 
 
@@ -277,8 +300,11 @@ def _solve_cpsat(
     t0: float,
     given: Schedule | None,
     memo: Memo,
+    programs: bool,
 ) -> Result:
-    """cpsat: the stages of :data:`~themis_opt.pipeline.STAGES`, in order."""
+    """cpsat: the stages of :data:`~themis_opt.pipeline.STAGES`, in order; the result reports the load
+    programs' bounds only if ``programs`` (the stages use them either way).
+    """
     from themis_opt.pipeline import Context, run_stages
 
     ctx = Context(
@@ -301,7 +327,7 @@ def _solve_cpsat(
         "cpsat",
         None,
         ctx.best,
-        ctx.bounds,
+        reported(ctx.bounds, programs),
         t0,
         ctx.status,
         stats=ctx.stats,

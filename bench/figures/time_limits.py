@@ -12,7 +12,10 @@ at most T. The instances are written to a temporary folder:
 * 16coll: 16 all-reduces of 16 chunks issued 100 us apart on a 4D network;
 * 4096c: one all-reduce in 4096 chunks on a 4D network;
 * maxphases: one all-reduce on 4 dimensions with the most chunks allowed (2^18 phases);
-* 1e6c: one all-reduce in 1,000,000 chunks (rejected at load: exit 2).
+* 1e6c: one all-reduce in 1,000,000 chunks (rejected at load: exit 2);
+* chain10k: 10,000 all-reduces of 1 MiB in 2 chunks on the 4D network (160,000 phases), each waiting for the one before;
+* dense1m: 1,415 tasks, compute tasks and all-reduces of 1 MiB in 4 chunks in turn, each waiting for
+  every task before it (1,000,405 dependencies).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import time
 from pathlib import Path
 
 from themis_opt.formats.native import instance_to_dict
-from themis_opt.instance import MAX_PHASES, Collective, Dimension, Instance, Network
+from themis_opt.instance import MAX_PHASES, After, Collective, Compute, Dimension, Instance, Network
 
 GIB = 2**30
 
@@ -50,6 +53,20 @@ def instances() -> dict[str, dict[str, object]]:
         "4096c": instance_to_dict(Instance(four, (Collective("all_reduce", GIB, 4096),), "4096c")),
         "maxphases": instance_to_dict(Instance(four, (Collective("all_reduce", GIB, MAX_PHASES // 8),), "maxphases")),
     }
+    chain = tuple(
+        Collective("all_reduce", 2**20, 2, id=f"c{i}", after=(After(f"c{i - 1}"),) if i else ()) for i in range(10_000)
+    )
+    docs["chain10k"] = instance_to_dict(Instance(four, chain, "chain10k"))
+    dense: list[Collective | Compute] = []
+    for i in range(1415):  # 1415 * 1414 / 2 = 1,000,405 dependencies
+        after = tuple(After(f"x{j}") for j in range(i))
+        task = (
+            Compute(1000.0, id=f"x{i}", after=after)
+            if i % 2
+            else Collective("all_reduce", 2**20, 4, id=f"x{i}", after=after)
+        )
+        dense.append(task)
+    docs["dense1m"] = instance_to_dict(Instance(four, tuple(dense), "dense1m"))
     over = instance_to_dict(Instance(four, (Collective("all_reduce", GIB, 1),), "1e6c"))
     over["tasks"][0]["chunks"] = 1_000_000  # type: ignore[index]
     docs["1e6c"] = over

@@ -6,6 +6,7 @@
 """
 
 from themis_opt.bench.harness import (
+    BENCH_BOUNDS,
     METHODS,
     MethodSummary,
     Outcome,
@@ -28,6 +29,7 @@ from themis_opt.bench.harness import (
 )
 
 __all__ = [
+    "BENCH_BOUNDS",
     "METHODS",
     "MethodSummary",
     "Outcome",

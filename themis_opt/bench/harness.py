@@ -44,12 +44,16 @@ from themis_opt.validator import validate
 METHODS = VARIANTS  # the bench's runs: methods of the registry, with their intra-dimension variants
 
 
-Settings = tuple[tuple[str, ...], float, int, str]  # methods, time limit, seed, parameters changed (JSON)
+Settings = tuple[tuple[str, ...], float, int, str, str]  # methods, time limit, seed, parameters changed, bounds
+
+BENCH_BOUNDS = "full"  # bench's bound set by default: every bound, in the bounds' own time limit
 
 
-def settings_of(methods: Sequence[str], time_limit: float, seed: int, params: SolveParams | None) -> Settings:
+def settings_of(
+    methods: Sequence[str], time_limit: float, seed: int, params: SolveParams | None, bound_set: str = BENCH_BOUNDS
+) -> Settings:
     """What a row made with these options records of them."""
-    return tuple(methods), time_limit, seed, json.dumps(changes(params or SolveParams()), sort_keys=True)
+    return tuple(methods), time_limit, seed, json.dumps(changes(params or SolveParams()), sort_keys=True), bound_set
 
 
 @dataclass(frozen=True)
@@ -71,9 +75,10 @@ class Outcome:
 class Record:
     """One instance's row: its description, its best lower bound, each method's outcome.
 
-    ``digest`` identifies the instance by content; ``methods``, ``time_limit_s``
-    and ``seed`` say how the row was made; ``error`` is set (and ``outcomes``
-    empty) when the instance could not be run at all.
+    ``digest`` identifies the instance by content; ``methods``, ``time_limit_s``,
+    ``seed`` and ``bounds`` (the bound set) say how the row was made; ``bound``
+    names the best lower bound (the gaps' certificate); ``error`` is set (and
+    ``outcomes`` empty) when the instance could not be run at all.
     """
 
     path: str
@@ -90,6 +95,8 @@ class Record:
     seed: int = 0
     error: str = ""
     params: dict[str, Any] = field(default_factory=dict)
+    bound: str = ""
+    bounds: str = BENCH_BOUNDS
 
     def outcome(self, method: str) -> Outcome | None:
         """The outcome of ``method``, if it ran."""
@@ -108,8 +115,8 @@ class Record:
         return base.makespan_ns / o.makespan_ns
 
     def settings(self) -> Settings:
-        """(methods, time limit, seed, parameters changed): what must match for rows to be compared."""
-        return self.methods, self.time_limit_s, self.seed, json.dumps(self.params, sort_keys=True)
+        """(methods, time limit, seed, parameters changed, bound set): what must match for rows to be compared."""
+        return self.methods, self.time_limit_s, self.seed, json.dumps(self.params, sort_keys=True), self.bounds
 
     def to_json(self) -> str:
         """One JSON line."""
@@ -237,9 +244,10 @@ def run_instance(
     workers: int,
     seed: int,
     params: SolveParams | None = None,
+    bound_set: str = BENCH_BOUNDS,
 ) -> Record:
     """Run ``methods`` on the instance file at ``path`` and validate every schedule."""
-    return run_document(read_json(path), path, methods, time_limit, workers, seed, params)
+    return run_document(read_json(path), path, methods, time_limit, workers, seed, params, bound_set)
 
 
 def run_document(
@@ -250,16 +258,27 @@ def run_document(
     workers: int,
     seed: int,
     params: SolveParams | None = None,
+    bound_set: str = BENCH_BOUNDS,
 ) -> Record:
     """Run ``methods`` on an instance given as its JSON document (what a remote worker receives).
 
     The bounds get their own ``time_limit``, then every method gets
     ``time_limit`` for its whole run (:func:`~themis_opt.solving.solve_all`
-    with ``each``).
+    with ``each``); the row reports the bounds of ``bound_set`` (see
+    :func:`~themis_opt.solving.solve`).
     """
     instance = instance_of(document, path)
     params = params if params is not None else SolveParams()
-    results = solve_all(instance, methods, time_limit=time_limit, each=True, workers=workers, seed=seed, params=params)
+    results = solve_all(
+        instance,
+        methods,
+        time_limit=time_limit,
+        each=True,
+        workers=workers,
+        seed=seed,
+        params=params,
+        bound_set=bound_set,
+    )
     best = results[0].bounds if results else compute_bounds(instance, Deadline.after(time_limit))
     outcomes = []
     for m, r in zip(methods, results):
@@ -293,6 +312,8 @@ def run_document(
         time_limit_s=time_limit,
         seed=seed,
         params=changes(params),
+        bound=best.best_name,
+        bounds=bound_set,
     )
 
 
@@ -309,9 +330,23 @@ def stop_pool(pool: Any) -> None:
 
 def failed_record(path: str, digest: str, settings: Settings, error: str) -> Record:
     """The row of an instance that could not be run: the error, no outcomes."""
-    methods, time_limit, seed, params = settings
+    methods, time_limit, seed, params, bound_set = settings
     return Record(
-        path, Path(path).stem, "", 0, 0, 0.0, 0.0, (), digest, methods, time_limit, seed, error, json.loads(params)
+        path,
+        Path(path).stem,
+        "",
+        0,
+        0,
+        0.0,
+        0.0,
+        (),
+        digest,
+        methods,
+        time_limit,
+        seed,
+        error,
+        json.loads(params),
+        bounds=bound_set,
     )
 
 
@@ -380,12 +415,12 @@ def prepare_rows_file(
     records = read_records(path)
     other = next((r for r in records if r.settings() != settings), None)
     if other is not None and not allow_mixed:
-        methods, limit, seed, params = other.settings()
+        methods, limit, seed, params, bound_set = other.settings()
         changed = "" if params == "{}" else f", parameters {params}"
         raise InputError(
             str(path),
             f"holds rows made with other settings (methods {','.join(methods) or '?'}, time limit {limit:g} s, "
-            f"seed {seed}{changed}); use another --out file, or --allow-mixed to add to it anyway",
+            f"seed {seed}, bounds {bound_set}{changed}); use another --out file, or --allow-mixed to add to it anyway",
         )
     same = sum(1 for r in records if r.settings() == settings)
     if same and not resume:  # running again would add the same rows a second time

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from themis_opt.bench.harness import Record, failed_record, run_instance, settings_of, stop_pool
+from themis_opt.bench.harness import BENCH_BOUNDS, Record, failed_record, run_instance, settings_of, stop_pool
 from themis_opt.budget import die_with_parent
 from themis_opt.errors import InputError, counted
 
@@ -66,6 +66,7 @@ def run_sweep(
     time_limit: float,
     seed: int,
     params: SolveParams | None,
+    bound_set: str = BENCH_BOUNDS,
 ) -> Iterator[Sweep]:
     """The sweep of ``methods`` over the instance files ``paths`` on ``backend``.
 
@@ -77,7 +78,7 @@ def run_sweep(
         The instance files, in the order to start them.
     documents, digests
         Each path's JSON document (what a cluster's workers receive) and content digest.
-    methods, time_limit, seed, params
+    methods, time_limit, seed, params, bound_set
         As :func:`~themis_opt.bench.run_instance` takes them.
 
     Yields
@@ -96,7 +97,9 @@ def run_sweep(
                 f"{available_workers()} cores available: timings will suffer"
             )
         yield Sweep(
-            _local(backend.jobs, paths, methods, time_limit, workers, seed, params, digests), backend.jobs, workers
+            _local(backend.jobs, paths, methods, time_limit, workers, seed, params, bound_set, digests),
+            backend.jobs,
+            workers,
         )
         return
     from themis_opt.cluster import connect, run_on_cluster, worker_threads
@@ -105,7 +108,8 @@ def run_sweep(
         jobs, threads = worker_threads(client)
         workers = backend.workers if backend.workers is not None else threads
         items = [(path, documents[path], digests[path]) for path in paths]
-        yield Sweep(run_on_cluster(client, items, methods, time_limit, workers, seed, params), jobs, workers)
+        runs = run_on_cluster(client, items, methods, time_limit, workers, seed, params, bound_set)
+        yield Sweep(runs, jobs, workers)
 
 
 def _local(
@@ -116,11 +120,12 @@ def _local(
     workers: int,
     seed: int,
     params: SolveParams | None,
+    bound_set: str,
     digests: dict[str, str],
 ) -> Iterator[tuple[str, Record]]:
     """Yield (path, record) as instances finish, in this process or in ``jobs`` processes."""
-    settings = settings_of(methods, time_limit, seed, params)
-    run = (methods, time_limit, workers, seed, params)
+    settings = settings_of(methods, time_limit, seed, params, bound_set)
+    run = (methods, time_limit, workers, seed, params, bound_set)
 
     def failed(path: str, error: BaseException) -> Record:
         return failed_record(path, digests[path], settings, str(error))

@@ -39,12 +39,21 @@ import dataclasses
 from themis_opt.bounds.formulas import (
     BOUNDS,
     SAFETY,
+    ClassCost,
     OrderProfile,
+    _compute,
+    _costs,
+    _ideal,
+    _least_busy,
+    _per_collective,
+    _shortest,
+    class_cost,
     collective_releases,
     compute_bound,
     critical_path_bound,
     earliest_releases,
     fill_drain_value,
+    heads_and_tails,
     ideal_bound,
     least_busy_bound,
     load_programs_fit,
@@ -54,6 +63,7 @@ from themis_opt.bounds.formulas import (
     shortest_durations,
     traffic_bytes,
 )
+from themis_opt.bounds.graph import jackson_bound, jackson_value, preemptive_makespan, resource_jobs
 from themis_opt.bounds.programs import (
     LoadSolution,
     Memo,
@@ -64,6 +74,7 @@ from themis_opt.bounds.programs import (
     solvers_loaded,
 )
 from themis_opt.budget import Deadline
+from themis_opt.errors import InputError
 from themis_opt.instance import Instance
 from themis_opt.orders import Counts
 from themis_opt.params import BoundsParams
@@ -71,11 +82,15 @@ from themis_opt.result import Bounds
 
 __all__ = [
     "BOUNDS",
+    "BOUND_SETS",
+    "PROGRAMS",
     "Bounds",
+    "ClassCost",
     "Counts",
     "LoadSolution",
     "Memo",
     "OrderProfile",
+    "class_cost",
     "collective_releases",
     "compute_bound",
     "compute_bounds",
@@ -83,18 +98,74 @@ __all__ = [
     "earliest_releases",
     "fill_drain_value",
     "fluid_bound",
+    "heads_and_tails",
     "ideal_bound",
     "integer_load_bound",
+    "jackson_bound",
+    "jackson_value",
     "least_busy_bound",
     "load_programs_fit",
     "load_value",
     "load_variables",
     "lp_bound",
     "order_profiles",
+    "preemptive_makespan",
+    "programs_wanted",
+    "reported",
+    "resource_jobs",
     "shortest_durations",
+    "solver_free_bounds",
     "solvers_loaded",
     "traffic_bytes",
 ]
+
+
+BOUND_SETS = ("auto", "formulas", "full")  # what solve's and bench's bound_set (--bounds) take
+PROGRAMS = ("lp", "ip", "fill_drain", "fluid")  # the bounds of the load programs
+
+
+def programs_wanted(instance: Instance, bound_set: str, params: BoundsParams = BOUNDS) -> bool:
+    """Whether ``bound_set`` reports the load programs' bounds on ``instance``: ``full`` always,
+    ``formulas`` never, ``auto`` on instances of at most ``params.auto_load_variables`` order counts
+    (where they take a fraction of a second). The instance decides, never the method.
+
+    Raises
+    ------
+    InputError
+        On a name not in :data:`BOUND_SETS`.
+    """
+    if bound_set not in BOUND_SETS:
+        raise InputError("bounds", f"must be one of {', '.join(BOUND_SETS)}, got {bound_set!r}")
+    if bound_set == "auto":
+        return load_variables(instance) <= params.auto_load_variables
+    return bound_set == "full"
+
+
+def reported(bounds: Bounds, programs: bool) -> Bounds:
+    """``bounds`` as a result reports them: without the load programs' unless ``programs`` (a method
+    that runs them for its own search keeps their answers to itself, so that a schedule's gap does
+    not depend on the method that made it).
+    """
+    return bounds if programs else dataclasses.replace(bounds, lp=None, ip=None, fill_drain=None, fluid=None)
+
+
+def solver_free_bounds(instance: Instance, deadline: Deadline | None = None) -> Bounds:
+    """The bounds that need no solver (ideal, critical path, compute, least busy, Jackson's), in
+    O(n log n) after one pass over the task graph; where ``deadline`` passes first, the quantities
+    not yet known count as 0 (every bound valid, only weaker).
+    """
+    deadline = deadline or Deadline()
+    shortest = _shortest(instance, deadline)
+    heads, tails = heads_and_tails(instance, shortest, deadline)
+    releases = _per_collective(instance, heads)
+    costs = _costs(instance, deadline)
+    return Bounds(
+        ideal=_ideal(instance, releases, deadline),
+        critical_path=max(h + s for h, s in zip(heads, shortest)),
+        compute=_compute(instance, heads),
+        least_busy=_least_busy(instance, releases, costs),
+        jackson=jackson_value(resource_jobs(instance, heads, tails, costs)),
+    )
 
 
 def compute_bounds(
@@ -123,12 +194,7 @@ def compute_bounds(
         The programs' shares of the time and their limits.
     """
     deadline = deadline or Deadline()
-    cheap = Bounds(
-        ideal=ideal_bound(instance),
-        critical_path=critical_path_bound(instance),
-        compute=compute_bound(instance),
-        least_busy=least_busy_bound(instance, params),
-    )
+    cheap = solver_free_bounds(instance, deadline)
     if not full or not load_programs_fit(instance, params):
         return cheap
     if not solvers_loaded(deadline, params):  # loaded first: the programs' shares are of the time then left

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from themis_opt.cli.options import int_in, number_in, out_option, params_of, path, solver_options
+from themis_opt.cli.options import bounds_option, int_in, number_in, out_option, params_of, path, solver_options
 from themis_opt.errors import InputError, counted
 from themis_opt.methods import VARIANTS, method_names
 from themis_opt.suites import SUITES
@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help=f"comma-separated, from {names}; all: {', '.join(VARIANTS)} (default all)",
     )
     solver_options(p, 5.0, "each method (and the bounds) on each instance")
+    bounds_option(p, "full")
     p.add_argument("--jobs", type=int_in(1, 256), default=1, help="instances run in parallel (default 1)")
     out_option(
         p,
@@ -123,7 +124,7 @@ def bench(args: argparse.Namespace, console: Console) -> int:
         raise InputError("--jobs", "runs local processes: give --jobs or --scheduler, not both")
     if args.scheduler is not None:
         check_scheduler(args.scheduler)
-    settings = benchmod.settings_of(methods, args.time_limit, args.seed, params)
+    settings = benchmod.settings_of(methods, args.time_limit, args.seed, params, args.bounds)
     done: list[benchmod.Record] = []
     if args.out:
         done = benchmod.prepare_rows_file(args.out, settings, allow_mixed=args.allow_mixed, resume=args.resume)
@@ -138,7 +139,9 @@ def bench(args: argparse.Namespace, console: Console) -> int:
         timeout = args.connect_timeout if args.connect_timeout is not None else CONNECT_TIMEOUT_S
         backend = Dask(args.scheduler, timeout, args.workers)
     written = 0
-    with run_sweep(backend, todo, documents, digests, methods, args.time_limit, args.seed, params) as sweep:
+    with run_sweep(
+        backend, todo, documents, digests, methods, args.time_limit, args.seed, params, args.bounds
+    ) as sweep:
         try:
             for path, record in _with_progress(sweep.runs, len(todo)):
                 records[path] = record

@@ -101,6 +101,20 @@ def out_option(parser: argparse.ArgumentParser, what: str, *aliases: str, requir
     )
 
 
+def bounds_option(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--bounds``: which lower bounds every method reports (the same whatever the method)."""
+    parser.add_argument(
+        "--bounds",
+        choices=("auto", "formulas", "full"),
+        nargs="?",
+        const="full",
+        default=default,
+        help="the lower bounds every method reports: formulas (no solver: milliseconds), full (also the load "
+        "programs, in the bounds' share of the time) or auto (full on instances of at most "
+        f"bounds.auto_load_variables order counts, else formulas); --bounds alone is full (default {default})",
+    )
+
+
 INPUTS = ("instance", "result", "paths", "network", "system", "workload", "model", "rows", "params", "comm_groups")
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from themis_opt.budget import Deadline
-from themis_opt.cli.options import left, number_in, out_option, params_of, solver_options
+from themis_opt.cli.options import bounds_option, left, number_in, out_option, params_of, solver_options
 from themis_opt.errors import InputError
 from themis_opt.methods import VARIANTS, method_names, resolve_method
 
@@ -45,11 +45,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--output",
         required=False,
     )
-    p.add_argument(
-        "--bounds",
-        action="store_true",
-        help="compute every lower bound also for baseline and themis (default: the bounds that need no solver)",
-    )
+    bounds_option(p, "auto")
     solver_options(p, 10.0, "the whole command")
     p.add_argument(
         "--quantum-ns",
@@ -107,7 +103,7 @@ def outputs(args: argparse.Namespace) -> dict[str, Path]:
 
 
 def _run(args: argparse.Namespace, console: Console, instance: Instance, params: SolveParams | None) -> int:
-    from themis_opt.bounds import compute_bounds, solvers_loaded
+    from themis_opt.bounds import programs_wanted, solvers_loaded
     from themis_opt.formats.native import save_result
     from themis_opt.params import SolveParams
     from themis_opt.report import comparison_table, result_summary
@@ -116,16 +112,18 @@ def _run(args: argparse.Namespace, console: Console, instance: Instance, params:
     settings = params or SolveParams()
     reserve = min(settings.pipeline.exit_reserve, settings.pipeline.exit_reserve_share * args.time_limit)
     deadline = Deadline(args.started + args.time_limit - reserve)
-    if args.method in ("all", "cpsat") or args.bounds:
+    if args.method in ("all", "cpsat") or programs_wanted(instance, args.bounds, settings.bounds):
         solvers_loaded(deadline, settings.bounds)  # before the stages share out the time that is left
-    options = {"workers": args.workers, "seed": args.seed, "quantum_ns": args.quantum_ns, "log": args.log}
+    options = {
+        "workers": args.workers,
+        "seed": args.seed,
+        "quantum_ns": args.quantum_ns,
+        "log": args.log,
+        "bound_set": args.bounds,
+    }
     written = outputs(args)
     if args.method != "all":
-        share = deadline.share(settings.bounds.cheap_share)
-        bounds = compute_bounds(instance, share, params=settings.bounds) if args.bounds else None
-        result = solve(
-            instance, args.method, intra=args.intra, time_limit=left(deadline), bounds=bounds, params=params, **options
-        )
+        result = solve(instance, args.method, intra=args.intra, time_limit=left(deadline), params=params, **options)
         console.print(result_summary(instance, result))
         if written:
             save_result(result, written[args.method])
