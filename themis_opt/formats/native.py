@@ -578,6 +578,7 @@ def result_to_dict(result: Result) -> dict[str, Any]:
         "status": result.status.value,
         "makespan_ns": result.makespan,
         "lower_bound_ns": result.lower_bound,
+        "best_bound": result.best_bound,
         "ideal_ns": result.bounds.ideal,
         "bandwidth_utilization": result.bandwidth_utilization,
         "gap": result.gap,
@@ -667,6 +668,7 @@ def result_from_dict(data: Any) -> Result:
             "tolerance_ns",
             "note",
             "variant",
+            "best_bound",
         },
     )
     for key in ("instance", "method"):
