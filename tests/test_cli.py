@@ -10,7 +10,7 @@ import pytest
 
 from themis_opt.cli import main
 from themis_opt.formats.native import load_result
-from themis_opt.solving import available_workers
+from themis_opt.budget import available_workers
 
 from .conftest import DATA
 

@@ -10,6 +10,7 @@ it has (a bound as not computed, a method without a schedule).
 from __future__ import annotations
 
 import math
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -115,3 +116,11 @@ def die_with_parent() -> None:  # pragma: no cover - runs in the worker processe
         return
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
+
+
+def available_workers() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1

@@ -6,13 +6,16 @@ starts its searches from the best of them.
 
 from __future__ import annotations
 
-from themis_opt.bounds import Memo, integer_load_bound
+from collections.abc import Callable
+
+from themis_opt.bounds import Memo, integer_load_bound, reported
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.instance import Instance
-from themis_opt.methods import Intra
+from themis_opt.methods import METHODS, Intra, MethodCall
 from themis_opt.orders import Orders, Planner
 from themis_opt.params import DEFAULT, SolveParams
 from themis_opt.policies import ThemisTracker, baseline_orders, spread_orders
+from themis_opt.result import Result, result_of
 from themis_opt.schedule import Schedule
 from themis_opt.sim import simulate
 
@@ -133,3 +136,46 @@ def _short_search(
         return min(((simulate(instance, found.orders, p, deadline), p) for p in policies), key=lambda e: e[0].makespan)
     except OutOfTime:
         return None
+
+
+def _result(call: MethodCall, method: str, make: Callable[[], tuple[Schedule, Intra, str]]) -> Result:
+    """``make``'s schedule as the result of ``method``, or none with a note if it ran out of time."""
+    schedule: Schedule | None
+    policy: Intra | None
+    try:
+        schedule, policy, note = make()
+    except OutOfTime:
+        schedule, note = None, f"{method}: out of time ({call.time_limit:.3g} s) before the schedule was complete"
+        policy = call.intra or METHODS[method].default_intra
+    return result_of(
+        call.instance,
+        method,
+        policy.value if policy is not None else None,
+        schedule,
+        reported(call.bounds, call.report_programs),
+        call.t0,
+        note=note,
+        variant=call.variant,
+    )
+
+
+def run_baseline(call: MethodCall) -> Result:
+    """The baseline method: every chunk on one fixed order (fifo unless asked otherwise)."""
+    policy = call.intra or Intra.FIFO
+    return _result(call, "baseline", lambda: (baseline_schedule(call.instance, policy, call.deadline), policy, ""))
+
+
+def run_themis(call: MethodCall) -> Result:
+    """Themis: its greedy orders, planned as each collective is released (scf unless asked otherwise)."""
+    policy = call.intra or Intra.SCF
+    return _result(call, "themis", lambda: (themis_schedule(call.instance, policy, call.deadline), policy, ""))
+
+
+def run_balanced(call: MethodCall) -> Result:
+    """balanced: order counts of the load bounds spread evenly (:func:`balanced_schedule`)."""
+
+    def make() -> tuple[Schedule, Intra, str]:
+        intra = call.intra.value if call.intra is not None else None
+        return balanced_schedule(call.instance, intra, call.deadline, call.memo, call.params, call.bounds.best)
+
+    return _result(call, "balanced", make)

@@ -2,16 +2,27 @@
 
 ``solve``, the command line, ``bench`` and the reports read methods from here
 and nowhere else; this module imports nothing heavy, so the command line can
-list the methods without loading a solver.
+list the methods without loading a solver. A method's entry names the
+function that runs it (``runner``), imported when it first runs: a new method
+is one entry here and its function.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from themis_opt.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from themis_opt.bounds import Memo
+    from themis_opt.budget import Deadline
+    from themis_opt.instance import Instance
+    from themis_opt.params import SolveParams
+    from themis_opt.result import Bounds, Result
+    from themis_opt.schedule import Schedule
 
 
 class Intra(StrEnum):
@@ -22,6 +33,46 @@ class Intra(StrEnum):
 
 
 MethodName = Literal["baseline", "themis", "balanced", "cpsat"]
+
+
+@dataclass(frozen=True)
+class MethodCall:
+    """Everything a method's runner is given: the instance, ``solve``'s options and what it prepared.
+
+    Parameters
+    ----------
+    instance
+        The instance.
+    variant
+        The name the method was asked for by (the result's label).
+    intra
+        The intra-dimension policy asked for, ``None`` for the method's own.
+    deadline, time_limit, t0
+        When to be done, the limit it comes from, and when the call began (``time.perf_counter``).
+    bounds
+        The bounds computed for the instance; the result reports them as ``report_programs`` says
+        (:func:`~themis_opt.bounds.reported`).
+    memo
+        The load programs' answers, shared by the call's stages.
+    params, workers, seed, quantum_ns, log, warm
+        As :func:`~themis_opt.solving.solve` takes them.
+    """
+
+    instance: Instance
+    variant: str
+    intra: Intra | None
+    deadline: Deadline
+    time_limit: float
+    t0: float
+    bounds: Bounds
+    report_programs: bool
+    memo: Memo
+    params: SolveParams
+    workers: int | None = None
+    seed: int = 0
+    quantum_ns: float | None = None
+    log: bool = False
+    warm: Schedule | None = None
 
 
 @dataclass(frozen=True)
@@ -45,6 +96,9 @@ class Method:
     variants
         The runs bench and ``solve --method all`` make of it: the name, or
         ``name-intra`` for each intra-dimension policy worth comparing.
+    runner
+        The function that runs it, ``module:function``, taking a
+        :class:`MethodCall` and returning the :class:`~themis_opt.result.Result`.
     """
 
     name: MethodName
@@ -53,15 +107,54 @@ class Method:
     searches: bool
     load_bounds: bool
     variants: tuple[str, ...]
+    runner: str
+
+    def run(self, call: MethodCall) -> Result:
+        """Run the method (its module is imported on first use)."""
+        module, _, function = self.runner.partition(":")
+        result: Result = getattr(importlib.import_module(module), function)(call)
+        return result
 
 
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
-        Method("baseline", "one fixed order for every chunk", Intra.FIFO, False, False, ("baseline",)),
-        Method("themis", "Themis's greedy load balancer", Intra.SCF, False, False, ("themis-fifo", "themis-scf")),
-        Method("balanced", "order counts of the load bounds, spread evenly", None, False, True, ("balanced",)),
-        Method("cpsat", "CP-SAT chooses orders and sequences", None, True, True, ("cpsat",)),
+        Method(
+            "baseline",
+            "one fixed order for every chunk",
+            Intra.FIFO,
+            False,
+            False,
+            ("baseline",),
+            "themis_opt.heuristics:run_baseline",
+        ),
+        Method(
+            "themis",
+            "Themis's greedy load balancer",
+            Intra.SCF,
+            False,
+            False,
+            ("themis-fifo", "themis-scf"),
+            "themis_opt.heuristics:run_themis",
+        ),
+        Method(
+            "balanced",
+            "order counts of the load bounds, spread evenly",
+            None,
+            False,
+            True,
+            ("balanced",),
+            "themis_opt.heuristics:run_balanced",
+        ),
+        Method(
+            "cpsat",
+            "CP-SAT chooses orders and sequences",
+            None,
+            True,
+            True,
+            ("cpsat",),
+            "themis_opt.pipeline:run_cpsat",
+        ),
     )
 }
 assert set(METHODS) == set(get_args(MethodName))

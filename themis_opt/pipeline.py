@@ -38,17 +38,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from themis_opt.bounds import LoadSolution, Memo, integer_load_bound, solvers_loaded
-from themis_opt.budget import Deadline, OutOfTime
+from themis_opt.bounds import LoadSolution, Memo, integer_load_bound, reported, solvers_loaded
+from themis_opt.budget import Deadline, OutOfTime, available_workers
 from themis_opt.cost import merging_shortens
 from themis_opt.errors import counted
 from themis_opt.heuristics import balanced_schedule, baseline_schedule, themis_schedule
 from themis_opt.instance import Instance
-from themis_opt.methods import Intra
+from themis_opt.methods import Intra, MethodCall
 from themis_opt.orders import Counts, Orders
 from themis_opt.params import SolveParams, Stage
 from themis_opt.policies import counts_match, spread_orders
-from themis_opt.result import Bounds, SolverStats, Status, is_proven, optimality_tolerance
+from themis_opt.result import Bounds, Result, SolverStats, Status, is_proven, optimality_tolerance, result_of
 from themis_opt.schedule import Schedule
 from themis_opt.search.counts import counts_within, level_counts
 from themis_opt.sim import simulate
@@ -433,3 +433,36 @@ def describe(stages: tuple[StageSpec, ...] = STAGES, params: SolveParams | None 
         stage = getattr(params.pipeline, spec.settings) if spec.settings else None
         rows.append({"stage": spec.name, **(dataclasses.asdict(stage) if stage is not None else {"share": 1.0})})
     return rows
+
+
+def run_cpsat(call: MethodCall) -> Result:
+    """cpsat: the stages of :data:`STAGES`, in order; the result reports the load programs' bounds only
+    if the call asks for them (the stages use them either way).
+    """
+    ctx = Context(
+        call.instance,
+        call.bounds,
+        call.deadline,
+        call.params,
+        call.workers if call.workers is not None else available_workers(),
+        call.seed,
+        call.quantum_ns,
+        call.log,
+        call.t0,
+        memo=call.memo,
+        given=call.warm,
+    )
+    run_stages(ctx)
+    trajectory = tuple(ctx.trajectory) if ctx.best is not None else ()
+    return result_of(
+        call.instance,
+        "cpsat",
+        None,
+        ctx.best,
+        reported(ctx.bounds, call.report_programs),
+        call.t0,
+        ctx.status,
+        stats=ctx.stats,
+        trajectory=trajectory,
+        note=ctx.note,
+    )

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
+import time
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from themis_opt.instance import check_int, check_name, check_number
+from themis_opt.instance import Instance, check_int, check_name, check_number
 from themis_opt.schedule import Schedule
 
 OPTIMALITY_TOLERANCE = 1e-4  # relative to the schedule's span: "optimal" = within 0.01% of it
@@ -236,3 +238,40 @@ class Result:
         if self.makespan is None or self.makespan <= 0:
             return None
         return self.bounds.ideal / self.makespan
+
+
+def result_of(
+    instance: Instance,
+    method: str,
+    policy: str | None,
+    schedule: Schedule | None,
+    bounds: Bounds,
+    t0: float,
+    status: Status | None = None,
+    **extra: object,
+) -> Result:
+    """The result of ``method``'s ``schedule`` (timed under ``policy``), begun at ``t0``
+    (``time.perf_counter``); its status, unless given (a solver's verdict), is decided by the bounds and
+    the optimality tolerance alone. ``extra``: the other fields of :class:`Result` (``note``, ``variant``...).
+    """
+    tolerance = None
+    if schedule is None:
+        status, makespan = status or Status.NO_SOLUTION, None
+    else:
+        makespan = schedule.makespan
+        tolerance = optimality_tolerance(makespan, instance.origin_ns)
+        status = status_of(makespan, bounds, instance.origin_ns)
+    if extra.get("note"):
+        logging.getLogger(__name__).info("%s", extra["note"])
+    return Result(
+        instance.name,
+        method,
+        policy if policy is not None else None,
+        status,
+        makespan,
+        bounds,
+        time.perf_counter() - t0,
+        schedule,
+        tolerance_ns=tolerance,
+        **extra,  # type: ignore[arg-type]
+    )

@@ -4,30 +4,19 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from collections.abc import Sequence
-from typing import assert_never
 
 from themis_opt.bounds import Memo, compute_bounds, programs_wanted, reported
-from themis_opt.budget import Deadline, OutOfTime
+from themis_opt.budget import Deadline
 from themis_opt.errors import InputError
-from themis_opt.heuristics import balanced_schedule, baseline_schedule, themis_schedule
 from themis_opt.instance import Instance
-from themis_opt.methods import METHODS, VARIANTS, Intra, resolve_method
+from themis_opt.methods import METHODS, VARIANTS, Intra, MethodCall, resolve_method
 from themis_opt.params import DEFAULT, SolveParams
-from themis_opt.result import Bounds, Result, Status, optimality_tolerance, status_of
+from themis_opt.result import Bounds, Result
 from themis_opt.schedule import Schedule
 
 logger = logging.getLogger(__name__)
-
-
-def available_workers() -> int:
-    """Cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return os.cpu_count() or 1
 
 
 def check_options(
@@ -156,28 +145,24 @@ def solve(
             else deadline.share(settings.cheap_share)
         )
         bounds = compute_bounds(instance, share, full=spec.load_bounds or programs, memo=memo, params=settings)
-    if spec.searches:
-        return _solve_cpsat(
-            instance, bounds, deadline, params, workers, seed, quantum_ns, log, t0, warm, memo, programs
-        )
-    schedule: Schedule | None = None
-    note = ""
-    policy = Intra(intra) if intra is not None else spec.default_intra
-    try:
-        match spec.name:
-            case "baseline":
-                schedule = baseline_schedule(instance, policy or Intra.FIFO, deadline)
-            case "themis":
-                schedule = themis_schedule(instance, policy or Intra.SCF, deadline)
-            case "balanced":
-                schedule, policy, note = balanced_schedule(instance, intra, deadline, memo, params, bounds.best)
-            case "cpsat":  # pragma: no cover - handled above
-                raise AssertionError("cpsat searches")
-            case _ as unreachable:
-                assert_never(unreachable)
-    except OutOfTime:
-        note = f"{method}: out of time ({time_limit:.3g} s) before the schedule was complete"
-    return make_result(instance, method, policy, schedule, reported(bounds, programs), t0, note=note, variant=variant)
+    call = MethodCall(
+        instance,
+        variant,
+        Intra(intra) if intra is not None else None,
+        deadline,
+        time_limit,
+        t0,
+        bounds,
+        programs,
+        memo,
+        params,
+        workers,
+        seed,
+        quantum_ns,
+        log,
+        warm,
+    )
+    return spec.run(call)
 
 
 def solve_all(
@@ -250,87 +235,3 @@ def solve_all(
         results.append(solve(instance, method, time_limit=limit, bounds=bounds, warm=warm, **options))  # type: ignore[arg-type]
     best = max((r.bounds for r in results), key=lambda b: b.best, default=reported(bounds, programs))
     return [r.with_bounds(best, instance.origin_ns) for r in results]
-
-
-def make_result(
-    instance: Instance,
-    method: str,
-    policy: Intra | None,
-    schedule: Schedule | None,
-    bounds: Bounds,
-    t0: float,
-    status: Status | None = None,
-    **extra: object,
-) -> Result:
-    """The result of a method; its status, unless given (a solver's verdict), is decided by the
-    bounds and the optimality tolerance alone.
-    """
-    tolerance = None
-    if schedule is None:
-        status, makespan = status or Status.NO_SOLUTION, None
-    else:
-        makespan = schedule.makespan
-        tolerance = optimality_tolerance(makespan, instance.origin_ns)
-        status = status_of(makespan, bounds, instance.origin_ns)
-    if extra.get("note"):
-        logger.info("%s", extra["note"])
-    return Result(
-        instance.name,
-        method,
-        policy.value if policy is not None else None,
-        status,
-        makespan,
-        bounds,
-        time.perf_counter() - t0,
-        schedule,
-        tolerance_ns=tolerance,
-        **extra,  # type: ignore[arg-type]
-    )
-
-
-def _solve_cpsat(
-    instance: Instance,
-    bounds: Bounds,
-    deadline: Deadline,
-    params: SolveParams,
-    workers: int | None,
-    seed: int,
-    quantum_ns: float | None,
-    log: bool,
-    t0: float,
-    given: Schedule | None,
-    memo: Memo,
-    programs: bool,
-) -> Result:
-    """cpsat: the stages of :data:`~themis_opt.pipeline.STAGES`, in order; the result reports the load
-    programs' bounds only if ``programs`` (the stages use them either way).
-    """
-    from themis_opt.pipeline import Context, run_stages
-
-    ctx = Context(
-        instance,
-        bounds,
-        deadline,
-        params,
-        workers if workers is not None else available_workers(),
-        seed,
-        quantum_ns,
-        log,
-        t0,
-        memo=memo,
-        given=given,
-    )
-    run_stages(ctx)
-    trajectory = tuple(ctx.trajectory) if ctx.best is not None else ()
-    return make_result(
-        instance,
-        "cpsat",
-        None,
-        ctx.best,
-        reported(ctx.bounds, programs),
-        t0,
-        ctx.status,
-        stats=ctx.stats,
-        trajectory=trajectory,
-        note=ctx.note,
-    )

@@ -87,7 +87,7 @@ def run_sweep(
         Its ``runs`` yield (path, record) as instances finish; an instance that fails yields a record
         with its error. Leaving the ``with`` block stops what still runs.
     """
-    from themis_opt.solving import available_workers
+    from themis_opt.budget import available_workers
 
     if isinstance(backend, Local):
         workers = backend.workers if backend.workers is not None else max(1, available_workers() // backend.jobs)
