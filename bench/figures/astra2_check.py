@@ -117,13 +117,19 @@ STG_SYSTEM = {
 }
 
 
-def astra_time(binary: Path, astra: Path, network: Path, system: Path, prefix: Path) -> int:
-    """ASTRA-sim 2.x's time for NPU 0, ns."""
+def astra_run(
+    binary: Path, astra: Path, network: Path, system: Path, prefix: Path, groups: Path | None = None
+) -> tuple[dict[int, int], float]:
+    """ASTRA-sim 2.x's time for each NPU that finished (``sys[i] finished``), ns, and its wall seconds."""
+    import time
+
     memory = astra / "examples/remote_memory/analytical/no_memory_expansion.json"
+    began = time.perf_counter()
     run = subprocess.run(
         [
             str(binary),
             f"--workload-configuration={prefix}",
+            *([f"--comm-group-configuration={groups}"] if groups is not None else []),
             f"--system-configuration={system}",
             f"--network-configuration={network}",
             f"--remote-memory-configuration={memory}",
@@ -132,10 +138,17 @@ def astra_time(binary: Path, astra: Path, network: Path, system: Path, prefix: P
         text=True,
         check=False,
     )
-    found = re.search(r"sys\[0\] finished, (\d+) cycles", run.stdout + run.stderr)
-    if not found:
-        raise RuntimeError(f"ASTRA-sim printed no time for {prefix} ({run.returncode})")
-    return int(found.group(1))
+    seconds = time.perf_counter() - began
+    found = re.findall(r"sys\[(\d+)\] finished, (\d+) cycles", run.stdout + run.stderr)
+    return {int(npu): int(t) for npu, t in found}, seconds
+
+
+def astra_time(binary: Path, astra: Path, network: Path, system: Path, prefix: Path) -> int:
+    """ASTRA-sim 2.x's time for NPU 0, ns."""
+    times, _ = astra_run(binary, astra, network, system, prefix)
+    if 0 not in times:
+        raise RuntimeError(f"ASTRA-sim printed no time for {prefix}")
+    return times[0]
 
 
 def stg_rows(binary: Path, astra: Path, stg: Path, python: str, work: Path) -> None:
@@ -144,7 +157,6 @@ def stg_rows(binary: Path, astra: Path, stg: Path, python: str, work: Path) -> N
 
     print("| trace | NPUs | ASTRA-sim 2.x (ns) | themis_opt baseline (ns) | difference | 2.x wall s | ours s |")
     print("|---|---|---|---|---|---|---|")
-    memory = astra / "examples/remote_memory/analytical/no_memory_expansion.json"
     system = work / "stg-system.json"
     system.write_text(json.dumps(STG_SYSTEM))
     for name, side, options in STG_CASES:
@@ -157,22 +169,10 @@ def stg_rows(binary: Path, astra: Path, stg: Path, python: str, work: Path) -> N
         )
         argv = [python, "main.py", "--output_dir", str(folder), "--output_name", "workload.%d.et", *STG_MODEL, *options]
         subprocess.run(argv, cwd=stg, check=True, capture_output=True)
-        began = time.perf_counter()
-        run = subprocess.run(
-            [
-                str(binary),
-                f"--workload-configuration={folder / 'workload'}",
-                f"--comm-group-configuration={folder / 'workload.json'}",
-                f"--system-configuration={system}",
-                f"--network-configuration={network}",
-                f"--remote-memory-configuration={memory}",
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
+        finished, astra_seconds = astra_run(
+            binary, astra, network, system, folder / "workload", folder / "workload.json"
         )
-        astra_seconds = time.perf_counter() - began
-        times = [int(t) for t in re.findall(r"sys\[\d+\] finished, (\d+) cycles", run.stdout + run.stderr)]
+        times = list(finished.values())
         astra_ns = max(times) if len(times) == side * side else None
         began = time.perf_counter()
         try:
