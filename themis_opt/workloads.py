@@ -140,13 +140,10 @@ def parse_workload(path: str | Path) -> Workload:
     InputError
         Naming the file, line and token of the first problem.
     """
+    from themis_opt.fileio import read_text
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(str(path), "no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(str(path), f"cannot be read ({error})") from None
+    text = read_text(path)  # at most the input limit
     tokens = [(number, token) for number, line in enumerate(text.splitlines(), 1) for token in line.split()]
     position = 0
 

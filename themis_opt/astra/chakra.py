@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from themis_opt.errors import InputError
+from themis_opt.fileio import atomic_writer, check_size
 from themis_opt.instance import After, Collective, Compute, Instance, Kind, Network
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -95,6 +96,7 @@ def read_trace(path: Path) -> list[TraceNode]:
     """The nodes of one trace file, in file order."""
     schema, protolib = _chakra()
     nodes: list[TraceNode] = []
+    check_size(path)  # at most the input limit
     try:
         with protolib.openFileRd(str(path)) as handle:
             metadata = schema.GlobalMetadata()
@@ -176,7 +178,7 @@ def read_traces(prefix: str | Path, npus: int) -> list[TraceNode]:
 def write_trace(path: Path, nodes: Sequence[TraceNode]) -> None:
     """Write ``nodes`` as one trace file (attributes as int64, bool, string or bool lists, as ASTRA-sim reads them)."""
     schema, protolib = _chakra()
-    with open(path, "wb") as handle:
+    with atomic_writer(path, "wb") as handle:
         protolib.encodeMessage(handle, schema.GlobalMetadata(version="0.0.4"))
         for node in nodes:
             message = schema.Node(

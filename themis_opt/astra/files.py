@@ -48,13 +48,10 @@ def parse_size(text: str, option: str = "--all-reduce") -> int:
 
 
 def read_text(path: Path) -> str:
-    """The text of ``path``; errors name it."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(str(path), "no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(str(path), f"cannot be read ({error})") from None
+    """The text of ``path``, at most the input limit; errors name it."""
+    from themis_opt import fileio
+
+    return fileio.read_text(path)
 
 
 def json_object(text: str, path: Path) -> dict[str, Any]:
