@@ -8,6 +8,7 @@ subcommand needs them, so a command that needs no solver does not load one.
 from __future__ import annotations
 
 import argparse
+import glob
 import logging
 import math
 import os
@@ -373,9 +374,15 @@ def main(argv: Sequence[str] | None = None, *, started: float | None = None) -> 
     }
     try:
         _outputs_apart(args)
-        return handlers[args.command](args, console)
+        code = handlers[args.command](args, console)
+        sys.stdout.flush()  # an output the OS refuses fails here, inside the one-line handling below
+        return code
     except InputError as error:
         sys.stderr.write(f"themis-opt: error: {error}\n")
+        return 2
+    except OSError as error:  # standard output refused (a full disk, a closed pipe): one line, no traceback
+        where = error.filename or "standard output"
+        sys.stderr.write(f"themis-opt: error: {where}: cannot be written ({error.strerror or error})\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("themis-opt: interrupted\n")
@@ -383,34 +390,44 @@ def main(argv: Sequence[str] | None = None, *, started: float | None = None) -> 
 
 
 _INPUTS = ("instance", "result", "paths", "network", "system", "workload", "model", "rows", "params")
+_FILE_OUTPUTS = ("solve", "workload", "import-astra", "plot", "bench")  # --out is a file; the others' a folder
 
 
 def _outputs_apart(args: argparse.Namespace) -> None:
-    """An output path that is also an input file, or another output, would overwrite it: refused
-    before any work starts.
+    """Every file a command will write, the derived ones included, checked before any work starts:
+    an output that is an input file, or another output, would overwrite it; a command that writes
+    a file refuses a folder (one that writes a folder writes inside it).
     """
-    outputs = [(f"--{name}", getattr(args, name)) for name in ("out", "csv") if getattr(args, name, None)]
-    inputs: list[str] = []
+    from themis_opt.fileio import check_apart, check_file_output
+
+    outputs: list[tuple[str, Path]] = []
+    for name in ("out", "csv"):
+        value = getattr(args, name, None)
+        if value and (name == "csv" or args.command in _FILE_OUTPUTS):
+            check_file_output(f"--{name}", value)
+    if args.command == "solve" and args.out:
+        every = args.method == "all"  # one file per method, named after --out
+        outputs += [(f"--out ({m}'s file)" if every else "--out", path) for m, path in _solve_outputs(args).items()]
+    elif args.command == "plot-bench":
+        from themis_opt.plot import BENCH_FIGURES
+
+        outputs += [("--out", Path(args.out) / f"{name}.{args.format}") for name in BENCH_FIGURES]
+    elif args.command in _FILE_OUTPUTS:
+        outputs += [(f"--{name}", Path(getattr(args, name))) for name in ("out", "csv") if getattr(args, name, None)]
+    inputs: list[str | Path] = []
     for name in _INPUTS:
         value = getattr(args, name, None)
         inputs += value if isinstance(value, list) else [value] if isinstance(value, str) else []
-    for k, (option, out) in enumerate(outputs):
-        for other, path in outputs[:k]:
-            if _same_file(out, path):
-                raise InputError(option, f"is {other}'s file too ({out}): one would overwrite the other")
-        for path in inputs:
-            if _same_file(out, path):
-                raise InputError(option, f"is an input file too ({path}): it would be overwritten")
+    for path in list(inputs):  # a folder of instances (bench), a prefix of Chakra traces (import-astra)
+        if Path(path).is_dir():
+            inputs += sorted(Path(path).glob("*.json"))
+        else:
+            inputs += sorted(Path(path).parent.glob(f"{glob.escape(Path(path).name)}.*.et"))
+    if getattr(args, "suite", None):
+        from themis_opt.suites import suite_folder
 
-
-def _same_file(a: str, b: str) -> bool:
-    """Whether paths ``a`` and ``b`` name one file (existing or not)."""
-    try:
-        if Path(a).exists() and Path(b).exists():
-            return Path(a).samefile(b)
-        return Path(a).resolve() == Path(b).resolve()
-    except OSError:
-        return False
+        inputs += sorted(suite_folder(args.suite).glob("*.json"))
+    check_apart(outputs, inputs)
 
 
 def _solve(args: argparse.Namespace, console: Console) -> int:
@@ -601,7 +618,13 @@ def _bench(args: argparse.Namespace, console: Console) -> int:
             for path, record in runs:
                 records[path] = record
                 if args.out:
-                    benchmod.append_record(args.out, record)
+                    try:
+                        benchmod.append_record(args.out, record)
+                    except InputError as error:  # a full disk: the file holds whole rows, --resume runs the rest
+                        sys.stderr.write(
+                            f"themis-opt: error: {error}; {written} new rows kept (--resume runs the rest)\n"
+                        )
+                        return 2
                     written += 1
         except KeyboardInterrupt:
             where = f": {written} new rows kept in {args.out}" if args.out else ""
@@ -672,13 +695,15 @@ def _bench_backend(
 def _with_progress(runs: Iterator[tuple[str, benchmod.Record]], total: int) -> Iterator[tuple[str, benchmod.Record]]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    console = Console(stderr=True)
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=Console(stderr=True),
+        console=console,
         transient=True,
+        disable=not console.is_terminal,  # else it leaves an empty line before any message on standard error
     )
     with progress:
         task = progress.add_task("bench", total=total)
@@ -863,7 +888,7 @@ def _export_astra(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.io import check_folder, load_instance
 
     check_folder(args.out)
-    files = export_astra(load_instance(args.instance), args.version, args.out, args.method)
+    files = export_astra(load_instance(args.instance), args.version, args.out, args.method, keep=[args.instance])
     names = [f.name for f in files]
     shown = ", ".join(names) if len(names) <= 5 else f"{', '.join(names[:3])} ... {names[-1]}"
     console.print(f"wrote {counted(len(files), 'file')} to {args.out}: {shown}")
