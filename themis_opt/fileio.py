@@ -31,6 +31,9 @@ LIMIT_ENV = "THEMIS_OPT_MAX_INPUT_BYTES"  # environment variable that overrides 
 MAX_INPUT_BYTES = 2**30
 # A --params TOML file holds a few dozen numbers (a few KB); 1 MiB is plenty, and an endless one ends fast.
 MAX_PARAMS_BYTES = 2**20
+# A YAML document's nodes once its aliases are expanded: an ASTRA-sim network file has a few dozen;
+# nested aliases ("billion laughs") reach 10^9 and more from a few hundred bytes.
+MAX_YAML_NODES = 100_000
 _READ_BLOCK = 2**20  # bytes read at a time from a file whose size is not known in advance (a pipe, a device)
 
 
@@ -261,3 +264,36 @@ def check_apart(outputs: Sequence[tuple[str, Path]], inputs: Iterable[str | Path
             if same_file(out, path):
                 raise InputError(option, f"writes {out}, an input file too ({path}): it would be overwritten")
         seen.append((option, out))
+
+
+def check_yaml_expansion(node: Any, most: int = MAX_YAML_NODES) -> None:
+    """Raise :class:`InputError` if a composed YAML document (PyYAML's node graph, where every alias
+    is its anchor's node) holds more than ``most`` nodes once its aliases are expanded, or an
+    alias inside its own anchor. Counted once per distinct node: as fast as the document is short.
+    """
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+
+    def size(n: Any) -> int:
+        key = id(n)
+        if key in sizes:
+            return sizes[key]
+        if key in open_:
+            raise InputError("", "not plain YAML (an alias inside its own anchor)")
+        open_.add(key)
+        value = n.value
+        children = (
+            []
+            if isinstance(value, str)
+            else [c for item in value for c in (item if isinstance(item, tuple) else (item,))]
+        )
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > most:
+                raise InputError("", f"not plain YAML (more than {most:,} values once its aliases are expanded)")
+        open_.discard(key)
+        sizes[key] = total
+        return total
+
+    size(node)

@@ -93,7 +93,7 @@ def topologies(raw: dict[str, Any], key: str, where: Path) -> list[Topology]:
     if not isinstance(names, list) or not names:
         raise InputError(f"{where}: {key}", f"must be a non-empty list of Ring, FullyConnected, Switch, got {names!r}")
     for name in names:
-        if name not in TOPOLOGIES:
+        if not isinstance(name, str) or name not in TOPOLOGIES:  # a list is no name (nor hashable)
             raise InputError(f"{where}: {key}", f"unknown topology {name!r} (known: Ring, FullyConnected, Switch)")
     return [TOPOLOGIES[n] for n in names]
 

@@ -26,6 +26,7 @@ from themis_opt.astra.files import (
     unknown_keys,
 )
 from themis_opt.errors import InputError, counted, too_many_digits
+from themis_opt.fileio import check_yaml_expansion
 from themis_opt.instance import (
     After,
     Algorithm,
@@ -118,6 +119,13 @@ def _strict_loader() -> type:
             mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
             return mapping
 
+        def get_single_data(self) -> Any:  # the document's size checked before it is built
+            node = self.get_single_node()
+            if node is None:
+                return None
+            check_yaml_expansion(node)
+            return self.construct_document(node)
+
     return Strict
 
 
@@ -133,6 +141,8 @@ def read_network(path: Path) -> list[dict[str, Any]]:
         raise InputError(str(path), "not valid YAML (nested too deeply)") from None
     except _Duplicate as error:
         raise InputError(f"{path}: {error.args[0]}", "appears twice in one mapping") from None
+    except InputError as error:  # aliases expanding past the limit
+        raise InputError(str(path), error.problem) from None
     except ValueError as error:  # an integer of more digits than Python converts
         raise InputError(str(path), f"not valid YAML ({too_many_digits(error)})") from None
     if not isinstance(raw, dict):
