@@ -577,3 +577,10 @@ def test_endless_inputs_are_refused_at_the_limit(
     for argv in (["solve", "/dev/zero"], ["validate", WORKED, "/dev/zero"], ["plot-bench", "/dev/zero", "--out", "x"]):
         code, _, err = run(argv, capsys)
         assert code == 2 and err.startswith("themis-opt: error: /dev/zero: holds more than 1,000,000 bytes"), argv
+
+
+def test_a_quantum_too_fine_for_cp_sat_s_integers_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    quick = str(Path(__file__).resolve().parent.parent / "instances" / "quick" / "homogeneous-s2-000.json")
+    argv = ["solve", quick, "--method", "cpsat", "--quantum-ns", "1e-300", "--time-limit", "5", "--workers", "1"]
+    code, _, err = run(argv, capsys)  # this seed reaches CP-SAT's model: no heuristic proves the optimum
+    assert code == 2 and err.startswith("themis-opt: error: quantum_ns: 1e-300 ns is too fine") and err.count("\n") == 1
