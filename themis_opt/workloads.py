@@ -120,7 +120,8 @@ class Workload:
 
     ``checkpoints`` and ``initiators`` are HYBRID_TRANSFORMER_FWD_IN_BCKWD's:
     the layers the forward is recomputed from, and the layers whose IG starts
-    a recomputation.
+    a recomputation. ``notes`` say what was read as ASTRA-sim reads it but is
+    worth knowing (a collective type it does not know, read as none).
     """
 
     parallelism: str
@@ -130,6 +131,7 @@ class Workload:
     name: str = "workload"
     checkpoints: tuple[int, ...] = ()
     initiators: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()  # what was read as ASTRA-sim reads it, worth knowing (a type it reads as none)
 
 
 def parse_workload(path: str | Path) -> Workload:
@@ -196,6 +198,7 @@ def parse_workload(path: str | Path) -> Workload:
         bottom = integer("the last bottom-MLP layer")
     count = integer("the layer count", 1)
     layers = []
+    notes: list[str] = []
     for _ in range(count):
         name = take("a layer name")[1]
         take("the reserved token")
@@ -203,9 +206,15 @@ def parse_workload(path: str | Path) -> Workload:
         unrunnable = []
         for part in ("fwd", "ig", "wg"):
             compute = number(f"{name}'s {part} compute")
-            kind_token = take(f"{name}'s {part} type")[1]
+            type_entry = take(f"{name}'s {part} type")
+            kind_token = type_entry[1]
             if kind_token == UNRUNNABLE_TYPE:
                 unrunnable.append(part)
+            elif kind_token not in TYPES and kind_token != "NONE":  # a misspelt type drops a collective
+                notes.append(
+                    f"{path.name}: line {type_entry[0]}: layer {name}'s {part} type {kind_token!r} is no collective "
+                    f"ASTRA-sim 1.0 knows ({', '.join(TYPES)}): none, as ASTRA-sim reads it"
+                )
             parts.append((compute, TYPES.get(kind_token), integer(f"{name}'s {part} size")))
         (fc, ft, fs), (ic, it, is_), (wc, wt, ws) = parts
         delay = number(f"{name}'s update delay")
@@ -223,7 +232,9 @@ def parse_workload(path: str | Path) -> Workload:
     if position < len(tokens):
         extra = tokens[position]
         raise InputError(where(extra), f"unexpected after the {count} layers the file announces")
-    workload = Workload(parallelism, tuple(layers), group, bottom, path.stem, tuple(checkpoints), tuple(initiators))
+    workload = Workload(
+        parallelism, tuple(layers), group, bottom, path.stem, tuple(checkpoints), tuple(initiators), tuple(notes)
+    )
     try:
         check_workload(workload)
     except InputError as error:
