@@ -242,7 +242,12 @@ def trace_tasks(prefix: Path, network: Network, system: SystemV2) -> tuple[tuple
             case "COMP_NODE":
                 if cpu:
                     raise InputError(where, "runs on the CPU (is_cpu_op): a second compute unit is not modelled")
-                tasks.append(Compute(_compute_ns(node, system, where), id=ids[node.id], after=after))
+                duration = _compute_ns(node, system, where)
+                try:
+                    tasks.append(Compute(duration, id=ids[node.id], after=after))
+                except InputError as error:  # out of the instance's range: say which node and key made it
+                    key = "duration_micros" if system.peak_tflops is None else "num_ops"
+                    raise InputError(f"{where}: {key}", f"makes {duration:g} ns: {error.problem}") from None
             case "COMM_COLL_NODE":
                 if cpu:
                     raise InputError(where, "a communication node on the CPU: ASTRA-sim 2.x throws")

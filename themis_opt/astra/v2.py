@@ -390,9 +390,12 @@ def collective(
         note = note or f"{where}: {comm_size} bytes run as {count} full chunks of {chunk}"
     group = network.num_npus if network.flattened(kind) else math.prod(network.dimensions[d].size for d in dims)
     scale = group if kind is Kind.ALL_GATHER else 1
-    coll = Collective(
-        kind, count * chunk * scale, count, dimensions=dims, id=id, after=after, chunk_bytes=chunk * scale
-    )
+    try:
+        coll = Collective(
+            kind, count * chunk * scale, count, dimensions=dims, id=id, after=after, chunk_bytes=chunk * scale
+        )
+    except InputError as error:  # beyond the instance's limits: named by where the size came from
+        raise InputError(where, f"{comm_size} bytes: {error.path} {error.problem}") from None
     return coll, note
 
 
