@@ -128,6 +128,27 @@ def solve(
     """
     method, intra = resolve_method(method, intra)
     check_options(method, intra, time_limit, workers, seed, quantum_ns)
+    from themis_opt.resolution import checked  # a schedule floats cannot resolve is marked invalid
+
+    t0 = time.perf_counter()
+    result = _solve(instance, method, intra, time_limit, workers, seed, quantum_ns, log, bounds, warm, params)
+    return checked(instance, result, time_limit - (time.perf_counter() - t0))
+
+
+def _solve(
+    instance: Instance,
+    method: str,
+    intra: str | None,
+    time_limit: float,
+    workers: int | None,
+    seed: int,
+    quantum_ns: float | None,
+    log: bool,
+    bounds: Bounds | None,
+    warm: Schedule | None,
+    params: SolveParams | None,
+) -> Result:
+    """:func:`solve`, its options checked."""
     if params is None:
         params = DEFAULT
     elif not isinstance(params, SolveParams):
