@@ -127,7 +127,7 @@ ASTRA_V2 = {
 
 
 def astra() -> list[Instance]:
-    """The ASTRA-sim suite: each network imported through themis_opt.astra (as a user would), with one
+    """The ASTRA-sim suite: each network imported through themis_opt.formats.astra (as a user would), with one
     all-reduce of 64 MiB and one of 1 GiB, 64 chunks, the topologies' default algorithms."""
     import tempfile
 

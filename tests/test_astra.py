@@ -439,3 +439,38 @@ def test_astra1_active_chunks_of_zero_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match="active-chunks-per-dimension"):
         import_astra(NET, system, all_reduce_bytes=MIB)
+
+
+def test_a_nested_list_of_topologies_is_one_error(tmp_path: Path) -> None:
+    yml = tmp_path / "net.yml"
+    yml.write_text((ASTRA / "net_v2.yml").read_text().replace("[ Ring,", "[ [Ring],"))
+    with pytest.raises(InputError, match="topology: unknown topology \\['Ring'\\]"):
+        import_astra(yml, ASTRA / "sys_v2.json", all_reduce_bytes=MIB)
+    net = json.loads((ASTRA / "net_v1.json").read_text())
+    net["topologies-per-dim"][0] = ["Ring"]
+    js = tmp_path / "net.json"
+    js.write_text(json.dumps(net))
+    with pytest.raises(InputError, match="topologies-per-dim: unknown topology"):
+        import_astra(js, ASTRA / "sys_v1.txt", all_reduce_bytes=MIB)
+
+
+def _laughs(levels: int) -> str:
+    """A YAML ``topology`` of nested aliases: 9^levels names from a few hundred bytes."""
+    anchors = ["x0: &a0 [Ring, Ring, Ring, Ring, Ring, Ring, Ring, Ring, Ring]"]
+    anchors += [f"x{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "topology: {" + ", ".join(anchors) + "}\nnpus_count: [4]\nbandwidth: [1]\nlatency: [1]\n"
+
+
+def test_nested_yaml_aliases_are_refused_at_once_and_errors_stay_short(tmp_path: Path) -> None:
+    import time
+
+    path = tmp_path / "net.yml"
+    path.write_text(_laughs(10))  # 3.5e9 names once expanded
+    started = time.perf_counter()
+    with pytest.raises(InputError, match="more than 100,000 values once its aliases are expanded"):
+        import_astra(path, ASTRA / "sys_v2.json", all_reduce_bytes=MIB)
+    assert time.perf_counter() - started < 1.0
+    path.write_text(_laughs(4))  # 7,380 names: read, and refused with a short message
+    with pytest.raises(InputError, match="topology: must be a non-empty list") as error:
+        import_astra(path, ASTRA / "sys_v2.json", all_reduce_bytes=MIB)
+    assert len(str(error.value)) < 700 and "characters left out" in str(error.value)

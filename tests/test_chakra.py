@@ -483,3 +483,21 @@ def test_a_group_without_the_group_file_is_refused(tmp_path: Path) -> None:
     net, system = _files(tmp_path, RINGS, NET4X4)
     with pytest.raises(InputError, match="give the group file"):
         import_astra(net, system, workload=_grouped_traces(tmp_path, ["1"]))
+
+
+@pytest.mark.parametrize("micros", [2**63 - 1, 10**12 + 1])
+def test_a_compute_time_beyond_the_limits_names_the_file_node_and_key(micros: int, tmp_path: Path) -> None:
+    net, system = _files(tmp_path)
+    traces = _traces(tmp_path, [_node(0, "COMP_NODE", duration_micros=micros)])
+    with pytest.raises(InputError) as error:
+        import_astra(net, system, workload=traces)
+    assert str(error.value).startswith(f"{traces}.0.et: node 0 (node0): duration_micros: makes ")
+    assert "must be <=" in str(error.value)
+
+
+def test_a_collective_size_beyond_the_limits_names_the_file_and_node(tmp_path: Path) -> None:
+    net, system = _files(tmp_path)
+    traces = _traces(tmp_path, [_node(0, "COMM_COLL_NODE", comm_type=0, comm_size=2**62)])
+    with pytest.raises(InputError, match="size_bytes must be <=") as error:
+        import_astra(net, system, workload=traces)
+    assert str(error.value).startswith(f"{traces}.0.et: node 0 (node0): {2**62} bytes: ")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from themis_opt.budget import available_workers
 from themis_opt.cli import main
 from themis_opt.formats.native import load_result
-from themis_opt.budget import available_workers
 
 from .conftest import DATA
 
@@ -519,3 +519,129 @@ def test_generate_has_defaults(tmp_path: Path, capsys: pytest.CaptureFixture[str
         == 0
     )
     assert sorted(p.read_text() for p in (tmp_path / "h").glob("*.json")) == first  # the default seed is 0
+
+
+def _solve_in_a_process(argv: list[str], **options: object) -> tuple[int, str]:
+    """``themis-opt ARGV`` in a child process: (exit status, standard error)."""
+    import subprocess
+    import sys
+
+    process = subprocess.run(
+        [sys.executable, "-m", "themis_opt.cli", *argv], stderr=subprocess.PIPE, text=True, timeout=120, **options
+    )  # type: ignore[call-overload]
+    return process.returncode, process.stderr
+
+
+def _file_size_limited(limit: int) -> None:  # pragma: no cover - runs in the child
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead of killing
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+def test_solve_all_never_writes_a_method_s_file_over_its_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    instance = tmp_path / "r.baseline.json"
+    instance.write_bytes(Path(WORKED).read_bytes())
+    code, _, err = run(["solve", str(instance), "--method", "all", "--out", str(tmp_path / "r.json")], capsys)
+    assert code == 2 and "--out (baseline's file)" in err and "input file" in err and err.count("\n") == 1
+    assert instance.read_bytes() == Path(WORKED).read_bytes() and len(list(tmp_path.iterdir())) == 1
+
+
+@pytest.mark.parametrize("suffix", ["", "/"])
+def test_a_folder_given_to_solve_all_is_refused(
+    suffix: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "adir"
+    if not suffix:
+        folder.mkdir()
+    argv = ["solve", WORKED, "--method", "all", "--time-limit", "2", "--out", f"{folder}{suffix}"]
+    code, _, err = run(argv, capsys)
+    assert code == 2 and "--out: is a folder, not a file" in err and err.count("\n") == 1
+    assert [p.name for p in tmp_path.iterdir()] == ([] if suffix else ["adir"])
+
+
+def test_export_astra_never_writes_over_its_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    instance = exp / "network.json"
+    instance.write_bytes((DATA / "tiny_ar.json").read_bytes())
+    code, _, err = run(["export-astra", str(instance), "--out", str(exp)], capsys)
+    assert code == 2 and "an input file too" in err and err.count("\n") == 1
+    assert instance.read_bytes() == (DATA / "tiny_ar.json").read_bytes() and len(list(exp.iterdir())) == 1
+
+
+def test_a_refused_rows_file_keeps_its_last_line_cut_short(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = tmp_path / "rows.jsonl"
+    assert run(["bench", WORKED, *BENCH, "--out", str(rows)], capsys)[0] == 0
+    text = rows.read_text() + '{"path": "cut'  # a write that was interrupted
+    rows.write_text(text)
+    code, _, err = run(["bench", WORKED, "--method", "baseline", "--workers", "1", "--out", str(rows)], capsys)
+    assert code == 2 and "other settings" in err and rows.read_text() == text
+    code, _, _ = run(["plot-bench", str(rows), "--out", str(tmp_path / "figs")], capsys)
+    assert code == 0 and rows.read_text() == text  # a reader changes nothing
+    code, _, _ = run(["bench", WORKED, *BENCH, "--out", str(rows), "--resume"], capsys)  # taken: the cut line goes
+    assert code == 0 and len(rows.read_text().splitlines()) == 1 and "cut" not in rows.read_text()
+
+
+def test_a_result_that_cannot_be_written_whole_leaves_the_earlier_one(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    assert _solve_in_a_process(["solve", WORKED, "--method", "baseline", "--out", str(out)])[0] == 0
+    earlier = out.read_bytes()
+    argv = ["solve", WORKED, "--method", "themis", "--out", str(out)]
+    code, err = _solve_in_a_process(argv, preexec_fn=lambda: _file_size_limited(len(earlier) // 2))
+    assert code == 2 and err == f"themis-opt: error: {out}: cannot be written (File too large)\n"
+    assert out.read_bytes() == earlier and [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_a_full_output_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if not Path("/dev/full").exists():  # pragma: no cover - not Linux
+        pytest.skip("no /dev/full")
+    code, _, err = run(["bench", WORKED, *BENCH, "--csv", "/dev/full"], capsys)
+    assert code == 2 and err == "themis-opt: error: /dev/full: cannot be written (No space left on device)\n"
+    with open("/dev/full", "w") as full:
+        code, err = _solve_in_a_process(["solve", WORKED, "--method", "baseline"], stdout=full)
+    assert code == 2 and err == "themis-opt: error: standard output: cannot be written (No space left on device)\n"
+
+
+def test_a_disk_full_during_bench_keeps_whole_rows_and_resume_completes(tmp_path: Path) -> None:
+    rows = tmp_path / "rows.jsonl"
+    paths = [WORKED, str(DATA / "tiny_rs.json"), str(DATA / "tiny_ar.json")]
+    argv = ["bench", *paths, *BENCH, "--out", str(rows)]
+    assert _solve_in_a_process(["bench", WORKED, *BENCH, "--out", str(tmp_path / "one.jsonl")])[0] == 0
+    row = (tmp_path / "one.jsonl").stat().st_size
+    code, err = _solve_in_a_process(argv, preexec_fn=lambda: _file_size_limited(row + row // 2))
+    assert code == 2 and err.count("\n") == 1 and "File too large" in err and "1 new rows kept" in err
+    assert len(rows.read_text().splitlines()) == 1 and rows.read_text().endswith("\n")
+    assert _solve_in_a_process([*argv, "--resume"])[0] == 0
+    names = [json.loads(line)["instance"] for line in rows.read_text().splitlines()]
+    assert sorted(names) == ["tiny_ar", "tiny_rs", "worked"]
+
+
+def test_endless_inputs_are_refused_at_the_limit(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not Path("/dev/zero").exists():  # pragma: no cover - not Linux
+        pytest.skip("no /dev/zero")
+    code, _, err = run(["solve", WORKED, "--params", "/dev/zero"], capsys)  # 1 MiB at most, whatever the setting
+    assert (
+        code == 2
+        and err
+        == "themis-opt: error: /dev/zero: holds more than 1,048,576 bytes, the input limit "
+        "(the environment variable THEMIS_OPT_MAX_INPUT_BYTES sets it)\n"
+    )
+    monkeypatch.setenv("THEMIS_OPT_MAX_INPUT_BYTES", "1000000")
+    for argv in (["solve", "/dev/zero"], ["validate", WORKED, "/dev/zero"], ["plot-bench", "/dev/zero", "--out", "x"]):
+        code, _, err = run(argv, capsys)
+        assert code == 2 and err.startswith("themis-opt: error: /dev/zero: holds more than 1,000,000 bytes"), argv
+
+
+def test_a_quantum_too_fine_for_cp_sat_s_integers_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    quick = str(Path(__file__).resolve().parent.parent / "instances" / "quick" / "small-exact-s1-004.json")
+    argv = ["solve", quick, "--method", "cpsat", "--quantum-ns", "1e-300", "--time-limit", "5", "--workers", "1"]
+    code, _, err = run(argv, capsys)  # this seed reaches CP-SAT's model: no heuristic proves the optimum
+    assert (
+        code == 2 and err.startswith("themis-opt: error: --quantum-ns: 1e-300 ns is too fine") and err.count("\n") == 1
+    )

@@ -100,3 +100,49 @@ def test_unreachable_scheduler_is_exit_2_within_the_timeout(capsys: pytest.Captu
 def test_jobs_and_scheduler_do_not_mix(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--suite", "quick", "--jobs", "2", "--scheduler", "local:2"]) == 2
     assert "give --jobs or --scheduler, not both" in capsys.readouterr().err
+
+
+def _peer(answer: bytes | None) -> tuple[str, object]:
+    """A TCP server on a free port that sends ``answer`` to every connection (``None``: stays silent)."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    held = []
+
+    def serve() -> None:
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            held.append(connection)  # kept open: a silent peer never closes
+            if answer is not None:
+                connection.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"tcp://127.0.0.1:{server.getsockname()[1]}", server
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (b"HTTP/1.1 400 Bad Request\r\n\r\n" * 4, "answered, but not as a Dask scheduler does"),  # 2.82 EiB to Dask
+        (None, "no scheduler answered at tcp://127.0.0.1:"),
+    ],
+)
+def test_a_peer_that_is_not_a_scheduler_is_exit_2_within_the_timeout(
+    answer: bytes | None, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec, server = _peer(answer)
+    try:
+        t0 = time.perf_counter()
+        code = main(["bench", *SOME[:1], "--method", "baseline", "--scheduler", spec, "--connect-timeout", "2"])
+        elapsed = time.perf_counter() - t0
+    finally:
+        server.close()  # type: ignore[attr-defined]
+    _, err = capsys.readouterr()
+    assert code == 2 and message in err and err.count("\n") == 1
+    assert elapsed < 4

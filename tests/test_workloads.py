@@ -351,3 +351,16 @@ def test_an_error_in_what_a_workload_file_makes_names_the_file(
     argv = ["workload", str(path), "--network", str(DATA / "tiny_3d.json"), "--out", str(tmp_path / "w.json")]
     assert main(argv) == 2
     assert capsys.readouterr().err.startswith(f"themis-opt: error: {path}: ")
+
+
+def test_a_misspelt_collective_type_is_noted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "w.txt"
+    path.write_text((WORKLOADS / "data_2l.txt").read_text().replace("ALLREDUCE", "ALLREDUCE_", 1))
+    workload = parse_workload(path)
+    assert workload.layers[0].wg_type is None and workload.layers[1].wg_type is Kind.ALL_REDUCE  # as ASTRA-sim
+    assert workload.notes == (
+        "w.txt: line 3: layer layer0's wg type 'ALLREDUCE_' is no collective ASTRA-sim 1.0 knows (ALLREDUCE, "
+        "ALLGATHER, REDUCESCATTER, ALLTOALL): none, as ASTRA-sim reads it",
+    )
+    argv = ["workload", str(path), "--network", str(DATA / "tiny_3d.json"), "--out", str(tmp_path / "w.json")]
+    assert main(argv) == 0 and "note: w.txt: line 3: layer layer0's wg type 'ALLREDUCE_'" in capsys.readouterr().out

@@ -17,6 +17,7 @@ import logging
 import re
 import signal
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -24,6 +25,7 @@ from typing import Any
 from themis_opt.bench import BENCH_BOUNDS, Record, failed_record, run_document, settings_of
 from themis_opt.errors import InputError
 from themis_opt.params import SolveParams
+from themis_opt.probe import check_dask_peer
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +80,9 @@ def connect(spec: str, timeout: float = CONNECT_TIMEOUT_S) -> Iterator[Any]:
                 )
             client = Client(cluster, timeout=timeout)
         else:
-            client = Client(spec, timeout=timeout)
+            started = time.monotonic()
+            check_dask_peer(spec, timeout)  # Dask's client trusts whatever answers on the port
+            client = Client(spec, timeout=max(1.0, timeout - (time.monotonic() - started)))
     except (OSError, TimeoutError) as error:
         if cluster is not None:
             cluster.close()

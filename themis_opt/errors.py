@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import sys
 
+# The most characters of a message's location and of its problem: a value quoted in full (a list
+# a YAML alias expanded, a line of a binary file) would make "one line" of megabytes.
+LOCATION_CHARS = 200
+PROBLEM_CHARS = 400
+_TAIL_CHARS = 60  # of a shortened text, the end kept (what follows a quoted value)
+
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """``n`` and ``noun``, in the plural unless ``n`` is 1: ``1 job``, ``2 jobs``."""
@@ -31,7 +37,8 @@ class InputError(ValueError):
     def __init__(self, path: str, problem: str) -> None:
         self.path = path
         self.problem = problem
-        super().__init__(_one_line(f"{path}: {problem}" if path else problem))
+        shown_path, shown_problem = _short(path, LOCATION_CHARS), _short(problem, PROBLEM_CHARS)
+        super().__init__(_one_line(f"{shown_path}: {shown_problem}" if path else shown_problem))
 
     def __reduce__(self) -> tuple[type[InputError], tuple[str, str]]:
         # pickled with its two fields (it crosses process pools)
@@ -47,6 +54,14 @@ class InputError(ValueError):
             return InputError(prefix, self.problem)
         sep = "" if self.path.startswith("[") else "."
         return InputError(f"{prefix}{sep}{self.path}", self.problem)
+
+
+def _short(text: str, most: int) -> str:
+    """``text``, or its start and end around what is left out when it is longer than ``most`` characters."""
+    if len(text) <= most:
+        return text
+    head = most - _TAIL_CHARS
+    return f"{text[:head]} [{len(text) - most:,} characters left out] {text[-_TAIL_CHARS:]}"
 
 
 def _one_line(text: str) -> str:

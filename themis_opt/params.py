@@ -239,14 +239,12 @@ class SolveParams(_Group):
         import tomllib
 
         from themis_opt.errors import too_many_digits
+        from themis_opt.fileio import MAX_PARAMS_BYTES, read_text
 
         path = Path(path)
+        text = read_text(path, MAX_PARAMS_BYTES)  # an endless file is refused at the limit
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InputError(str(path), "no such file") from None
-        except (OSError, UnicodeDecodeError) as error:
-            raise InputError(str(path), f"cannot be read ({error})") from None
+            data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as error:
             raise InputError(str(path), f"not valid TOML ({error})") from None
         except RecursionError:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from themis_opt.errors import InputError
+from themis_opt.fileio import atomic_writer
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -30,6 +31,7 @@ INSTALL_HINT = 'matplotlib is not installed: pip install -e ".[plot]" (or pip in
 MAX_DRAWN_PHASES = 20_000  # beyond this, phases of one dimension, order and operation share one drawn bar set
 HATCH = {"reduce_scatter": "", "all_gather": "////", "all_to_all": "xxxx"}
 FORMATS = (".svg", ".png", ".pdf")
+BENCH_FIGURES = ("speedup", "gaps", "utilization")  # bench_figures' names, the files plot-bench writes
 
 
 def _pyplot() -> Any:
@@ -56,11 +58,8 @@ def save(figure: Figure, path: str | Path) -> Path:
         ".png": {"Software": None},
         ".pdf": {"CreationDate": None, "Creator": None, "Producer": None},
     }[path.suffix.lower()]
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        figure.savefig(path, metadata=metadata)
-    except OSError as error:
-        raise InputError(str(path), f"cannot be written ({error.strerror})") from None
+    with atomic_writer(path, "wb") as handle:
+        figure.savefig(handle, format=path.suffix.lower()[1:], metadata=metadata)
     _pyplot().close(figure)
     return path
 

@@ -109,7 +109,9 @@ class Status(StrEnum):
     tolerance (its makespan is within ``OPTIMALITY_TOLERANCE`` of its span
     above a proven lower bound); ``feasible``: a valid schedule, not proven
     optimal; ``no_solution``: none found in time; ``infeasible`` and
-    ``model_invalid`` as CP-SAT reports them.
+    ``model_invalid`` as CP-SAT reports them; ``invalid``: a schedule the
+    validator rejects, where a float cannot resolve the instance's times
+    (:mod:`themis_opt.resolution`; the note says why).
     """
 
     OPTIMAL = "optimal"
@@ -117,6 +119,7 @@ class Status(StrEnum):
     NO_SOLUTION = "no_solution"
     INFEASIBLE = "infeasible"
     MODEL_INVALID = "model_invalid"
+    INVALID = "invalid"
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from themis_opt.errors import InputError
 from themis_opt.instance import Instance
 from themis_opt.methods import METHODS, VARIANTS, Intra, MethodCall, resolve_method
 from themis_opt.params import DEFAULT, SolveParams
+from themis_opt.resolution import checked  # a schedule floats cannot resolve is marked invalid
 from themis_opt.result import Bounds, Result
 from themis_opt.schedule import Schedule
 
@@ -162,7 +163,7 @@ def solve(
         log,
         warm,
     )
-    return spec.run(call)
+    return checked(instance, spec.run(call), time_limit - (time.perf_counter() - t0))
 
 
 def solve_all(

@@ -11,6 +11,7 @@ passed.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
@@ -25,6 +26,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 from themis_opt.bounds import compute_bounds
 from themis_opt.budget import Deadline
 from themis_opt.errors import InputError, counted
+from themis_opt.fileio import atomic_writer, read_bytes, read_text
 from themis_opt.formats.native import (
     check_writable,
     in_file,
@@ -354,17 +356,14 @@ def read_records(path: str | Path) -> list[Record]:
     """Records already in a JSON-lines file.
 
     A last line that is cut short (not valid JSON, no newline, after at least
-    one good record: a write that was interrupted) is dropped and cut from the
-    file; anything else that is not a record is an error, and the file is left
-    as it is.
+    one good record: a write that was interrupted) is dropped; anything else
+    that is not a record is an error. The file is left as it is (a run that
+    takes it cuts that line: :func:`prepare_rows_file`).
     """
     path = Path(path)
     if not path.exists():
         return []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(str(path), f"cannot be read ({error})") from None
+    text = read_text(path)
     lines = text.split("\n")
     records: list[Record] = []
     for number, line in enumerate(lines, start=1):
@@ -374,8 +373,6 @@ def read_records(path: str | Path) -> list[Record]:
             data = parse_json(line)
         except InputError as error:
             if number == len(lines) and not text.endswith("\n") and records:
-                good = text[: len(text) - len(line)]
-                path.write_text(good, encoding="utf-8")
                 break
             raise in_file(InputError(f"line {number}", f"not a rows file: {error.problem}"), path) from None
         try:
@@ -435,24 +432,55 @@ def prepare_rows_file(
 
 def _end_with_newline(path: Path) -> None:
     """A rows file whose last row has no newline (written by hand, or cut by an editor) gets one,
-    so that the next row appended starts a line of its own.
+    so that the next row appended starts a line of its own; a last line cut short (an interrupted
+    write, which :func:`read_records` dropped) is cut off.
     """
+    data = read_bytes(path)
+    if not data or data.endswith(b"\n"):
+        return
+    start = data.rfind(b"\n") + 1
+    try:
+        json.loads(data[start:])
+        cut = False
+    except ValueError:
+        cut = True
     try:
         with open(path, "rb+") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            if size:
-                handle.seek(size - 1)
-                if handle.read(1) != b"\n":
-                    handle.write(b"\n")
+            if cut:
+                handle.truncate(start)
+            else:
+                handle.seek(0, os.SEEK_END)
+                handle.write(b"\n")
     except OSError as error:
         raise InputError(str(path), f"cannot be written ({error.strerror or error})") from None
 
 
 def append_record(path: str | Path, record: Record) -> None:
-    """Append one record as a line, flushed at once."""
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(record.to_json() + "\n")
-        handle.flush()
+    """Append one record as a line, written through at once.
+
+    Raises
+    ------
+    InputError
+        If the line cannot be written whole (a full disk): the file is cut
+        back to the rows it held, so that it never ends in part of a row.
+    """
+    line = (record.to_json() + "\n").encode("utf-8")
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    except OSError as error:
+        raise InputError(str(path), f"cannot be written ({error.strerror or error})") from None
+    try:
+        size = os.fstat(descriptor).st_size
+        written = 0
+        try:
+            while written < len(line):  # a write may land in part
+                written += os.write(descriptor, line[written:])
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                os.ftruncate(descriptor, size)
+            raise InputError(str(path), f"cannot be written ({error.strerror or error})") from None
+    finally:
+        os.close(descriptor)
 
 
 def write_csv(path: str | Path, records: Iterable[Record], methods: Sequence[str]) -> None:
@@ -468,12 +496,7 @@ def write_csv(path: str | Path, records: Iterable[Record], methods: Sequence[str
             f"{m}_runtime_s",
             f"{m}_valid",
         ]
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        handle = open(path, "w", newline="", encoding="utf-8")  # noqa: SIM115 - the with below closes it
-    except OSError as error:
-        raise InputError(str(path), f"cannot be written ({error.strerror})") from None
-    with handle:
+    with atomic_writer(path, "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(header)
         for r in records:

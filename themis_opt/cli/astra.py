@@ -113,7 +113,7 @@ def export_astra(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.formats.native import check_folder, load_instance
 
     check_folder(args.out)
-    files = export_astra(load_instance(args.instance), args.version, args.out, args.method)
+    files = export_astra(load_instance(args.instance), args.version, args.out, args.method, keep=[args.instance])
     names = [f.name for f in files]
     shown = ", ".join(names) if len(names) <= 5 else f"{', '.join(names[:3])} ... {names[-1]}"
     console.print(f"wrote {counted(len(files), 'file')} to {args.out}: {shown}")

@@ -74,7 +74,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("rows", help="JSON-lines file written by bench --out")
     out_option(p, "folder for the speedup, gap and utilisation figures")
     p.add_argument("--format", choices=("svg", "png", "pdf"), default="svg", help="figure format (default svg)")
-    p.set_defaults(handler=plot_bench)
+    p.set_defaults(handler=plot_bench, files=figure_files)
 
 
 def instance_paths(args: argparse.Namespace) -> list[str]:
@@ -146,7 +146,13 @@ def bench(args: argparse.Namespace, console: Console) -> int:
             for path, record in _with_progress(sweep.runs, len(todo)):
                 records[path] = record
                 if args.out:
-                    benchmod.append_record(args.out, record)
+                    try:
+                        benchmod.append_record(args.out, record)
+                    except InputError as error:  # a full disk: the file holds whole rows, --resume runs the rest
+                        sys.stderr.write(
+                            f"themis-opt: error: {error}; {written} new rows kept (--resume runs the rest)\n"
+                        )
+                        return 2
                     written += 1
         except KeyboardInterrupt:
             where = f": {written} new rows kept in {args.out}" if args.out else ""
@@ -182,19 +188,28 @@ def _with_progress(runs, total: int):  # type: ignore[no-untyped-def]
     """``runs`` as they come, with a progress bar on standard error."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    console = Console(stderr=True)
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=Console(stderr=True),
+        console=console,
         transient=True,
+        disable=not console.is_terminal,  # else it leaves an empty line before any message on standard error
     )
     with progress:
         task = progress.add_task("bench", total=total)
         for path, record in runs:
             progress.update(task, advance=1, description=record.instance)
             yield path, record
+
+
+def figure_files(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """The figures ``plot-bench`` writes in its --out folder (for the checks before any work)."""
+    from themis_opt.plot import BENCH_FIGURES
+
+    return [("--out", Path(args.out) / f"{name}.{args.format}") for name in BENCH_FIGURES]
 
 
 def plot_bench(args: argparse.Namespace, console: Console) -> int:

@@ -48,9 +48,14 @@ def main(argv: Sequence[str] | None = None, *, started: float | None = None) -> 
     try:
         outputs_apart(args)
         code: int = args.handler(args, Console())
+        sys.stdout.flush()  # an output the OS refuses fails here, inside the one-line handling below
         return code
     except InputError as error:
         sys.stderr.write(f"themis-opt: error: {_as_options(error, parser, args)}\n")
+        return 2
+    except OSError as error:  # standard output refused (a full disk, a closed pipe): one line, no traceback
+        where = error.filename or "standard output"
+        sys.stderr.write(f"themis-opt: error: {where}: cannot be written ({error.strerror or error})\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("themis-opt: interrupted\n")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import glob
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from themis_opt.budget import Deadline
-from themis_opt.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.params import SolveParams
@@ -116,34 +116,42 @@ def bounds_option(parser: argparse.ArgumentParser, default: str) -> None:
 
 
 INPUTS = ("instance", "result", "paths", "network", "system", "workload", "model", "rows", "params", "comm_groups")
+FILE_OUTPUTS = ("solve", "workload", "import-astra", "plot", "bench", "show")  # --out is a file; others' a folder
 
 
 def outputs_apart(args: argparse.Namespace) -> None:
-    """An output path that is also an input file, or another output, would overwrite it: refused
-    before any work starts.
+    """Every file a command will write, the derived ones included, checked before any work starts:
+    an output that is an input file, or another output, would overwrite it; a command that writes
+    a file refuses a folder (one that writes a folder writes inside it).
     """
-    outputs = [(f"--{name}", getattr(args, name)) for name in ("out", "csv", "trace") if getattr(args, name, None)]
-    inputs: list[str] = []
+    from themis_opt.fileio import check_apart, check_file_output
+
+    outputs: list[tuple[str, Path]] = []
+    for name in ("out", "csv", "trace"):
+        value = getattr(args, name, None)
+        if value and (name != "out" or args.command in FILE_OUTPUTS):
+            check_file_output(f"--{name}", value)
+    derived = getattr(args, "files", None)  # a command that writes files named after --out says which
+    if derived is not None:
+        outputs += derived(args)
+    elif args.command in FILE_OUTPUTS:
+        outputs += [(f"--{name}", Path(getattr(args, name))) for name in ("out", "csv") if getattr(args, name, None)]
+    if getattr(args, "trace", None):
+        outputs.append(("--trace", Path(args.trace)))
+    inputs: list[str | Path] = []
     for name in INPUTS:
         value = getattr(args, name, None)
         inputs += value if isinstance(value, list) else [value] if isinstance(value, str) else []
-    for k, (option, out) in enumerate(outputs):
-        for other, earlier in outputs[:k]:
-            if same_file(out, earlier):
-                raise InputError(option, f"is {other}'s file too ({out}): one would overwrite the other")
-        for given in inputs:
-            if same_file(out, given):
-                raise InputError(option, f"is an input file too ({given}): it would be overwritten")
+    for path in list(inputs):  # a folder of instances (bench), a prefix of Chakra traces (import-astra)
+        if Path(path).is_dir():
+            inputs += sorted(Path(path).glob("*.json"))
+        else:
+            inputs += sorted(Path(path).parent.glob(f"{glob.escape(Path(path).name)}.*.et"))
+    if getattr(args, "suite", None):
+        from themis_opt.suites import suite_folder
 
-
-def same_file(a: str | Path, b: str | Path) -> bool:
-    """Whether paths ``a`` and ``b`` name one file (existing or not)."""
-    try:
-        if Path(a).exists() and Path(b).exists():
-            return Path(a).samefile(b)
-        return Path(a).resolve() == Path(b).resolve()
-    except OSError:
-        return False
+        inputs += sorted(suite_folder(args.suite).glob("*.json"))
+    check_apart(outputs, inputs)
 
 
 def params_of(args: argparse.Namespace) -> SolveParams | None:

@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="CP-SAT time quantum in ns (default: exact where times allow, else warm-start makespan / 100000)",
     )
     p.add_argument("--log", action="store_true", help="stream the searches' log to standard error (default off)")
-    p.set_defaults(handler=solve)
+    p.set_defaults(handler=solve, files=files)
 
     p = sub.add_parser("validate", help="check a result's schedule against its instance")
     p.add_argument("instance", help="instance JSON file")
@@ -100,6 +100,12 @@ def outputs(args: argparse.Namespace) -> dict[str, Path]:
     if args.method != "all":
         return {args.method: out}
     return {v: out.with_name(f"{out.stem}.{v}{out.suffix or '.json'}") for v in VARIANTS}
+
+
+def files(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    """Each file ``solve`` writes, with the option that names it (for the checks before any work)."""
+    every = args.method == "all"  # one file per method, named after --out
+    return [(f"--out ({m}'s file)" if every else "--out", path) for m, path in outputs(args).items()]
 
 
 def _run(args: argparse.Namespace, console: Console, instance: Instance, params: SolveParams | None) -> int:

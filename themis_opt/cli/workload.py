@@ -174,6 +174,8 @@ def workload(args: argparse.Namespace, console: Console) -> int:
         f"{counted(passes, 'pass', 'passes')}: {counted(len(instance.computes), 'compute task')}, "
         f"{counted(len(instance.collectives), 'collective')}, {counted(instance.num_phases, 'phase')}"
     )
+    for note in workload.notes:
+        console.print(f"note: {note}")
     return 0
 
 

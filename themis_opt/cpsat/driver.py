@@ -12,6 +12,7 @@ from ortools.sat.python import cp_model
 
 from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
 from themis_opt.cpsat.model import CPSAT, CpsatModel, default_quantum, exact_quantum
+from themis_opt.errors import InputError
 from themis_opt.instance import ChunkClass, Instance
 from themis_opt.orders import Order
 from themis_opt.params import CpsatParams
@@ -21,6 +22,9 @@ from themis_opt.schedule import Schedule
 
 logger = logging.getLogger(__name__)
 
+# The most quanta a horizon may span: CP-SAT's times are int64, and the model adds up to a few
+# million of them in one constraint (2^40 x 2^22 < 2^63); a finer quantum overflows (a TypeError).
+MAX_QUANTA = 2**40
 BOUND_MARGIN = 1e-8  # CP-SAT's bound is shrunk by this (relative): covers WHOLE along any path (a margin)
 
 _STATUS = {
@@ -150,6 +154,12 @@ def solve_cpsat(
     quantum = quantum_ns
     if quantum is None:
         quantum = exact_quantum(instance, warm.makespan, deadline, params) or default_quantum(warm.makespan, params)
+    if warm.makespan / quantum > MAX_QUANTA:  # only a given quantum can be this fine
+        raise InputError(
+            "quantum_ns",
+            f"{quantum:g} ns is too fine for this instance: a schedule of {warm.makespan:g} ns would span more "
+            f"than the {MAX_QUANTA:,} quanta CP-SAT's integers hold; give at least {warm.makespan / MAX_QUANTA:.3g}",
+        )
     horizon = math.ceil(warm.makespan / quantum) + 1  # rounded-down durations: the warm start fits
     if cap is not None:
         horizon = min(horizon, math.floor(cap / quantum))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from themis_opt.errors import InputError, too_many_digits
+from themis_opt.fileio import read_text, write_text
 from themis_opt.instance import (
     After,
     AllReducePhases,
@@ -83,16 +84,7 @@ def parse_json(text: str) -> Any:
 def read_json(path: str | Path) -> Any:
     """Read and parse a JSON file; errors name the file."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(str(path), "no such file") from None
-    except IsADirectoryError:
-        raise InputError(str(path), "is a directory, not a JSON file") from None
-    except UnicodeDecodeError:
-        raise InputError(str(path), "not a UTF-8 text file") from None
-    except OSError as error:
-        raise InputError(str(path), f"cannot be read ({error.strerror})") from None
+    text = read_text(path)  # at most the input limit: an endless file is refused, not read until memory runs out
     try:
         return parse_json(text)
     except InputError as error:
@@ -436,18 +428,13 @@ def _dimension_to_dict(dim: Dimension) -> dict[str, Any]:
 
 
 def write_json(path: str | Path, data: Any) -> None:
-    """Write ``data`` as indented JSON, creating parent folders; errors name the file.
+    """Write ``data`` as indented JSON, atomically, creating parent folders; errors name the file.
 
     A long list of objects (a schedule's chunks) has one object a line: the
     standard library's C encoder writes those, five times faster than its
     indenting Python one on a schedule of 40,000 phases.
     """
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(_indented(data) + "\n", encoding="utf-8")
-    except OSError as error:
-        raise InputError(str(path), f"cannot be written ({error.strerror})") from None
+    write_text(path, _indented(data) + "\n")  # atomic: a failed write leaves the earlier file whole
 
 
 def _indented(value: Any, depth: int = 0) -> str:

@@ -86,7 +86,8 @@ class Workload:
 
     ``checkpoints`` and ``initiators`` are HYBRID_TRANSFORMER_FWD_IN_BCKWD's:
     the layers the forward is recomputed from, and the layers whose IG starts
-    a recomputation.
+    a recomputation. ``notes`` say what was read as ASTRA-sim reads it but is
+    worth knowing (a collective type it does not know, read as none).
     """
 
     parallelism: str
@@ -96,6 +97,7 @@ class Workload:
     name: str = "workload"
     checkpoints: tuple[int, ...] = ()
     initiators: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()  # what was read as ASTRA-sim reads it, worth knowing (a type it reads as none)
 
 
 def parse_workload(path: str | Path) -> Workload:
@@ -106,13 +108,10 @@ def parse_workload(path: str | Path) -> Workload:
     InputError
         Naming the file, line and token of the first problem.
     """
+    from themis_opt.fileio import read_text
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(str(path), "no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(str(path), f"cannot be read ({error})") from None
+    text = read_text(path)  # at most the input limit
     tokens = [(number, token) for number, line in enumerate(text.splitlines(), 1) for token in line.split()]
     position = 0
 
@@ -165,6 +164,7 @@ def parse_workload(path: str | Path) -> Workload:
         bottom = integer("the last bottom-MLP layer")
     count = integer("the layer count", 1)
     layers = []
+    notes: list[str] = []
     for _ in range(count):
         name = take("a layer name")[1]
         take("the reserved token")
@@ -172,9 +172,15 @@ def parse_workload(path: str | Path) -> Workload:
         unrunnable = []
         for part in ("fwd", "ig", "wg"):
             compute = number(f"{name}'s {part} compute")
-            kind_token = take(f"{name}'s {part} type")[1]
+            type_entry = take(f"{name}'s {part} type")
+            kind_token = type_entry[1]
             if kind_token == UNRUNNABLE_TYPE:
                 unrunnable.append(part)
+            elif kind_token not in TYPES and kind_token != "NONE":  # a misspelt type drops a collective
+                notes.append(
+                    f"{path.name}: line {type_entry[0]}: layer {name}'s {part} type {kind_token!r} is no collective "
+                    f"ASTRA-sim 1.0 knows ({', '.join(TYPES)}): none, as ASTRA-sim reads it"
+                )
             parts.append((compute, TYPES.get(kind_token), integer(f"{name}'s {part} size")))
         (fc, ft, fs), (ic, it, is_), (wc, wt, ws) = parts
         delay = number(f"{name}'s update delay")
@@ -192,7 +198,9 @@ def parse_workload(path: str | Path) -> Workload:
     if position < len(tokens):
         extra = tokens[position]
         raise InputError(where(extra), f"unexpected after the {count} layers the file announces")
-    workload = Workload(parallelism, tuple(layers), group, bottom, path.stem, tuple(checkpoints), tuple(initiators))
+    workload = Workload(
+        parallelism, tuple(layers), group, bottom, path.stem, tuple(checkpoints), tuple(initiators), tuple(notes)
+    )
     try:
         check_workload(workload)
     except InputError as error:

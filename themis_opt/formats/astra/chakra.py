@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from themis_opt.errors import InputError
+from themis_opt.fileio import atomic_writer, check_size
 from themis_opt.formats.astra.groups import Groups, aligned_dims, same_ring, translate
 from themis_opt.formats.astra.v2 import SystemV2, collective
 from themis_opt.instance import After, Collective, Compute, Instance, Kind, Network
@@ -96,6 +97,7 @@ def read_trace(path: Path) -> list[TraceNode]:
     """The nodes of one trace file, in file order."""
     schema, protolib = _chakra()
     nodes: list[TraceNode] = []
+    check_size(path)  # at most the input limit
     try:
         with protolib.openFileRd(str(path)) as handle:
             metadata = schema.GlobalMetadata()
@@ -211,7 +213,7 @@ def read_traces(
 def write_trace(path: Path, nodes: Sequence[TraceNode]) -> None:
     """Write ``nodes`` as one trace file (attributes as int64, bool, string or bool lists, as ASTRA-sim reads them)."""
     schema, protolib = _chakra()
-    with open(path, "wb") as handle:
+    with atomic_writer(path, "wb") as handle:
         protolib.encodeMessage(handle, schema.GlobalMetadata(version="0.0.4"))
         for node in nodes:
             message = schema.Node(
@@ -285,7 +287,12 @@ def trace_tasks(
             case "COMP_NODE":
                 if cpu:
                     raise InputError(where, "runs on the CPU (is_cpu_op): a second compute unit is not modelled")
-                tasks.append(Compute(_compute_ns(node, system, where), id=ids[node.id], after=after))
+                duration = _compute_ns(node, system, where)
+                try:
+                    tasks.append(Compute(duration, id=ids[node.id], after=after))
+                except InputError as error:  # out of the instance's range: say which node and key made it
+                    key = "duration_micros" if system.peak_tflops is None else "num_ops"
+                    raise InputError(f"{where}: {key}", f"makes {duration:g} ns: {error.problem}") from None
             case "COMM_COLL_NODE":
                 if cpu:
                     raise InputError(where, "a communication node on the CPU: ASTRA-sim 2.x throws")

@@ -14,9 +14,11 @@ import dataclasses
 import json
 import math
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from themis_opt.errors import InputError, counted
+from themis_opt.fileio import check_apart, write_text
 from themis_opt.formats.astra.chakra import COLLECTIVE_TYPES, TraceNode, write_trace
 from themis_opt.formats.astra.files import IMPLEMENTATION_KEYS, TOPOLOGIES, WORKLOAD_TYPES
 from themis_opt.formats.astra.v2 import NO_ALL_TO_ALL, SUPPORTED
@@ -273,8 +275,13 @@ def _check_one_at_a_time(instance: Instance) -> None:
             )
 
 
-def export_astra(instance: Instance, version: int, out: str | Path, method: str | None = None) -> list[Path]:
+def export_astra(
+    instance: Instance, version: int, out: str | Path, method: str | None = None, keep: Sequence[str | Path] = ()
+) -> list[Path]:
     """Write ASTRA-sim input files for ``instance`` into folder ``out``; returns the files written.
+
+    Files of ``keep`` (the inputs) must not be among them: that is an error,
+    before any file is written. Each file is written atomically.
 
     ``method`` (``baseline`` or ``themis``, default themis) chooses the
     inter-dimension scheduling a 1.0 system file asks for; Themis is written
@@ -339,15 +346,12 @@ def export_astra(instance: Instance, version: int, out: str | Path, method: str 
         files, traces = _version_2(instance)
     else:
         raise InputError("version", f"must be 1 or 2, got {version!r}")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        written = []
-        for file, text in files.items():
-            (out / file).write_text(text, encoding="utf-8")
-            written.append(out / file)
-        for file, nodes in traces.items():
-            write_trace(out / file, nodes)
-            written.append(out / file)
-    except OSError as error:
-        raise InputError(str(out), f"cannot be written ({error.strerror})") from None
+    check_apart([("--out", out / file) for file in [*files, *traces]], keep)
+    written = []
+    for file, text in files.items():
+        write_text(out / file, text)
+        written.append(out / file)
+    for file, nodes in traces.items():
+        write_trace(out / file, nodes)
+        written.append(out / file)
     return written

@@ -39,13 +39,10 @@ def parse_size(text: str, option: str = "all_reduce_bytes") -> int:
 
 
 def read_text(path: Path) -> str:
-    """The text of ``path``; errors name it."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(str(path), "no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(str(path), f"cannot be read ({error})") from None
+    """The text of ``path``, at most the input limit; errors name it."""
+    from themis_opt import fileio
+
+    return fileio.read_text(path)
 
 
 def json_object(text: str, path: Path) -> dict[str, Any]:
@@ -87,7 +84,7 @@ def topologies(raw: dict[str, Any], key: str, where: Path) -> list[Topology]:
     if not isinstance(names, list) or not names:
         raise InputError(f"{where}: {key}", f"must be a non-empty list of Ring, FullyConnected, Switch, got {names!r}")
     for name in names:
-        if name not in TOPOLOGIES:
+        if not isinstance(name, str) or name not in TOPOLOGIES:  # a list is no name (nor hashable)
             raise InputError(f"{where}: {key}", f"unknown topology {name!r} (known: Ring, FullyConnected, Switch)")
     return [TOPOLOGIES[n] for n in names]
 

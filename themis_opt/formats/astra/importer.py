@@ -121,7 +121,7 @@ def import_astra(
         where = str(workload) if workload is not None else "import-astra"
         raise InputError(f"{where}: {error.path}" if error.path else where, error.problem) from None
     _check_runs(instance, system, system_path, len(net.dimensions))
-    notes = [*net.notes, *system.notes]
+    notes = [*net.notes, *system.notes, *plan.notes]
     metadata = dict(instance.metadata)
     metadata.update(
         {

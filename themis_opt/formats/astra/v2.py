@@ -18,6 +18,7 @@ from typing import Any
 
 from themis_opt.algorithms import ALGORITHMS, BY_ASTRA_NAME
 from themis_opt.errors import InputError, counted, too_many_digits
+from themis_opt.fileio import check_yaml_expansion
 from themis_opt.formats.astra.files import (
     IMPLEMENTATION_KEYS,
     json_object,
@@ -110,6 +111,13 @@ def _strict_loader() -> type:
             mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
             return mapping
 
+        def get_single_data(self) -> Any:  # the document's size checked before it is built
+            node = self.get_single_node()
+            if node is None:
+                return None
+            check_yaml_expansion(node)
+            return self.construct_document(node)
+
     return Strict
 
 
@@ -125,6 +133,8 @@ def read_network(path: Path) -> list[dict[str, Any]]:
         raise InputError(str(path), "not valid YAML (nested too deeply)") from None
     except _Duplicate as error:
         raise InputError(f"{path}: {error.args[0]}", "appears twice in one mapping") from None
+    except InputError as error:  # aliases expanding past the limit
+        raise InputError(str(path), error.problem) from None
     except ValueError as error:  # an integer of more digits than Python converts
         raise InputError(str(path), f"not valid YAML ({too_many_digits(error)})") from None
     if not isinstance(raw, dict):
@@ -365,9 +375,12 @@ def collective(
     count, chunk, note = _cut(kind, comm_size, network, system, where)
     npus = network.num_npus if network.flattened(kind) else math.prod(network.dimensions[d].size for d in dims)
     scale = npus if kind is Kind.ALL_GATHER else 1
-    coll = Collective(
-        kind, count * chunk * scale, count, dimensions=dims, id=id, after=after, chunk_bytes=chunk * scale
-    )
+    try:
+        coll = Collective(
+            kind, count * chunk * scale, count, dimensions=dims, id=id, after=after, chunk_bytes=chunk * scale
+        )
+    except InputError as error:  # beyond the instance's limits: named by where the size came from
+        raise InputError(where, f"{comm_size} bytes: {error.path} {error.problem}") from None
     return coll, note
 
 
@@ -412,5 +425,10 @@ def _group_collective(
         raise InputError(where, "an all-to-all in a group smaller than the network is not modelled")
     count, chunk, note = _cut(kind, comm_size, network, system, where)
     scale = len(group) if kind is Kind.ALL_GATHER else 1
-    coll = Collective(kind, count * chunk * scale, count, id=id, after=after, chunk_bytes=chunk * scale, group=group)
+    try:
+        coll = Collective(
+            kind, count * chunk * scale, count, id=id, after=after, chunk_bytes=chunk * scale, group=group
+        )
+    except InputError as error:  # beyond the instance's limits: named by where the size came from
+        raise InputError(where, f"{comm_size} bytes: {error.path} {error.problem}") from None
     return coll, note
