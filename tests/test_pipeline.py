@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from themis_opt.bounds import Bounds, compute_bounds, fill_drain_value, integer_load_bound
+from themis_opt.bounds import compute_bounds, fill_drain_value, integer_load_bound
 from themis_opt.budget import Deadline
 from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.params import PipelineParams, SolveParams, Stage
@@ -24,7 +24,7 @@ from themis_opt.pipeline import (
     warm_start,
 )
 from themis_opt.policies import baseline_orders, counts_match, spread_orders, themis_orders
-from themis_opt.result import is_proven, optimality_tolerance
+from themis_opt.result import Bounds, is_proven, optimality_tolerance
 from themis_opt.schedule import Schedule
 from themis_opt.search.counts import level_counts
 from themis_opt.sim import simulate

@@ -84,7 +84,6 @@ __all__ = [
     "BOUNDS",
     "BOUND_SETS",
     "PROGRAMS",
-    "Bounds",
     "ClassCost",
     "Counts",
     "LoadSolution",
