@@ -42,7 +42,6 @@ from typing import NamedTuple
 
 from ortools.sat.python import cp_model
 
-from themis_opt.bounds import collective_releases
 from themis_opt.budget import Deadline
 from themis_opt.cost import PhaseSpec, chunk_phases, collective_plan
 from themis_opt.instance import ChunkClass, Collective, Instance, Op
@@ -289,7 +288,7 @@ class CpsatModel:
         instance = self.instance
         num_dims = instance.network.num_dims
         least_head, least_tail = [self.horizon] * num_dims, [self.horizon] * num_dims
-        releases = [self.floor(r) for r in collective_releases(instance)]
+        releases = self._releases()
         for (c, _), plans in self.plans.items():
             for order in plans:
                 dur = self.rounded[(c, _, order)]
@@ -307,6 +306,49 @@ class CpsatModel:
             if self.intervals[d]:
                 sizes = [self.size[i][key] for i in range(len(self.size)) for key in self.size[i] if key[0] == d]
                 self.model.add(capacity * (self.makespan - least_head[d] - least_tail[d]) >= sum(sizes))
+
+    def _releases(self) -> list[int]:
+        """Per collective, a lower bound on its release in the model's own time: its issue time and each
+        dependency's least release plus least duration plus lag, each rounded down as the model rounds
+        it (the exact earliest release rounded down may exceed it: a sum of rounded-down durations can
+        be less than the rounded-down sum, so it would cut off solutions of the rounded model).
+        """
+        instance = self.instance
+        index = instance.task_index
+        least = [0] * len(instance.collectives)
+        for (c, nbytes), plans in self.plans.items():
+            least[c] = max(least[c], min(sum(self.rounded[(c, nbytes, order)]) for order in plans))
+        durations, c = [], 0
+        for task in instance.tasks:
+            if isinstance(task, Collective):
+                durations.append(least[c])
+                c += 1
+            else:
+                durations.append(self.floor(task.duration_ns))
+        release: list[int | None] = [None] * len(instance.tasks)
+        for root in range(len(instance.tasks)):  # depth first, each task after the tasks it waits for
+            stack = [root]
+            while stack:
+                t = stack[-1]
+                if release[t] is not None:
+                    stack.pop()
+                    continue
+                deps = [index[d.task] for d in instance.tasks[t].after]
+                waiting = [p for p in deps if release[p] is None]
+                if waiting:
+                    stack += waiting
+                    continue
+                stack.pop()
+                release[t] = max(
+                    [
+                        self.floor(instance.tasks[t].issue_ns),
+                        *(
+                            release[p] + durations[p] + self.floor(d.lag_ns)  # type: ignore[operator]
+                            for p, d in zip(deps, instance.tasks[t].after)
+                        ),
+                    ]
+                )
+        return [release[t] for t, task in enumerate(instance.tasks) if isinstance(task, Collective)]  # type: ignore[misc]
 
     def _symmetry_constraints(self) -> None:
         """Chunks of one class are interchangeable: order indices do not
