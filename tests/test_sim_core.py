@@ -35,10 +35,10 @@ def test_the_install_built_the_core() -> None:
 
 def _loads(path: Path) -> bool:
     try:
-        load_instance(path)
+        instance = load_instance(path)
     except InputError:  # tests/data holds bad files too
         return False
-    return True
+    return instance.num_stages == 1 and not instance.has_sends  # what the core runs
 
 
 BUNDLED = [p for p in SUITE_FILES if _loads(p)]
