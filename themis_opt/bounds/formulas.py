@@ -141,7 +141,7 @@ def _smallest_phases(instance: Instance, cls: ChunkClass) -> list[PhaseSpec]:
                 smallest = cls.chunk_bytes * n / npus
             case Op.ALL_GATHER | Op.ALL_REDUCE:
                 smallest = cls.chunk_bytes / npus
-            case Op.ALL_TO_ALL:
+            case Op.ALL_TO_ALL | Op.SEND:
                 smallest = float(cls.chunk_bytes)
             case _ as unreachable:
                 assert_never(unreachable)
@@ -250,14 +250,17 @@ def least_busy_bound(instance: Instance, params: BoundsParams = BOUNDS) -> float
 
 def compute_bound(instance: Instance) -> float | None:
     """For every earliest release t of a compute task: t plus the work of the
-    compute tasks released no earlier (the compute unit runs one at a time);
+    compute tasks released no earlier (the compute unit runs one at a time;
+    with pipeline stages, of that task's stage: each has its own unit);
     ``None`` without compute tasks.
     """
     release = earliest_releases(instance)
-    work = [(release[t], task.duration_ns) for t, task in enumerate(instance.tasks) if isinstance(task, Compute)]
+    work = [
+        (release[t], task.duration_ns, task.stage) for t, task in enumerate(instance.tasks) if isinstance(task, Compute)
+    ]
     if not work:
         return None
-    return max(t + sum(d for r, d in work if r >= t) for t in {r for r, _ in work})
+    return max(t + sum(d for r, d, k in work if r >= t and k == stage) for t, _, stage in set(work))
 
 
 def ideal_bound(instance: Instance) -> float:
@@ -268,8 +271,11 @@ def ideal_bound(instance: Instance) -> float:
     all-gather). With several collectives, for every release time t (a lower
     bound on when each collective may start), the traffic of the collectives
     released at or after t over the bandwidth of the dimensions they use,
-    plus t; the largest of these.
+    plus t; the largest of these. With pipeline stages, the largest over the
+    stages of each stage's alone (:func:`stage_parts`).
     """
+    if instance.num_stages > 1:
+        return max(ideal_bound(part) for part in stage_parts(instance))
     dims = instance.network.dimensions
     releases = collective_releases(instance)
     traffic = [traffic_bytes(instance, c) for c in range(len(instance.collectives))]
@@ -352,8 +358,24 @@ def load_variables(instance: Instance) -> int:
 
 
 def load_programs_fit(instance: Instance, params: BoundsParams = BOUNDS) -> bool:
-    """Whether the load programs are small enough to run (see ``params.max_load_variables``)."""
-    return load_variables(instance) <= params.max_load_variables
+    """Whether the load programs are small enough to run (see ``params.max_load_variables``); never on
+    several pipeline stages, whose dimensions are each stage's own (they run on each stage alone:
+    :func:`stage_parts`).
+    """
+    return instance.num_stages == 1 and load_variables(instance) <= params.max_load_variables
+
+
+def stage_parts(instance: Instance) -> list[Instance]:
+    """Each pipeline stage with a collective, as a one-stage instance of its tasks alone
+    (:meth:`~themis_opt.instance.Instance.stage_part`), every task issued no earlier than its earliest
+    release in the whole graph (:func:`earliest_releases`, which bounds it in every schedule). A valid
+    schedule restricted to a stage's tasks is a valid schedule of its part (the stages share no
+    resource, and the dependencies between them become these issue times, which it meets), so every
+    lower bound of a part is one of the instance.
+    """
+    releases = earliest_releases(instance)
+    parts = (instance.stage_part(s, releases) for s in range(instance.num_stages))
+    return [part for part in parts if part is not None]
 
 
 def _origin(instance: Instance) -> float:
