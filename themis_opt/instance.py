@@ -55,6 +55,8 @@ class Kind(StrEnum):
     SEND = "send"
 
 
+COLLECTIVE_KINDS = tuple(kind for kind in Kind if kind is not Kind.SEND)  # the kinds that run an algorithm
+
 DEFAULT_ALGORITHM = {
     Topology.RING: Algorithm.RING,
     Topology.FULLY_CONNECTED: Algorithm.DIRECT,
@@ -932,6 +934,7 @@ def _find_cycle(preds: list[list[int]]) -> list[int]:
 
 
 __all__ = [
+    "COLLECTIVE_KINDS",
     "After",
     "Algorithm",
     "AllReducePhases",
