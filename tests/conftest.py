@@ -38,6 +38,36 @@ def worked() -> Instance:
     return load("worked")
 
 
+@pytest.fixture
+def two_stages() -> Instance:
+    """Two pipeline stages (NPUs 0 and 2 of a ring 2 x switch 2) linked by sends; every method's
+    makespan is 90165 ns (worked out by hand in tests/test_sim.py).
+    """
+    return load("two_stages")
+
+
+def pipelined() -> Instance:
+    """Two pipeline stages (NPUs 0 and 8 of a ring 4 x ring 2 x switch 2) passing activations and
+    gradients by sends, each all-reducing over its own ring 4 x ring 2, where the orders matter.
+    """
+    from themis_opt.instance import After
+
+    network = Network(
+        (Dimension(4, "ring", 100.0, 500.0), Dimension(2, "ring", 25.0, 500.0), Dimension(2, "switch", 50.0, 1000.0))
+    )
+    tasks = (
+        Compute(1000.0, id="f0"),
+        Collective("send", 2**20, 1, group=(0, 8), id="s0", after=(After("f0"),)),
+        Collective("all_reduce", 2**22, 4, dimensions=(0, 1), id="ar0a", after=(After("f0"),)),
+        Compute(2000.0, id="f1", stage=1, after=(After("s0"),)),
+        Collective("send", 2**20, 1, group=(8, 0), id="s1", stage=1, after=(After("f1"),)),
+        Collective("all_reduce", 2**23, 4, dimensions=(0, 1), id="ar1", stage=1, after=(After("f1"),)),
+        Compute(3000.0, id="b0", after=(After("s1"),)),
+        Collective("all_reduce", 2**23, 4, dimensions=(0, 1), id="ar0", after=(After("b0"),)),
+    )
+    return Instance(network, tasks, "pipelined", stage_npus=(0, 8))
+
+
 @pytest.fixture(params=NAMES)
 def instance(request: pytest.FixtureRequest) -> Instance:
     return load(request.param)

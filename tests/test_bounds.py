@@ -543,3 +543,26 @@ def test_the_solver_free_bounds_see_through_a_long_chain_in_linear_time() -> Non
     assert time.perf_counter() - started < 2.0
     one = solver_free_bounds(Instance(network, tasks[:1]))
     assert bounds.critical_path == pytest.approx(3000 * one.critical_path, rel=1e-9)  # type: ignore[operator]
+
+
+def test_bounds_of_stages_are_each_stages_own_and_below_every_makespan() -> None:
+    from themis_opt.bounds import critical_path_bound, stage_parts
+    from themis_opt.policies import baseline_orders
+    from themis_opt.sim import simulate
+
+    from .conftest import load, pipelined
+
+    for instance in (load("two_stages"), pipelined()):
+        bounds = compute_bounds(instance)
+        assert integer_load_bound(instance, fill_drain=True) is None  # the programs run per stage
+        parts = stage_parts(instance)
+        assert [p.stage_npus for p in parts] == [(n,) for n in instance.stage_npus]
+        assert bounds.fill_drain == max(compute_bounds(p).fill_drain for p in parts)  # type: ignore[type-var]
+        assert bounds.critical_path == critical_path_bound(instance)
+        assert bounds.ideal == max(ideal_bound(p) for p in parts) == ideal_bound(instance)
+        makespans = [s.makespan for s in heuristic_schedules(instance).values()]
+        makespans.append(simulate(instance, baseline_orders(instance), "fifo", baseline=True).makespan)
+        for value in bounds.as_dict().values():
+            assert value is None or value <= min(makespans)
+    # stage 0's all-reduce waits for the pipeline to come back: its load bound proves the hand-worked 90165
+    assert compute_bounds(load("two_stages")).best == pytest.approx(90165.0, rel=1e-7)

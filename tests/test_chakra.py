@@ -161,7 +161,7 @@ def test_involved_dimensions_select_the_phases(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("nodes", "message"),
     [
-        ([_node(0, "COMM_SEND_NODE")], "point-to-point sends and receives are not modelled"),
+        ([_node(0, "COMM_SEND_NODE")], "has no comm_dst"),
         ([_node(0, "MEM_LOAD_NODE")], "remote memory accesses are not modelled"),
         ([_node(0, "METADATA_NODE")], "metadata node: ASTRA-sim 2.x aborts"),
         ([_node(0, "INVALID_NODE")], "skips it and may never issue its children"),
@@ -460,7 +460,7 @@ def test_groups_as_dimensions_run_over_them(tmp_path: Path) -> None:
     [
         ({**DP, **TP}, lambda j: "77", "communicator group '77' is not in the group file"),
         ({"1": [0, 2, 1, 3], "2": [4, 5, 6, 7], "3": [8, 9, 10, 11], "4": [12, 13, 14, 15]},
-         lambda j: str(1 + j // 4), "NPU 1's group [0, 2, 1, 3] is not NPU 0's"),
+         lambda j: str(1 + j // 4), "NPU 4's group [4, 5, 6, 7] is not NPU 0's [0, 2, 1, 3], nor that ring moved"),
         ({"1": [1, 2, 3]}, lambda j: "1", "NPU 0 is not in its communicator"),
         ({"0": list(range(4))}, lambda j: "0", "0 is every NPU"),
         ({"1": [0, 1, 1]}, lambda j: "1", "names an NPU twice"),
@@ -501,3 +501,90 @@ def test_a_collective_size_beyond_the_limits_names_the_file_and_node(tmp_path: P
     with pytest.raises(InputError, match="size_bytes must be <=") as error:
         import_astra(net, system, workload=traces)
     assert str(error.value).startswith(f"{traces}.0.et: node 0 (node0): {2**62} bytes: ")
+
+
+NET2X2 = "topology: [ Ring, Switch ]\nnpus_count: [ 2, 2 ]\nbandwidth: [ 100.0, 50.0 ]\nlatency: [ 500.0, 1000.0 ]\n"
+
+
+def _pipeline(tmp_path: Path, back_tag: int = 8, stray: bool = False) -> tuple[Path, Path]:
+    """Two stages on a ring 2 x switch 2: NPUs 0 and 1 compute and send activations to NPUs 2 and 3,
+    which compute, send gradients back and all-reduce in pairs (groups [0, 1] and [2, 3]); NPU 3's
+    receive comes from NPU 0 with ``stray``. The traces' prefix and the group file.
+    """
+    for npu in range(4):
+        b, peer = 100 * npu, (npu + 2) % 4
+        if stray and npu == 3:
+            peer = 0
+        if npu < 2:
+            nodes = [
+                _node(b, "COMP_NODE", duration_micros=1),
+                _node(b + 1, "COMM_SEND_NODE", data=(b,), comm_dst=peer, comm_tag=7, comm_size=MIB),
+                _node(b + 2, "COMM_RECV_NODE", comm_src=peer, comm_tag=8, comm_size=MIB),
+                _node(b + 3, "COMP_NODE", data=(b + 2,), duration_micros=3),
+                _node(b + 4, "COMM_COLL_NODE", data=(b + 3,), comm_type=0, comm_size=MIB, pg_name="1"),
+            ]
+        else:
+            nodes = [
+                _node(b, "COMM_RECV_NODE", comm_src=peer, comm_tag=7, comm_size=MIB),
+                _node(b + 1, "COMP_NODE", data=(b,), duration_micros=2),
+                _node(b + 2, "COMM_SEND_NODE", data=(b + 1,), comm_dst=peer, comm_tag=back_tag, comm_size=MIB),
+                _node(b + 3, "COMM_COLL_NODE", data=(b + 1,), comm_type=0, comm_size=MIB, pg_name="2"),
+            ]
+        write_trace(tmp_path / f"trace.{npu}.et", nodes)
+    return tmp_path / "trace", _groups(tmp_path, {"1": [0, 1], "2": [2, 3]})
+
+
+def test_pipeline_stages_send_and_receive_as_astra_2x_times_them(tmp_path: Path) -> None:
+    # Stage 0 (NPUs 0, 1) computes 1 us, then sends 1 MiB across the switch: floor(2 x 1000 + 2^20 / 53.687)
+    # = 21531 ns, arriving at 22531. Stage 1 (NPUs 2, 3) receives it, computes 2 us (to 24531); its send back
+    # (node 2) and its all-reduce (node 3) are ready at once and share one slot: the send first (lowest id),
+    # arriving at 46062, then the all-reduce on the ring [2, 3]: 4 chunks of 256 KiB, each 3 x 10 ns plus
+    # 2 messages of floor(500 + 131072 / 107.374) = 1720 ns plus one reduction of 3 x floor(131072 / 1600)
+    # = 243 ns: 3713 ns, to 60914. Stage 0 computes 3 us once the gradients arrive (to 49062), then
+    # all-reduces on [0, 1] to 63914. ASTRA-sim 2.x prints sys[0, 1] finished at 63914, sys[2, 3] at 60914.
+    net, system = _files(tmp_path, RINGS, NET2X2)
+    prefix, groups = _pipeline(tmp_path)
+    instance = import_astra(net, system, workload=prefix, comm_groups=groups)
+    assert instance.stage_npus == (0, 2)
+    sends = [c for c in instance.collectives if c.kind is Kind.SEND]
+    assert [(c.id, c.group, c.stage) for c in sends] == [("s0.n1", (0, 2), 0), ("s1.n202", (2, 0), 1)]
+    backward = next(t for t in instance.tasks if t.id == "s0.n3")
+    assert [d.task for d in backward.after] == ["s1.n202"]  # its receive stands for the send
+    assert [d.task for d in next(t for t in instance.tasks if t.id == "s1.n203").after] == ["s1.n201", "s1.n202"]
+    result = solve(instance, "baseline", intra="fifo")
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+    assert result.makespan == 63914.0
+    ends = result.schedule.collective_ends(len(instance.collectives))
+    assert max(e for e, c in zip(ends, instance.collectives) if c.stage == 1) == 60914.0
+    for method in ("themis", "balanced", "cpsat"):
+        other = solve(instance, method, time_limit=5)
+        assert other.schedule is not None and validate(instance, other.schedule) == []
+        assert other.lower_bound <= other.makespan <= 63914.0  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"back_tag": 9},
+            r"trace\.0\.et: node 2 \(node2\): a receive from NPU 2 \(tag 8, 1048576 bytes\) that nothing",
+        ),
+        (
+            {"stray": True},
+            r"trace\.3\.et: node 300 \(node300\): NPU 3's comm_src is 0, not 1 \(NPU 2's 0 moved as NPU 3 is\)",
+        ),
+    ],
+)
+def test_an_unmatched_send_or_an_asymmetric_stage_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, Any], message: str
+) -> None:
+    import re
+
+    net, system = _files(tmp_path, RINGS, NET2X2)
+    prefix, groups = _pipeline(tmp_path, **change)
+    out = tmp_path / "x.json"
+    argv = ["import-astra", str(net), str(system), "--workload", str(prefix), "--comm-groups", str(groups)]
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err) and err.count("\n") == 1
+    assert not out.exists()

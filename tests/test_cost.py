@@ -196,3 +196,18 @@ def test_a_groups_ring_follows_its_slowest_chain_of_receipts() -> None:
     for group, expected in (((0, 2, 1, 3), 34_360.0), ((0, 1, 2, 3), 28_360.0)):
         instance = Instance(network, (Collective("all_reduce", 2**20, 4, group=group),))
         assert solve(instance, "baseline").makespan == expected
+
+
+@pytest.mark.parametrize(("dst", "ns"), [(5, 10265.0), (2, 10765.0), (8, 21531.0)])
+def test_a_send_costs_one_message_in_the_lowest_dimension_the_npus_differ_in(dst: int, ns: float) -> None:
+    # ASTRA-sim 2.x's hand check m5 on its 4x4 network (ring 100 GB/s 500 ns, switch 50 GB/s 1000 ns):
+    # 1 MiB from NPU 0 costs floor(hops x latency + bytes / bandwidth) where the NPUs first differ
+    from themis_opt.cost import send_ns
+
+    network = Network(
+        (Dimension(4, "ring", 100.0, 500.0), Dimension(4, "switch", 50.0, 1000.0)), integer_message_sums=True
+    )
+    assert send_ns(network, 0, dst, 2.0**20) == ns
+    instance = Instance(network, (Collective("send", 2**20, 1, group=(0, dst)),))
+    (phase,) = chunk_phases(instance, 0, 2**20, instance.active_dims[0])
+    assert (phase.op, phase.duration, phase.bytes_out) == (Op.SEND, ns, 2.0**20)

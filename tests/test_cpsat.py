@@ -234,3 +234,21 @@ def test_a_cap_at_the_optimum_finds_an_optimal_schedule_and_below_it_none(name: 
     if warm.makespan > optimum * (1 + 1e-9):
         assert below.status is Status.NO_SOLUTION and below.bound is None
     assert below.schedule is warm
+
+
+def test_the_model_gives_each_stage_its_own_dimensions_and_compute_unit() -> None:
+    from .conftest import load, pipelined
+
+    for instance in (load("two_stages"), pipelined()):
+        warm = simulate(instance, themis_orders(instance), "scf")
+        quantum = default_quantum(warm.makespan)
+        model = CpsatModel(instance, quantum, math.ceil(warm.makespan / quantum) + instance.num_phases + 2)
+        assert len(model.intervals) == instance.num_lanes
+        model.hint(warm)
+        solver = cp_model.CpSolver()
+        solver.parameters.fix_variables_to_their_hinted_value = True
+        solver.parameters.num_workers = 1
+        assert solver.solve(model.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+        schedule = model.extract(solver.value)
+        assert validate(instance, schedule) == [] and schedule.makespan <= warm.makespan * (1 + 1e-12)
+        assert solver.objective_value * quantum <= schedule.makespan + 1e-6

@@ -21,3 +21,48 @@ def test_a_chunk_class_hashes_as_its_fields_once_computed_and_after_pickling() -
     assert ChunkClass(0, 64, (0, 1)) != ChunkClass(1, 64, (0, 1))
     copy = pickle.loads(pickle.dumps(a))
     assert copy == a and hash(copy) == hash(a)
+
+
+def _two_stage_network() -> Network:
+    return Network((Dimension(2, "ring", 100.0, 500.0), Dimension(2, "switch", 50.0, 1000.0)))
+
+
+def test_a_send_is_one_chunk_between_two_npus_leaving_from_its_stage() -> None:
+    import pytest
+
+    from themis_opt.errors import InputError
+    from themis_opt.instance import Kind
+
+    network = _two_stage_network()
+    send = Collective(Kind.SEND, 1024, 1, group=(2, 0), stage=1, id="s")
+    instance = Instance(network, (send,), stage_npus=(0, 2))
+    assert instance.active_dims == ((1,),) and instance.orders == (((1,),),) and instance.num_phases == 1
+    assert instance.num_stages == 2 and instance.lane(0, 1) == 3 and instance.has_sends
+    with pytest.raises(InputError, match="two NPUs"):
+        Collective(Kind.SEND, 1024, 1, group=(0, 1, 2))
+    with pytest.raises(InputError, match="one message"):
+        Collective(Kind.SEND, 1024, 2, group=(0, 1))
+    with pytest.raises(InputError, match="leaves from its NPU 2, not NPU 0"):
+        Instance(network, (Collective(Kind.SEND, 1024, 1, group=(0, 2), stage=1),), stage_npus=(0, 2))
+    with pytest.raises(InputError, match=r"tasks\[0\] \(c0\).stage"):
+        Instance(network, (Collective(Kind.SEND, 1024, 1, group=(2, 0), stage=1),))
+    with pytest.raises(InputError, match="names an NPU twice"):
+        Instance(network, (send,), stage_npus=(2, 2))
+
+
+def test_a_stage_part_keeps_its_tasks_and_turns_other_stages_into_issue_times() -> None:
+    from themis_opt.instance import After, Compute
+
+    network = _two_stage_network()
+    tasks = (
+        Compute(100.0, id="f0"),
+        Collective("send", 1024, 1, group=(0, 2), id="s0", after=(After("f0"),)),
+        Compute(200.0, id="f1", stage=1, after=(After("s0"),)),
+        Collective("all_reduce", 1024, 1, dimensions=(0,), id="ar1", stage=1, after=(After("f1"),)),
+    )
+    instance = Instance(network, tasks, stage_npus=(0, 2))
+    part = instance.stage_part(1, issues=(0.0, 0.0, 5000.0, 0.0))
+    assert part is not None and part.num_stages == 1 and part.stage_npus == (2,)
+    assert [t.id for t in part.tasks] == ["f1", "ar1"]
+    assert part.tasks[0].issue_ns == 5000.0 and part.tasks[0].after == () and part.tasks[0].stage == 0
+    assert instance.stage_part(0) is not None

@@ -252,3 +252,24 @@ def test_a_collectives_group_round_trips_and_is_checked(tmp_path: Path) -> None:
         data["tasks"][0]["group"] = bad
         with pytest.raises(InputError, match=message):
             instance_from_dict(data)
+
+
+def test_stages_and_sends_round_trip_and_are_checked(tmp_path: Path) -> None:
+    instance = load("two_stages")
+    raw = json.loads((DATA / "two_stages.json").read_text())
+    jsonschema.validate(raw, instance_schema())
+    jsonschema.validate(instance_to_dict(instance), instance_schema())
+    save_instance(instance, tmp_path / "s.json")
+    assert load_instance(tmp_path / "s.json") == instance
+    written = json.loads((tmp_path / "s.json").read_text())
+    assert written["stage_npus"] == [0, 2] and [t.get("stage", 0) for t in written["tasks"]] == [0, 0, 1, 1, 1, 0, 0]
+    for change, message in (
+        ({"stage_npus": [0]}, r"tasks\[2\] \(f1\).stage: is 1, but stage_npus names 1 stage"),
+        ({"stage_npus": [0, 3]}, r"tasks\[3\] \(s1\).group: a send of stage 1 leaves from its NPU 3, not NPU 2"),
+        ({"stage_npus": [0, 4]}, r"stage_npus\[1\]: must be <= 3"),
+    ):
+        with pytest.raises(InputError, match=message):
+            instance_from_dict({**raw, **change})
+    one_stage = {**raw, "tasks": [t for t in raw["tasks"] if t["id"] in ("f0", "s0")]}
+    del one_stage["stage_npus"]
+    assert instance_from_dict(one_stage).num_stages == 1

@@ -212,3 +212,72 @@ def test_the_workload_command_refuses_what_does_not_apply(
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "o.json").exists()
+
+
+def test_the_1f1b_schedule_warms_up_alternates_and_cools_down() -> None:
+    from themis_opt.workloads.llm import one_f_one_b
+
+    assert one_f_one_b(3, 0, 4) == [("F", 0), ("F", 1), ("F", 2), ("B", 0), ("F", 3), ("B", 1), ("B", 2), ("B", 3)]
+    assert one_f_one_b(3, 2, 2) == [("F", 0), ("B", 0), ("F", 1), ("B", 1)]
+    assert one_f_one_b(4, 0, 2) == [("F", 0), ("F", 1), ("B", 0), ("B", 1)]  # fewer microbatches than warm-up
+
+
+def test_pipeline_stages_take_the_outermost_dimensions_and_send_activations() -> None:
+    # 8 NPUs: tp on dimension 0, dp on 1, the two stages on 2 (NPUs 0 and 4); toy's two blocks, one a stage
+    layout = Layout(tp=2, dp=2, pp=2, microbatches=3)
+    instance = llm_task_graph(TOY, NET, layout)
+    assert instance.stage_npus == (0, 4) and instance.num_stages == 2
+    sends = [c for c in instance.collectives if c.kind is Kind.SEND]
+    assert len(sends) == 2 * 3  # one activation forward and one gradient back a microbatch
+    assert {(c.stage, c.group) for c in sends} == {(0, (0, 4)), (1, (4, 0))}
+    assert all(
+        c.size_bytes == 1 * 4 * 8 * 2 and instance.active_dims[instance.collectives.index(c)] == (2,) for c in sends
+    )
+    assert {t.stage for t in instance.tasks if ".b0." in t.id} == {0} and {
+        t.stage for t in instance.tasks if ".b1." in t.id
+    } == {1}
+    assert _after(instance, "p0.s1.m1.b1.attn_fwd") == {"p0.s0.m1.send_fwd", "p0.s1.m0.b1.ar_attn_bwd"}
+    assert _after(instance, "p0.s0.m0.b0.mlp_bwd") == {"p0.s0.m1.b0.ar_mlp_fwd", "p0.s1.m0.send_bwd"}
+    buckets = [c for c in instance.collectives if "bucket" in c.id]
+    assert [(c.id, c.stage, c.dimensions) for c in buckets] == [
+        ("p0.s0.ar_bucket0", 0, (1,)),
+        ("p0.s1.ar_bucket0", 1, (1,)),
+    ]
+    meta = dict(instance.metadata)
+    assert meta["layout"] == "tp 2 x ep 1 x dp 2 x pp 2, ddp" and (meta["pp"], meta["stage_dims"]) == ("2", "2")
+    assert llm_task_graph(TOY, NET, Layout(tp=2, dp=2, pp=2, stage_dims=(0,))).stage_npus == (0, 1)
+
+
+@pytest.mark.parametrize("method", ["baseline", "themis", "balanced", "cpsat"])
+def test_every_method_gives_a_valid_schedule_on_pipeline_stages(method: str) -> None:
+    instance = llm_task_graph(TOY, NET, Layout(tp=2, dp=2, pp=2, microbatches=2, passes=2))
+    result = solve(instance, method, time_limit=3, workers=1)
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+    assert result.lower_bound <= result.makespan  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("layout", "message"),
+    [
+        (Layout(tp=2, dp=2, pp=4), "tp x ep x dp x pp: 2 x 1 x 2 x 4 = 16, but the network has 8 NPUs"),
+        (Layout(tp=2, dp=2, pp=2, stage_dims=(0, 1)), "stage_dims: dimensions [0, 1] of 2x2x2 hold 4 NPUs, not pp 2"),
+        (Layout(tp=2, dp=2, pp=2, stage_dims=(5,)), "stage_dims: names dimension 5, but the network has 3"),
+    ],
+)
+def test_bad_pipelines_are_refused(layout: Layout, message: str) -> None:
+    with pytest.raises(InputError, match=message.replace("[", r"\[")):
+        llm_task_graph(TOY, NET, layout)
+    with pytest.raises(InputError, match="data_parallel: fsdp with pipeline stages"):
+        Layout(pp=2, data_parallel="fsdp")
+
+
+def test_the_workload_command_lays_out_pipeline_stages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "p.json"
+    network = str(DATA / "tiny_3d.json")  # 2 x 4 x 2
+    argv = ["workload", "llama3-8b", "--network", network, "--tp", "2", "--pp", "2", "--microbatches", "2"]
+    assert main([*argv, "--seq", "64", "--stage-dims", "2", "--out", str(out)]) == 0
+    instance = load_instance(out)
+    assert instance.stage_npus == (0, 8) and dict(instance.metadata)["layout"] == "tp 2 x ep 1 x dp 4 x pp 2, ddp"
+    assert "tp 2 x ep 1 x dp 4 x pp" in capsys.readouterr().out
+    assert main([*argv[:-4], "--pp", "3", "--out", str(out)]) == 2
+    assert "--tp x --ep x --dp x --pp: 2 x 1 x 2 x 3 = 12" in capsys.readouterr().err

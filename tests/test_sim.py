@@ -12,7 +12,7 @@ from themis_opt.budget import Deadline
 from themis_opt.errors import InputError
 from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.methods import Intra
-from themis_opt.policies import baseline_orders, themis_orders
+from themis_opt.policies import ThemisTracker, baseline_orders, themis_orders
 from themis_opt.schedule import Schedule
 from themis_opt.search.timer import AssignmentTimer
 from themis_opt.sim import Engine, PhaseMemo, core as simcore, retime, sequences_of, simulate, simulate_makespan
@@ -284,3 +284,48 @@ def test_a_dimension_runs_as_many_phases_at_once_as_it_has_room_for() -> None:
 def test_several_at_once_needs_a_congestion_unaware_network() -> None:
     with pytest.raises(InputError, match="active_chunks: above 1 needs congestion_unaware"):
         Network((Dimension(4, "ring", 100.0, 500.0),), active_chunks=2)
+
+
+def test_two_stages_baseline_by_hand(two_stages: Instance) -> None:
+    # ring 2 (100 GB/s, 500 ns) x switch 2 (50 GB/s, 1000 ns); stage 0 is NPU 0, stage 1 NPU 2.
+    # f0 0-1000; s0 (0 -> 2, dim 1, 2 hops): 2000 + 1 MiB / 53.687 B/ns = 21531.25, ends 22531.25;
+    # f1 on stage 1's unit until 24531.25; then s1 (stage 1, dim 1) and ar1 (stage 1, dim 0) at once:
+    # s1 ends 46062.5; ar1's four phases (10 + 500 + 1 MiB / 107.374 B/ns = 10275.625 each) end 65633.75;
+    # b0 46062.5-49062.5 on stage 0's unit; ar0's four phases end 49062.5 + 41102.5 = 90165
+    schedule = simulate(two_stages, baseline_orders(two_stages), "fifo")
+    assert validate(two_stages, schedule) == []
+    ends = dict(zip((c.id for c in two_stages.collectives), schedule.collective_ends(4)))
+    assert ends == {"s0": 22531.25, "s1": 46062.5, "ar1": 65633.75, "ar0": 90165.0}
+    assert [(c.start_ns, c.end_ns) for c in schedule.computes] == [(0, 1000), (22531.25, 24531.25), (46062.5, 49062.5)]
+    assert schedule.makespan == 90165.0
+    assert simcore.available() and not simcore_runs(two_stages)
+
+
+def simcore_runs(instance: Instance) -> bool:
+    from themis_opt.sim.dispatch import core_runs
+
+    return core_runs(instance, baseline_orders(instance), "auto")[0]
+
+
+def test_stages_have_their_own_dimensions_and_compute_units() -> None:
+    from themis_opt.instance import Compute
+
+    network = Network((Dimension(2, "ring", 100.0, 500.0), Dimension(2, "ring", 100.0, 500.0)))
+    tasks = tuple(
+        task
+        for stage in (0, 1)
+        for task in (
+            Collective("all_reduce", MIB, 1, dimensions=(0,), id=f"ar{stage}", stage=stage),
+            Compute(1000.0, id=f"t{stage}", stage=stage),
+        )
+    )
+    both = Instance(network, tasks, stage_npus=(0, 2))
+    one = Instance(network, tasks[:2])
+    for intra in Intra:
+        schedule = simulate(both, ThemisTracker(both).plan, intra)
+        alone = simulate(one, baseline_orders(one), intra)
+        assert validate(both, schedule) == []
+        assert schedule.makespan == alone.makespan  # side by side, as each alone
+        assert [c.start_ns for c in schedule.computes] == [0.0, 0.0]
+    with pytest.raises(RuntimeError, match="one stage"):
+        simulate(both, baseline_orders(both), "fifo", engine="core")

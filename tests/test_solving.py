@@ -338,3 +338,27 @@ def test_the_bound_set_not_the_method_decides_the_bounds_reported(bound_set: str
 def test_an_unknown_bound_set_is_refused(worked: Instance) -> None:
     with pytest.raises(InputError, match="bounds"):
         solve(worked, "baseline", bound_set="most")
+
+
+@pytest.mark.parametrize("name", ["two_stages", "pipelined"])
+def test_every_method_handles_pipeline_stages(name: str) -> None:
+    from .conftest import pipelined
+
+    instance = load(name) if name == "two_stages" else pipelined()
+    results = {
+        f"{m}-{i}": solve(instance, m, intra=i) for m in ("baseline", "themis", "balanced") for i in ("fifo", "scf")
+    }
+    results["cpsat"] = solve(instance, "cpsat", time_limit=4, workers=2, seed=1)
+    best_bound = max(r.lower_bound for r in results.values())
+    for method, result in results.items():
+        assert result.schedule is not None and validate(instance, result.schedule) == [], method
+        assert best_bound <= result.makespan * (1 + 1e-12), method
+    assert results["cpsat"].makespan <= min(r.makespan for r in results.values())  # type: ignore[type-var]
+    if name == "two_stages":  # the hand-worked makespan (tests/test_sim.py), proven by stage 0's load bound
+        assert results["baseline-fifo"].makespan == 90165.0
+        assert all(r.status is Status.OPTIMAL for r in results.values())
+        # f0, s0, f1, s1, b0 and one chunk of ar0 (69,613.75 ns) at least; its four chunks on one dimension more
+        critical = results["baseline-fifo"].bounds.critical_path
+        assert critical is not None and 69613.75 <= critical <= 90165.0
+    else:  # the orders matter: CP-SAT, one no-overlap per stage's dimension, finds shorter
+        assert results["cpsat"].makespan < results["balanced-fifo"].makespan  # type: ignore[operator]

@@ -127,3 +127,42 @@ def test_more_phases_at_once_than_a_dimension_has_room_for_are_caught() -> None:
     )
     crowded = dataclasses.replace(schedule, chunks=(*schedule.chunks[:2], moved))
     assert any("while 2 other phases run there" in v for v in validate(instance, crowded))
+
+
+def _side_by_side() -> Instance:
+    """One all-reduce and one compute task on each of two stages, with no dependency."""
+    from themis_opt.instance import Collective, Compute, Dimension, Network
+
+    network = Network((Dimension(2, "ring", 100.0, 500.0), Dimension(2, "ring", 100.0, 500.0)))
+    tasks = tuple(
+        task
+        for stage in (0, 1)
+        for task in (
+            Collective("all_reduce", 2**20, 2, dimensions=(0,), stage=stage, id=f"ar{stage}"),
+            Compute(1000.0, stage=stage, id=f"t{stage}"),
+        )
+    )
+    return Instance(network, tasks, stage_npus=(0, 2))
+
+
+def test_stages_overlap_on_their_own_dimensions_and_units_but_not_within_one() -> None:
+    from themis_opt.policies import baseline_orders
+    from themis_opt.schedule import ComputeSchedule
+
+    instance = _side_by_side()
+    schedule = simulate(instance, baseline_orders(instance), "fifo")
+    assert validate(instance, schedule) == []
+    # both stages' first phases start at 0 on dimension 0, and both compute tasks at 0
+    assert [c.phases[0].start_ns for c in schedule.chunks if c.chunk == 0] == [0.0, 0.0]
+    # stage 1's second chunk moved onto its first: they overlap on stage 1's dimension 0
+    chunk = schedule.chunks[3]
+    delta = schedule.chunks[2].phases[0].start_ns - chunk.phases[0].start_ns
+    moved = dataclasses.replace(chunk, phases=tuple(_shift(p, delta) for p in chunk.phases))
+    broken = Schedule((*schedule.chunks[:3], moved), schedule.computes)
+    assert any(
+        v.startswith("stage 1 dim 0: collective 1 chunk") and "overlaps" in v for v in validate(instance, broken)
+    )
+    late = ComputeSchedule(1, 500.0, 1500.0)
+    assert validate(instance, Schedule(schedule.chunks, (schedule.computes[0], late))) == []
+    both_on_one = dataclasses.replace(instance, tasks=tuple(dataclasses.replace(t, stage=0) for t in instance.tasks))
+    assert any(v.startswith("stage 0 compute unit: compute 0") for v in validate(both_on_one, schedule))

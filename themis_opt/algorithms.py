@@ -32,6 +32,7 @@ class Op(StrEnum):
     ALL_GATHER = "all_gather"
     ALL_TO_ALL = "all_to_all"
     ALL_REDUCE = "all_reduce"
+    SEND = "send"  # a point-to-point message (a collective of kind send)
 
 
 class Algorithm(StrEnum):
@@ -143,6 +144,8 @@ def _halving_doubling_steps(n: int, hops: Callable[[int], int], op: Op) -> tuple
             return scatter + tuple((h, m, x / n) for h, m, x in gather)
         case Op.ALL_TO_ALL:
             raise ValueError("halving_doubling cannot run an all-to-all")
+        case Op.SEND:
+            raise ValueError("a send is one message, not an algorithm's steps")
         case _ as unreachable:
             assert_never(unreachable)
 

@@ -50,6 +50,13 @@ bandwidth)`` there), every step pays a fixed :data:`GROUP_STEP_DELAY_NS`
 and a reducing step its reduction; an NPU sends each step once it has
 received the one before, so the phase lasts as long as the slowest NPU's
 chain of receipts (:func:`group_ring_ns`).
+
+A **send** (a collective of kind ``send``, point to point) is one message
+from its group's first NPU to its second, one phase on the lowest dimension
+in which they differ, costed as ASTRA-sim 2.x costs one message there:
+``hops x latency + bytes / link bandwidth`` (plus the dimension's message
+overhead), truncated to whole ns as the network's messages are, with no
+endpoint delay and no chunking (:func:`send_ns`).
 """
 
 from __future__ import annotations
@@ -158,6 +165,8 @@ def ring_steps(n: int, op: Op) -> tuple[int, float]:
             return 2 * (n - 1), 1 / n
         case Op.ALL_TO_ALL:
             return n * (n - 1) // 2, 1 / n
+        case Op.SEND:
+            raise ValueError("a send is one message, not a ring's steps")
         case _ as unreachable:
             assert_never(unreachable)
 
@@ -345,6 +354,8 @@ def _flattened_steps(network: Network, algorithm: Algorithm, op: Op, x: float, q
                     plan = scatter + [(k, per / n) for k, per in gather]
                 case Op.ALL_TO_ALL:
                     raise ValueError("one_halving_doubling cannot run an all-to-all")
+                case Op.SEND:
+                    raise ValueError("a send is one message, not a flattened algorithm's")
                 case _ as unreachable:
                     assert_never(unreachable)
             total = 0.0
@@ -447,6 +458,28 @@ def group_ring_ns(network: Network, group: tuple[int, ...], op: Op, x: float, qu
     return float(sent.max())
 
 
+@functools.lru_cache(maxsize=4096)
+def send_ns(network: Network, src: int, dst: int, x: float, quiet: bool = False) -> float:
+    """One message of ``x`` bytes from NPU ``src`` to NPU ``dst``, as ASTRA-sim 2.x's congestion-unaware
+    backend costs it: in the lowest dimension in which the two differ, ``hops x latency + x / link
+    bandwidth`` there, plus the dimension's message overhead; no endpoint delay. A network of
+    ``integer_message_sums`` truncates the sum to whole ns (2.x), one of ``integer_messages`` each part.
+    ``quiet``: the wire time alone.
+    """
+    dims, hops = group_links(network, (src, dst))
+    dim = network.dimensions[dims[0]]
+    wire = x / link_bytes_per_ns(dim)
+    whole = network.integer_messages or network.integer_message_sums
+    if quiet:
+        return float(math.floor(wire)) if whole else wire
+    latency = hops[0] * dim.latency_ns
+    if network.integer_message_sums:
+        return float(math.floor(latency + wire)) + dim.message_overhead_ns
+    if network.integer_messages:
+        return float(math.floor(latency) + math.floor(wire)) + dim.message_overhead_ns
+    return latency + wire + dim.message_overhead_ns
+
+
 # -------------------------------------------------------------------- phases
 
 
@@ -510,6 +543,8 @@ def phase_plan_of(network: Network, kind: Kind, order: tuple[int, ...], merged: 
             return [(d, Op.ALL_GATHER) for d in order]
         case Kind.ALL_TO_ALL:
             return [(d, Op.ALL_TO_ALL) for d in order]
+        case Kind.SEND:
+            return [(d, Op.SEND) for d in order]
         case _ as unreachable:
             assert_never(unreachable)
 
@@ -521,7 +556,7 @@ def growth(op: Op, n: int) -> float:
             return 1 / n
         case Op.ALL_GATHER:
             return float(n)
-        case Op.ALL_REDUCE | Op.ALL_TO_ALL:
+        case Op.ALL_REDUCE | Op.ALL_TO_ALL | Op.SEND:
             return 1.0
         case _ as unreachable:
             assert_never(unreachable)
@@ -551,12 +586,19 @@ def merging_shortens(instance: Instance) -> bool:
     return False
 
 
-GROUP_OPS = {Kind.ALL_REDUCE: Op.ALL_REDUCE, Kind.REDUCE_SCATTER: Op.REDUCE_SCATTER, Kind.ALL_GATHER: Op.ALL_GATHER}
+GROUP_OPS = {
+    Kind.ALL_REDUCE: Op.ALL_REDUCE,
+    Kind.REDUCE_SCATTER: Op.REDUCE_SCATTER,
+    Kind.ALL_GATHER: Op.ALL_GATHER,
+    Kind.SEND: Op.SEND,
+}
 
 
 def wire_ns(instance: Instance, collective: int, phase: PhaseSpec) -> float:
     """The part of a phase of ``collective`` that its bytes take (no delay, latency or overhead)."""
     coll = instance.collectives[collective]
+    if coll.kind is Kind.SEND:
+        return send_ns(instance.network, coll.group[0], coll.group[1], phase.bytes_in, quiet=True)
     if coll.group:
         return group_ring_ns(instance.network, coll.group, phase.op, phase.bytes_in, quiet=True)
     algorithm = instance.network.dimensions[phase.dim].algorithm_for(coll.kind)
@@ -590,6 +632,9 @@ def chunk_phases(
     network = instance.network
     coll = instance.collectives[collective]
     kind = coll.kind
+    if kind is Kind.SEND:  # one message
+        x = float(chunk_bytes)
+        return (PhaseSpec(order[0], Op.SEND, x, x, send_ns(network, coll.group[0], coll.group[1], x)),)
     if coll.group:  # one phase on the group's ring, from the shard for an all-gather
         n, op = len(coll.group), GROUP_OPS[kind]
         x = float(chunk_bytes) / n if kind is Kind.ALL_GATHER else float(chunk_bytes)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from themis_opt.bounds import Memo, integer_load_bound, reported
+from themis_opt.bounds import Memo, integer_load_bound, reported, stage_parts
 from themis_opt.budget import Deadline, OutOfTime
-from themis_opt.instance import Instance
+from themis_opt.instance import ChunkClass, Instance
 from themis_opt.methods import METHODS, Intra, MethodCall
-from themis_opt.orders import Orders, Planner
+from themis_opt.orders import Counts, Orders, Planner
 from themis_opt.params import DEFAULT, SolveParams
 from themis_opt.policies import ThemisTracker, baseline_orders, spread_orders
 from themis_opt.result import Result, result_of
@@ -67,11 +67,9 @@ def balanced_schedule(
     policies = [Intra(intra)] if intra is not None else [Intra.FIFO, Intra.SCF]
     candidates: list[Orders | Planner] = []
     for fill_drain in (True, False):
-        solution = integer_load_bound(
-            instance, fill_drain=fill_drain, deadline=deadline.share(share), memo=memo, params=params.bounds
-        )
-        if solution is not None:
-            candidates.append(spread_orders(instance, solution.counts))
+        counts = load_counts(instance, fill_drain, deadline.share(share), memo, params)
+        if counts is not None:
+            candidates.append(spread_orders(instance, counts))
     note = ""
     if not candidates:  # both stand in: Themis's orders can be twice the baseline's (4D tori on the clusters suite)
         note = (
@@ -94,6 +92,32 @@ def balanced_schedule(
     if found is not None and found[0].makespan < schedule.makespan:
         schedule, policy = found
     return schedule, policy, note
+
+
+def load_counts(
+    instance: Instance, fill_drain: bool, deadline: Deadline, memo: Memo | None, params: SolveParams
+) -> Counts | None:
+    """The order counts of the integer load program (``fill_drain``: strengthened), ``None`` where it
+    gives none; with pipeline stages, each stage's program on its tasks alone (an equal share of the
+    time each), its counts put together.
+    """
+    if instance.num_stages == 1:
+        solution = integer_load_bound(
+            instance, fill_drain=fill_drain, deadline=deadline, memo=memo, params=params.bounds
+        )
+        return solution.counts if solution is not None else None
+    index = {coll.id: c for c, coll in enumerate(instance.collectives)}
+    counts: Counts = {}
+    parts = stage_parts(instance)
+    for n, part in enumerate(parts):
+        share = deadline.share(1 / (len(parts) - n))
+        solution = integer_load_bound(part, fill_drain=fill_drain, deadline=share, memo=memo, params=params.bounds)
+        if solution is None:
+            return None
+        for cls, per in solution.counts.items():
+            whole = index[part.collectives[cls.collective].id]
+            counts[ChunkClass(whole, cls.chunk_bytes, cls.chunks)] = dict(per)
+    return counts
 
 
 def _short_search(

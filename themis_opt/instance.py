@@ -52,7 +52,10 @@ class Kind(StrEnum):
     REDUCE_SCATTER = "reduce_scatter"
     ALL_GATHER = "all_gather"
     ALL_TO_ALL = "all_to_all"
+    SEND = "send"
 
+
+COLLECTIVE_KINDS = tuple(kind for kind in Kind if kind is not Kind.SEND)  # the kinds that run an algorithm
 
 DEFAULT_ALGORITHM = {
     Topology.RING: Algorithm.RING,
@@ -79,6 +82,7 @@ MAX_COLLECTIVES = 10_000
 MAX_PHASES = 2**18  # chunk phases over the whole instance: the simulator's scale (seconds)
 MAX_ACTIVE_CHUNKS = 1024  # chunks a dimension runs at once
 MAX_FLATTENED_NPUS = 2**16  # a flattened (one_*) algorithm's cost is found by visiting every NPU
+MAX_STAGES = 1024  # pipeline stages (NPU classes) of one instance
 
 
 def check_int(name: str, value: Any, minimum: int, maximum: int | None = None) -> int:
@@ -243,6 +247,8 @@ class Dimension:
                 return self.all_gather_algorithm
             case Kind.ALL_TO_ALL:
                 return self.all_to_all_algorithm
+            case Kind.SEND:
+                raise ValueError("a send is one message: it runs no algorithm")
             case _ as unreachable:
                 assert_never(unreachable)
 
@@ -426,7 +432,10 @@ class Collective:
     Parameters
     ----------
     kind
-        ``all_reduce``, ``reduce_scatter`` or ``all_gather``.
+        ``all_reduce``, ``reduce_scatter``, ``all_gather``, ``all_to_all``,
+        or ``send``: one point-to-point message of ``size_bytes`` from
+        ``group[0]`` to ``group[1]`` (one chunk, one phase on the lowest
+        dimension in which the two NPUs differ; see :func:`themis_opt.cost.send_ns`).
     size_bytes
         The full per-NPU vector in bytes (AR input and output, RS input,
         AG output).
@@ -455,7 +464,10 @@ class Collective:
         smaller than the network: it then runs as ASTRA-sim 2.x runs one, on
         one ring over these NPUs, one phase per chunk (see
         :mod:`themis_opt.cost`), and ``dimensions`` is not given. ``()``:
-        every NPU, over ``dimensions``.
+        every NPU, over ``dimensions``. A send's is (source, destination).
+    stage
+        The pipeline stage (NPU class) whose resources it occupies (a
+        send: the sending stage's); see :class:`Instance`.
     """
 
     kind: Kind
@@ -468,12 +480,16 @@ class Collective:
     after: tuple[After, ...] = ()
     chunk_bytes: int = None  # type: ignore[assignment]  # resolved below
     group: tuple[int, ...] = ()
+    stage: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", check_enum("kind", self.kind, Kind))
+        check_int("stage", self.stage, 0, MAX_STAGES - 1)
         if not isinstance(self.group, (tuple, list)):
             raise InputError("group", f"must be a list of NPUs, got {self.group!r}")
         object.__setattr__(self, "group", tuple(self.group))
+        if self.kind is Kind.SEND and len(self.group) != 2:
+            raise InputError("group", f"a send names two NPUs, [source, destination], got {list(self.group)}")
         if self.group:
             for k, npu in enumerate(self.group):
                 check_int(f"group[{k}]", npu, 0, MAX_NPUS - 1)
@@ -481,6 +497,8 @@ class Collective:
                 raise InputError("group", f"names an NPU twice: {list(self.group)}")
             if len(self.group) < 2:
                 raise InputError("group", f"of one NPU never finishes in ASTRA-sim 2.x, got {list(self.group)}")
+            if self.kind is Kind.SEND and self.dimensions is not None:
+                raise InputError("dimensions", "a send runs where its two NPUs differ: give no dimensions")
             if self.kind is Kind.ALL_TO_ALL:
                 raise InputError("group", "an all-to-all in a group smaller than the network is not modelled")
             if self.dimensions is not None:
@@ -490,6 +508,8 @@ class Collective:
         object.__setattr__(self, "after", _check_after(self.after))
         check_int("size_bytes", self.size_bytes, 1, MAX_SIZE_BYTES)
         check_int("chunks", self.chunks, 1, MAX_PHASES)
+        if self.kind is Kind.SEND and self.chunks != 1:
+            raise InputError("chunks", f"a send is one message: must be 1, got {self.chunks}")
         if self.chunks > self.size_bytes:
             raise InputError("chunks", f"must be <= size_bytes ({self.size_bytes}), got {self.chunks}")
         if self.chunk_bytes is None:
@@ -539,14 +559,18 @@ class Compute:
         It starts no earlier.
     after
         The tasks it waits for (see :class:`After`).
+    stage
+        The pipeline stage whose compute unit runs it (see :class:`Instance`).
     """
 
     duration_ns: float
     id: str = ""
     issue_ns: float = 0.0
     after: tuple[After, ...] = ()
+    stage: int = 0
 
     def __post_init__(self) -> None:
+        check_int("stage", self.stage, 0, MAX_STAGES - 1)
         object.__setattr__(self, "duration_ns", check_number("duration_ns", self.duration_ns, maximum=MAX_TIME_NS))
         check_name("id", self.id)
         object.__setattr__(self, "issue_ns", check_number("issue_ns", self.issue_ns, maximum=MAX_TIME_NS))
@@ -602,12 +626,22 @@ class Instance:
         Free-form (key, value) strings, kept with the instance: where it came
         from, what an importer read (e.g. the method and intra policy an
         ASTRA-sim system file asks for).
+    stage_npus
+        With pipeline parallelism, per **stage** (a class of NPUs that run
+        the same task graph), the NPU that stands for it: its lowest. Stage
+        ``s``'s tasks (``stage = s``) see the network from NPU
+        ``stage_npus[s]``: its groups include that NPU and its sends leave
+        from it. Each stage has its own dimensions (one queue each) and its
+        own compute unit; tasks of different stages share no resource and
+        meet only through dependencies (a send's receiver lists it in
+        ``after``). ``()``: one stage, NPU 0.
     """
 
     network: Network
     tasks: tuple[Task, ...]
     name: str = "instance"
     metadata: tuple[tuple[str, str], ...] = ()
+    stage_npus: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         check_name("name", self.name)
@@ -637,6 +671,7 @@ class Instance:
         if not self.collectives:
             raise InputError("tasks", "must hold at least one collective")
         self._check_graph()
+        self._check_stages()
         num_dims = self.network.num_dims
         dims = self.network.dimensions
         for c, coll in enumerate(self.collectives):
@@ -645,8 +680,16 @@ class Instance:
                 npus = self.network.num_npus
                 if max(coll.group) >= npus:
                     raise InputError(f"{where}.group", f"names NPU {max(coll.group)}, but the network has {npus}")
-                if len(coll.group) == npus:
+                if len(coll.group) == npus and coll.kind is not Kind.SEND:
                     raise InputError(f"{where}.group", "is every NPU: give no group (the network's own plan)")
+                own = self.stage_npu(coll.stage)
+                if coll.kind is Kind.SEND and coll.group[0] != own:
+                    raise InputError(
+                        f"{where}.group",
+                        f"a send of stage {coll.stage} leaves from its NPU {own}, not NPU {coll.group[0]}",
+                    )
+                if self.stage_npus and own not in coll.group:
+                    raise InputError(f"{where}.group", f"must include NPU {own}, which stands for stage {coll.stage}")
             for pos, dim in enumerate(coll.dimensions or ()):
                 if dim >= num_dims:
                     raise InputError(
@@ -675,6 +718,69 @@ class Instance:
                 f"hold {self.num_phases} chunk phases in all, more than the {MAX_PHASES} themis_opt schedules "
                 "(use fewer chunks)",
             )
+
+    def _check_stages(self) -> None:
+        if not isinstance(self.stage_npus, (tuple, list)):
+            raise InputError("stage_npus", f"must be a list of NPUs, got {self.stage_npus!r}")
+        npus = tuple(self.stage_npus)
+        object.__setattr__(self, "stage_npus", npus)
+        if len(npus) > MAX_STAGES:
+            raise InputError("stage_npus", f"must name at most {MAX_STAGES} stages, got {len(npus)}")
+        for k, npu in enumerate(npus):
+            check_int(f"stage_npus[{k}]", npu, 0, self.network.num_npus - 1)
+        if len(set(npus)) != len(npus):
+            raise InputError("stage_npus", f"names an NPU twice: {list(npus)}")
+        for i, task in enumerate(self.tasks):
+            if task.stage >= self.num_stages:
+                raise InputError(
+                    f"tasks[{i}] ({task.id}).stage",
+                    f"is {task.stage}, but stage_npus names {self.num_stages} stage(s)",
+                )
+
+    @property
+    def num_stages(self) -> int:
+        """How many pipeline stages (NPU classes) the instance has: 1 without ``stage_npus``."""
+        return max(1, len(self.stage_npus))
+
+    def stage_npu(self, stage: int) -> int:
+        """The NPU that stands for ``stage`` (NPU 0 without ``stage_npus``)."""
+        return self.stage_npus[stage] if self.stage_npus else 0
+
+    @property
+    def num_lanes(self) -> int:
+        """Resources a phase may run on: every stage's dimensions, ``stage * num_dims + dim``."""
+        return self.num_stages * self.network.num_dims
+
+    def lane(self, collective: int, dim: int) -> int:
+        """The resource a phase of ``collective`` on dimension ``dim`` runs on: its stage's dimension
+        (``stage * num_dims + dim``; on one stage, ``dim``).
+        """
+        return self.collectives[collective].stage * self.network.num_dims + dim
+
+    @cached_property
+    def has_sends(self) -> bool:
+        """Whether a collective is a point-to-point send."""
+        return any(coll.kind is Kind.SEND for coll in self.collectives)
+
+    def stage_part(self, stage: int, issues: tuple[float, ...] | None = None) -> Instance | None:
+        """Stage ``stage``'s tasks alone, as a one-stage instance (``None`` if it has no collective):
+        dependencies on other stages dropped, each task issued no earlier than ``issues[t]`` (per task
+        of this instance, e.g. a lower bound on its release) where given. Its schedules are the
+        restrictions of this instance's, so a lower bound of it holds here.
+        """
+        index = self.task_index
+        mine = {t.id for t in self.tasks if t.stage == stage}
+        tasks: list[Task] = []
+        for task in self.tasks:
+            if task.stage != stage:
+                continue
+            issue = task.issue_ns if issues is None else max(task.issue_ns, issues[index[task.id]])
+            after = tuple(d for d in task.after if d.task in mine)
+            tasks.append(dataclasses.replace(task, stage=0, after=after, issue_ns=issue))
+        if not any(isinstance(t, Collective) for t in tasks):
+            return None
+        own = self.stage_npus[stage : stage + 1]
+        return Instance(self.network, tuple(tasks), f"{self.name}/stage{stage}", self.metadata, own)
 
     def where(self, task: Task) -> str:
         """The field path of ``task`` in errors: ``tasks[i] (id)``."""
@@ -828,6 +934,7 @@ def _find_cycle(preds: list[list[int]]) -> list[int]:
 
 
 __all__ = [
+    "COLLECTIVE_KINDS",
     "After",
     "Algorithm",
     "AllReducePhases",

@@ -43,6 +43,8 @@ def iteration_metrics(instance: Instance, schedule: Schedule) -> IterationMetric
         return None
     total = schedule.makespan
     compute = schedule.compute_busy_ns
+    if instance.num_stages > 1:  # the stage that ends last: its own compute (what ASTRA-sim 2.x reports for its NPUs)
+        compute = _last_stage_compute(instance, schedule)
     start = 0.0
     first = dict(instance.metadata).get("iteration_start")
     if first and first in instance.task_index:
@@ -54,4 +56,19 @@ def iteration_metrics(instance: Instance, schedule: Schedule) -> IterationMetric
     used = {d for c in range(len(instance.collectives)) for d in instance.active_dims[c]}
     rate = sum(dims[d].bytes_per_ns for d in used)
     traffic = sum(traffic_bytes(instance, c) for c in range(len(instance.collectives)))
+    rate *= instance.num_stages  # every stage's NPU moves its own traffic
     return IterationMetrics(total, total - start, compute, total - compute, traffic / rate / total if rate else 0.0)
+
+
+def _last_stage_compute(instance: Instance, schedule: Schedule) -> float:
+    """The compute time of the pipeline stage whose last task ends last."""
+    ends = [0.0] * instance.num_stages
+    compute = [0.0] * instance.num_stages
+    for entry in schedule.computes:
+        stage = instance.computes[entry.compute].stage
+        ends[stage] = max(ends[stage], entry.end_ns)
+        compute[stage] += entry.end_ns - entry.start_ns
+    for chunk in schedule.chunks:
+        stage = instance.collectives[chunk.collective].stage
+        ends[stage] = max(ends[stage], chunk.end_ns)
+    return compute[max(range(instance.num_stages), key=lambda s: (ends[s], -s))]

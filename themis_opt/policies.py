@@ -29,7 +29,7 @@ def baseline_order(instance: Instance, collective: int) -> tuple[int, ...]:
     match instance.collectives[collective].kind:
         case Kind.ALL_GATHER:
             return tuple(reversed(dims))
-        case Kind.ALL_REDUCE | Kind.REDUCE_SCATTER | Kind.ALL_TO_ALL:
+        case Kind.ALL_REDUCE | Kind.REDUCE_SCATTER | Kind.ALL_TO_ALL | Kind.SEND:
             return dims
         case _ as unreachable:
             assert_never(unreachable)
@@ -72,38 +72,46 @@ class ThemisTracker:
     it). As in ASTRA-sim, an all-gather's fallback takes the ascending order
     and charges the list reversed by position (the load of dimension
     D - 1 - i gets what dimension i carried). An all-to-all is never
-    reordered: it takes the baseline (ascending) order.
+    reordered: it takes the baseline (ascending) order, as does a send.
+
+    With several pipeline stages each stage has its own tracker state (its
+    NPU plans its own collectives on its own dimensions); ``waited`` is then
+    whether that stage's compute unit has waited for a collective.
     """
 
     def __init__(self, instance: Instance) -> None:
         self.instance = instance
-        self._entries: list[list[float]] = []  # [dimension, load]; the dimension stays an int
-        self._reset_at: float | None = None
+        # per stage: [dimension, load] entries (the dimension stays an int), and the last reset's time
+        self._state: dict[int, tuple[list[list[float]], float | None]] = {}
+        self._entries: list[list[float]] = []
 
     @property
     def fresh(self) -> bool:
         """Whether the tracker has planned nothing yet."""
-        return self._reset_at is None
+        return not self._state
 
     def plan(self, c: int, release_ns: float, waited: bool = False) -> list[tuple[int, ...]]:
         """The order of every chunk of collective ``c``, released at ``release_ns``
         (``waited``: the NPU has waited for a collective before).
         """
         dims = self.instance.network.dimensions
-        fresh = self._reset_at is None or release_ns != self._reset_at
-        if fresh and not waited:
-            self._entries = [[d, 0.0] for d in range(len(dims))]
-        self._reset_at = release_ns
+        stage = self.instance.collectives[c].stage
+        entries, reset_at = self._state.get(stage, ([], None))
+        fresh = reset_at is None or release_ns != reset_at
+        if not entries or (fresh and not waited):
+            entries = [[d, 0.0] for d in range(len(dims))]
+        self._entries = entries
         orders = self._plan(c)
         if fresh and waited:  # NPU 0 resets only now, after another NPU planned from the loads before
             self._entries = [[d, 0.0] for d in range(len(dims))]
+        self._state[stage] = (self._entries, release_ns)
         return orders
 
     def _plan(self, c: int) -> list[tuple[int, ...]]:
         instance = self.instance
         coll = instance.collectives[c]
         dims = instance.network.dimensions
-        if coll.kind is Kind.ALL_TO_ALL:
+        if coll.kind in (Kind.ALL_TO_ALL, Kind.SEND):
             return [baseline_order(instance, c)] * coll.chunks
         is_ag = coll.kind is Kind.ALL_GATHER
         active = instance.active_dims[c]

@@ -129,7 +129,7 @@ def result_summary(instance: Instance, result: Result) -> RenderableType:
         for col in ("dim", "size", "topology", "GB/s", "busy", "busy share"):
             dims.add_column(col, justify="right" if col not in ("dim", "topology") else "left")
         busy = result.schedule.busy_ns(instance.network.num_dims)
-        share = result.schedule.busy_share(instance.network.num_dims)
+        share = [v / instance.num_stages for v in result.schedule.busy_share(instance.network.num_dims)]
         for d, dim in enumerate(instance.network.dimensions):
             dims.add_row(
                 dim.name,
@@ -191,7 +191,8 @@ def comparison_table(instance: Instance, results: Sequence[Result]) -> Renderabl
         busy.add_column(dim.name, justify="right")
     for r in results:
         if r.schedule is not None:
-            busy.add_row(r.label, *(fmt_pct(v) for v in r.schedule.busy_share(instance.network.num_dims)))
+            shares = r.schedule.busy_share(instance.network.num_dims)
+            busy.add_row(r.label, *(fmt_pct(v / instance.num_stages) for v in shares))
     notes = [Text(f"note: {r.note}") for r in results if r.note]
     return Group(table, bounds_table(results), busy, *notes)
 

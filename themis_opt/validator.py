@@ -9,8 +9,10 @@ trusts nothing that the method producing the schedule computed. Rules:
    and out) with the cost model's durations (under ``local_bw_aware``, the
    baseline order may also run its last dimension as one all-reduce phase);
 4. its phases run in sequence, the first not before the collective's issue;
-5. no two phases on one dimension overlap;
-6. every compute task runs exactly once for its duration, one at a time;
+5. no two phases on one dimension overlap (with pipeline stages: on one
+   stage's dimension, each stage having its own);
+6. every compute task runs exactly once for its duration, one at a time
+   (per stage: each stage has its own compute unit);
 7. no task starts (a collective: any chunk's first phase) before its issue
    time, nor before each task it waits for has ended plus the lag (a
    collective ends with its last chunk's last phase), ends read from the
@@ -29,7 +31,7 @@ from themis_opt.cost import chunk_phases, merges
 from themis_opt.errors import counted
 from themis_opt.instance import Compute, Instance, Kind
 from themis_opt.policies import baseline_order
-from themis_opt.schedule import Phase, Schedule
+from themis_opt.schedule import ComputeSchedule, Phase, Schedule
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -121,21 +123,39 @@ def validate(instance: Instance, schedule: Schedule) -> list[str]:
                 )
     for cid in sorted(expected - seen):
         violations.append(f"collective {cid[0]} chunk {cid[1]}: missing from the schedule")
-    for d, entries in sorted(schedule.by_dimension().items()):
+    for (stage, d), entries in sorted(_by_lane(instance, schedule).items()):
         if d >= instance.network.num_dims:
             continue  # already reported as a phase on the wrong dimension
+        name = f"stage {stage} dim {d}" if instance.num_stages > 1 else f"dim {d}"
         capacity = instance.network.active_chunks
         if capacity > 1:
-            violations += _crowded(d, entries, capacity)
+            violations += _crowded(name, entries, capacity)
             continue
         for (prev, pc, pk), (cur, cc, ck) in zip(entries, entries[1:]):
             if not _before(prev.end_ns, cur.start_ns):
                 violations.append(
-                    f"dim {d}: collective {pc} chunk {pk} ({prev.start_ns:.6f}-{prev.end_ns:.6f} ns) overlaps "
+                    f"{name}: collective {pc} chunk {pk} ({prev.start_ns:.6f}-{prev.end_ns:.6f} ns) overlaps "
                     f"collective {cc} chunk {ck} ({cur.start_ns:.6f}-{cur.end_ns:.6f} ns)"
                 )
     violations += _compute_violations(instance, schedule, release)
     return violations
+
+
+def _by_lane(instance: Instance, schedule: Schedule) -> dict[tuple[int, int], list[tuple[Phase, int, int]]]:
+    """Per (stage, dimension), its phases as (phase, collective, chunk) by start time; a phase runs on its
+    collective's stage (one of no collective of the instance: stage 0, reported apart).
+    """
+    if instance.num_stages == 1:
+        return {(0, d): entries for d, entries in schedule.by_dimension().items()}
+    stages = [coll.stage for coll in instance.collectives]
+    lanes: dict[tuple[int, int], list[tuple[Phase, int, int]]] = {}
+    for chunk in schedule.chunks:
+        stage = stages[chunk.collective] if chunk.collective < len(stages) else 0
+        for phase in chunk.phases:
+            lanes.setdefault((stage, phase.dim), []).append((phase, chunk.collective, chunk.chunk))
+    for entries in lanes.values():
+        entries.sort(key=lambda e: (e[0].start_ns, e[0].end_ns, e[1], e[2]))
+    return lanes
 
 
 def _task_ends(instance: Instance, schedule: Schedule) -> list[float]:
@@ -165,8 +185,8 @@ def _releases(instance: Instance, schedule: Schedule) -> list[float]:
     ]
 
 
-def _crowded(d: int, entries: list[tuple[Phase, int, int]], capacity: int) -> list[str]:
-    """More than ``capacity`` phases at once on dimension ``d`` (``entries`` by start)."""
+def _crowded(name: str, entries: list[tuple[Phase, int, int]], capacity: int) -> list[str]:
+    """More than ``capacity`` phases at once on the dimension ``name`` (``entries`` by start)."""
     ends: list[float] = []  # the running phases' ends, least first
     for phase, c, k in entries:
         while ends and _before(ends[0], phase.start_ns):
@@ -174,7 +194,7 @@ def _crowded(d: int, entries: list[tuple[Phase, int, int]], capacity: int) -> li
         heapq.heappush(ends, phase.end_ns)
         if len(ends) > capacity:
             return [
-                f"dim {d}: collective {c} chunk {k} starts at {phase.start_ns:.6f} ns while {capacity} other "
+                f"{name}: collective {c} chunk {k} starts at {phase.start_ns:.6f} ns while {capacity} other "
                 f"phases run there (at most {capacity} at once)"
             ]
     return []
@@ -203,13 +223,19 @@ def _compute_violations(instance: Instance, schedule: Schedule, release: list[fl
             )
     for j in sorted(set(range(len(instance.computes))) - seen):
         violations.append(f"compute {j} ({instance.computes[j].id}): missing from the schedule")
-    runs = sorted(schedule.computes, key=lambda c: (c.start_ns, c.end_ns))
-    for prev, cur in zip(runs, runs[1:]):
-        if not _before(prev.end_ns, cur.start_ns):
-            violations.append(
-                f"compute unit: compute {prev.compute} ({prev.start_ns:.6f}-{prev.end_ns:.6f} ns) overlaps "
-                f"compute {cur.compute} ({cur.start_ns:.6f}-{cur.end_ns:.6f} ns)"
-            )
+    units: dict[int, list[ComputeSchedule]] = {}
+    for entry in schedule.computes:
+        if 0 <= entry.compute < len(instance.computes):
+            units.setdefault(instance.computes[entry.compute].stage, []).append(entry)
+    for stage, entries in sorted(units.items()):
+        unit = f"stage {stage} compute unit" if instance.num_stages > 1 else "compute unit"
+        runs = sorted(entries, key=lambda c: (c.start_ns, c.end_ns))
+        for prev, cur in zip(runs, runs[1:]):
+            if not _before(prev.end_ns, cur.start_ns):
+                violations.append(
+                    f"{unit}: compute {prev.compute} ({prev.start_ns:.6f}-{prev.end_ns:.6f} ns) overlaps "
+                    f"compute {cur.compute} ({cur.start_ns:.6f}-{cur.end_ns:.6f} ns)"
+                )
     return violations
 
 
@@ -219,7 +245,7 @@ def precedence_graph(instance: Instance, schedule: Schedule) -> nx.DiGraph:
     Nodes are phases ``(collective, chunk, position)``, compute tasks
     ``("compute", j)``, ``"source"`` and ``"sink"``; edges join consecutive
     phases of a chunk, consecutive phases on a dimension, consecutive compute
-    tasks, and a task's end (a collective: each chunk's last phase) to the
+    tasks (per stage), and a task's end (a collective: each chunk's last phase) to the
     start of each task that waits for it; each edge weighs the duration of its
     tail node (plus the dependency's lag). Edges from the source carry the
     task's issue time.
@@ -231,13 +257,15 @@ def precedence_graph(instance: Instance, schedule: Schedule) -> nx.DiGraph:
     graph.add_node("sink")
     heads: dict[str, list[tuple[object, float]]] = {}  # task id -> (first node, its issue)
     tails: dict[str, list[tuple[object, float]]] = {}  # task id -> (last node, its duration)
-    per_dim: dict[int, list[tuple[float, float, tuple[int, int, int]]]] = {}
+    per_dim: dict[int, list[tuple[float, float, tuple[int, int, int]]]] = {}  # per lane (a stage's dimension)
     for chunk in schedule.chunks:
         coll = instance.collectives[chunk.collective]
         nodes = [(chunk.collective, chunk.chunk, p) for p in range(len(chunk.phases))]
         for node, phase in zip(nodes, chunk.phases):
             graph.add_node(node, duration=phase.duration)
-            per_dim.setdefault(phase.dim, []).append((phase.start_ns, phase.end_ns, node))
+            per_dim.setdefault(instance.lane(chunk.collective, phase.dim), []).append(
+                (phase.start_ns, phase.end_ns, node)
+            )
         if nodes:
             heads.setdefault(coll.id, []).append((nodes[0], coll.issue_ns))
             tails.setdefault(coll.id, []).append((nodes[-1], chunk.phases[-1].duration))
@@ -250,8 +278,13 @@ def precedence_graph(instance: Instance, schedule: Schedule) -> nx.DiGraph:
         graph.add_node(unit, duration=entry.end_ns - entry.start_ns)
         heads.setdefault(compute.id, []).append((unit, compute.issue_ns))
         tails.setdefault(compute.id, []).append((unit, entry.end_ns - entry.start_ns))
-    for prev, cur in zip(runs, runs[1:]):
-        graph.add_edge(("compute", prev.compute), ("compute", cur.compute), weight=prev.end_ns - prev.start_ns)
+    last: dict[int, ComputeSchedule] = {}  # per stage, its compute unit's run before
+    for cur in runs:
+        stage = instance.computes[cur.compute].stage
+        prev = last.get(stage)
+        if prev is not None:
+            graph.add_edge(("compute", prev.compute), ("compute", cur.compute), weight=prev.end_ns - prev.start_ns)
+        last[stage] = cur
     for task in instance.tasks:
         for head, issue in heads.get(task.id, []):
             graph.add_edge("source", head, weight=issue)

@@ -19,6 +19,12 @@
 With several issue times, a dimension's load counts only the collectives
 issued at or after each issue time, added to that time.
 
+With several pipeline stages every bound but the critical path and the
+compute bound is the largest over the stages of that bound on the stage's
+tasks alone (:func:`stage_parts`: each issued at its earliest release in the
+whole graph); the critical path runs through the whole graph, sends at their
+durations, and the compute bound is taken per stage's compute unit.
+
 The LP is solved by GLOP, the integer program by SCIP and fill-and-drain by
 CP-SAT (all shipped with OR-Tools, imported only when a program runs); each
 bound is the solver's dual bound shrunk by a relative 1e-8 to cover float
@@ -61,6 +67,7 @@ from themis_opt.bounds.formulas import (
     load_variables,
     order_profiles,
     shortest_durations,
+    stage_parts,
     traffic_bytes,
 )
 from themis_opt.bounds.graph import jackson_bound, jackson_value, preemptive_makespan, resource_jobs
@@ -115,6 +122,7 @@ __all__ = [
     "shortest_durations",
     "solver_free_bounds",
     "solvers_loaded",
+    "stage_parts",
     "traffic_bytes",
 ]
 
@@ -193,6 +201,8 @@ def compute_bounds(
         The programs' shares of the time and their limits.
     """
     deadline = deadline or Deadline()
+    if instance.num_stages > 1:
+        return _stage_bounds(instance, deadline, full, memo, params)
     cheap = solver_free_bounds(instance, deadline)
     if not full or not load_programs_fit(instance, params):
         return cheap
@@ -230,3 +240,31 @@ def compute_bounds(
             memo[(instance, True)] = LoadSolution(plain.bound, plain.counts, optimal=False)
     fill_drain = max(ip or 0.0, fd.bound) if fd is not None else None
     return dataclasses.replace(cheap, lp=lp, ip=ip, fill_drain=fill_drain, fluid=fluid)
+
+
+def _stage_bounds(
+    instance: Instance, deadline: Deadline, full: bool, memo: Memo | None, params: BoundsParams
+) -> Bounds:
+    """The bounds of an instance of several pipeline stages: each load bound the largest over the stages'
+    parts (each part an equal share of the time left), the critical path and the compute bound of the whole.
+    """
+    parts = stage_parts(instance)
+    found = [
+        compute_bounds(part, deadline.share(1 / (len(parts) - n)), full=full, memo=memo, params=params)
+        for n, part in enumerate(parts)
+    ]
+
+    def largest(field: str) -> float | None:
+        values = [getattr(b, field) for b in found if getattr(b, field) is not None]
+        return max(values) if values else None
+
+    return Bounds(
+        ideal=largest("ideal") or 0.0,
+        lp=largest("lp"),
+        ip=largest("ip"),
+        fill_drain=largest("fill_drain"),
+        fluid=largest("fluid"),
+        critical_path=critical_path_bound(instance),
+        compute=compute_bound(instance),
+        least_busy=largest("least_busy"),
+    )

@@ -172,7 +172,7 @@ def _smallest_phases(instance: Instance, cls: ChunkClass) -> list[PhaseSpec]:
                 smallest = cls.chunk_bytes * n / npus
             case Op.ALL_GATHER | Op.ALL_REDUCE:
                 smallest = cls.chunk_bytes / npus
-            case Op.ALL_TO_ALL:
+            case Op.ALL_TO_ALL | Op.SEND:
                 smallest = float(cls.chunk_bytes)
             case _ as unreachable:
                 assert_never(unreachable)
@@ -481,26 +481,31 @@ def _least_busy(instance: Instance, releases: tuple[float, ...], costs: list[Cla
 
 def compute_bound(instance: Instance) -> float | None:
     """For every earliest release t of a compute task: t plus the work of the
-    compute tasks released no earlier (the compute unit runs one at a time);
+    compute tasks released no earlier (the compute unit runs one at a time;
+    with pipeline stages, of that task's stage: each has its own unit);
     ``None`` without compute tasks.
     """
     return _compute(instance, earliest_releases(instance))
 
 
 def _compute(instance: Instance, release: tuple[float, ...]) -> float | None:
-    """:func:`compute_bound` from per-task ``release``, by suffix sums: O(n log n)."""
-    work = sorted(
-        ((release[t], task.duration_ns) for t, task in enumerate(instance.tasks) if isinstance(task, Compute)),
-        reverse=True,
-    )
-    if not work:
+    """:func:`compute_bound` from per-task ``release``, each stage's compute unit apart, by suffix sums:
+    O(n log n).
+    """
+    by_stage: dict[int, list[tuple[float, float]]] = {}
+    for t, task in enumerate(instance.tasks):
+        if isinstance(task, Compute):
+            by_stage.setdefault(task.stage, []).append((release[t], task.duration_ns))
+    if not by_stage:
         return None
     best = 0.0
-    later = 0.0
-    for k, (r, d) in enumerate(work):
-        later += d
-        if k + 1 == len(work) or work[k + 1][0] != r:
-            best = max(best, r + later)
+    for work in by_stage.values():
+        work.sort(reverse=True)
+        later = 0.0
+        for k, (r, d) in enumerate(work):
+            later += d
+            if k + 1 == len(work) or work[k + 1][0] != r:
+                best = max(best, r + later)
     return best
 
 
@@ -512,8 +517,11 @@ def ideal_bound(instance: Instance) -> float:
     all-gather). With several collectives, for every release time t (a lower
     bound on when each collective may start), the traffic of the collectives
     released at or after t over the bandwidth of the dimensions they use,
-    plus t; the largest of these.
+    plus t; the largest of these. With pipeline stages, the largest over the
+    stages of each stage's alone (:func:`stage_parts`).
     """
+    if instance.num_stages > 1:
+        return max(ideal_bound(part) for part in stage_parts(instance))
     return _ideal(instance, collective_releases(instance), Deadline())
 
 
@@ -614,8 +622,24 @@ def load_variables(instance: Instance) -> int:
 
 
 def load_programs_fit(instance: Instance, params: BoundsParams = BOUNDS) -> bool:
-    """Whether the load programs are small enough to run (see ``params.max_load_variables``)."""
-    return load_variables(instance) <= params.max_load_variables
+    """Whether the load programs are small enough to run (see ``params.max_load_variables``); never on
+    several pipeline stages, whose dimensions are each stage's own (they run on each stage alone:
+    :func:`stage_parts`).
+    """
+    return instance.num_stages == 1 and load_variables(instance) <= params.max_load_variables
+
+
+def stage_parts(instance: Instance) -> list[Instance]:
+    """Each pipeline stage with a collective, as a one-stage instance of its tasks alone
+    (:meth:`~themis_opt.instance.Instance.stage_part`), every task issued no earlier than its earliest
+    release in the whole graph (:func:`earliest_releases`, which bounds it in every schedule). A valid
+    schedule restricted to a stage's tasks is a valid schedule of its part (the stages share no
+    resource, and the dependencies between them become these issue times, which it meets), so every
+    lower bound of a part is one of the instance.
+    """
+    releases = earliest_releases(instance)
+    parts = (instance.stage_part(s, releases) for s in range(instance.num_stages))
+    return [part for part in parts if part is not None]
 
 
 def _origin(instance: Instance) -> float:

@@ -17,7 +17,7 @@ from themis_opt.generator import FAMILIES
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.instance import Network
 
-_LLM_ONLY = ("tp", "ep", "dp", "data_parallel", "seq")
+_LLM_ONLY = ("tp", "ep", "dp", "data_parallel", "seq", "pp", "microbatches", "stage_dims")
 _ZOO_ONLY = ("model_parallel", "policy")
 _ZOO_SIZES = ("batch", "precision", "peak_tflops", "efficiency", "model_parallel")  # not a workload file's
 FIELDS = {  # the option types' fields -> this command's dests, or what stands for a field
@@ -25,6 +25,7 @@ FIELDS = {  # the option types' fields -> this command's dests, or what stands f
     "bytes_per_element": "precision",
     "mfu": "efficiency",
     "tp x ep x dp": "--tp x --ep x --dp",
+    "tp x ep x dp x pp": "--tp x --ep x --dp x --pp",
 }
 PRECISIONS = {"bf16": 2, "fp16": 2, "fp32": 4}  # bytes an element
 
@@ -60,8 +61,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--batch",
         type=int_in(1, 1_000_000),
         default=None,
-        help=f"zoo: samples per NPU (default {zoo.batch}); LLMs: sequences per data-parallel rank "
-        f"(default {llm.batch})",
+        help=f"zoo: samples per NPU (default {zoo.batch}); LLMs: sequences per data-parallel rank, a microbatch's "
+        f"with --microbatches (default {llm.batch})",
     )
     p.add_argument(
         "--precision",
@@ -104,6 +105,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         f"(default {llm.data_parallel})",
     )
     p.add_argument("--seq", type=int_in(1, 2**24), default=None, help="LLMs: tokens a sequence (default: the model's)")
+    p.add_argument(
+        "--pp",
+        type=int_in(1, 1024),
+        default=None,
+        help=f"LLMs: pipeline stages, each a stage of the instance, run 1F1B (default {llm.pp})",
+    )
+    p.add_argument(
+        "--microbatches",
+        type=int_in(1, 4096),
+        default=None,
+        help=f"LLMs: microbatches of --batch sequences a pass (default {llm.microbatches})",
+    )
+    p.add_argument(
+        "--stage-dims",
+        type=_dimension_list,
+        default=None,
+        help="LLMs: the dimensions the pipeline stages take, comma-separated (default: the outermost)",
+    )
     p.add_argument("--name", default=None, help="the instance's name (default: the model's)")
     out_option(p, "instance JSON file to write")
     p.set_defaults(handler=workload, fields=FIELDS)
@@ -114,6 +133,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--seed", type=SEED, default=0, help="random seed: the same seed, the same instances (default 0)")
     out_option(p, "folder to write the files to")
     p.set_defaults(handler=generate)
+
+
+def _dimension_list(text: str) -> tuple[int, ...]:
+    """``0,2`` as dimension indices."""
+    try:
+        dims = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be dimension indices separated by commas, got {text!r}") from None
+    if any(d < 0 for d in dims):
+        raise argparse.ArgumentTypeError(f"must be dimension indices >= 0, got {text!r}")
+    return dims
 
 
 def workload(args: argparse.Namespace, console: Console) -> int:
@@ -197,10 +227,13 @@ def _llm_workload(args: argparse.Namespace, console: Console, network: Network, 
             ("peak_tflops", args.peak_tflops),
             ("mfu", args.efficiency),
             ("passes", args.passes),
+            ("pp", args.pp),
+            ("microbatches", args.microbatches),
+            ("stage_dims", args.stage_dims),
         )
         if value is not None
     }
-    dp = args.dp if args.dp is not None else max(1, network.num_npus // (tp * ep))
+    dp = args.dp if args.dp is not None else max(1, network.num_npus // (tp * ep * (args.pp or 1)))
     layout = Layout(tp=tp, ep=ep, dp=dp, chunks=chunks, **given)  # type: ignore[arg-type]
     instance = llm_task_graph(LLMS[args.model], network, layout, name=args.name)
     save_instance(instance, args.out)

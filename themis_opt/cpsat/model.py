@@ -7,7 +7,8 @@ Model, in integer time (durations and issue times rounded *down* to a quantum):
 * each chunk has one interval per (dimension, operation) it runs; its size is
   the duration that the chosen order implies (it depends on which dimensions
   come before), and the chosen order chains the intervals;
-* each dimension is a no-overlap resource; no chunk starts before its issue;
+* each dimension is a no-overlap resource (with pipeline stages, each stage's
+  dimension, and each stage's compute unit); no chunk starts before its issue;
 * redundant: makespan >= least head + total load + least tail per dimension
   (without it the search proves little beyond a handful of chunks);
 * symmetry: chunks of one class are interchangeable, so their order indices
@@ -42,7 +43,6 @@ from typing import NamedTuple
 
 from ortools.sat.python import cp_model
 
-from themis_opt.bounds import collective_releases
 from themis_opt.budget import Deadline
 from themis_opt.cost import PhaseSpec, chunk_phases, collective_plan
 from themis_opt.instance import ChunkClass, Collective, Instance, Op
@@ -143,7 +143,7 @@ class CpsatModel:
         self.horizon = horizon
         self.deadline = deadline or Deadline()
         self.symmetric = symmetry
-        self.busy = busy or {}  # per dimension, (start, size) in quanta that other work holds (LNS)
+        self.busy = busy or {}  # per lane (a stage's dimension), (start, size) in quanta that other work holds (LNS)
         self.model = cp_model.CpModel()
         # per chunk class: each order's exact phases and rounded durations
         self.plans: dict[tuple[int, int], dict[Order, tuple[PhaseSpec, ...]]] = {}
@@ -176,7 +176,8 @@ class CpsatModel:
         self.start: list[dict[tuple[int, Op], cp_model.IntVar]] = []
         self.size: list[dict[tuple[int, Op], cp_model.IntVar]] = []
         self.end: list[dict[tuple[int, Op], cp_model.IntVar]] = []
-        self.intervals: list[list[cp_model.IntervalVar]] = [[] for _ in range(instance.network.num_dims)]
+        # per lane: a stage's dimension (stage * num_dims + dim; on one stage, the dimension)
+        self.intervals: list[list[cp_model.IntervalVar]] = [[] for _ in range(instance.num_lanes)]
         domains: dict[tuple[int, int], dict[tuple[int, Op], list[int]]] = {}
         for i, (c, k) in enumerate(instance.chunk_ids):
             self.deadline.check("cpsat model")
@@ -197,7 +198,9 @@ class CpsatModel:
                 start[dim, op] = m.new_int_var(0, horizon, f"s{tag}")
                 size[dim, op] = m.new_int_var_from_domain(cp_model.Domain.from_values(values), f"d{tag}")
                 end[dim, op] = m.new_int_var(0, horizon, f"e{tag}")
-                self.intervals[dim].append(m.new_interval_var(start[dim, op], size[dim, op], end[dim, op], f"i{tag}"))
+                self.intervals[instance.lane(c, dim)].append(
+                    m.new_interval_var(start[dim, op], size[dim, op], end[dim, op], f"i{tag}")
+                )
             self.start.append(start)
             self.size.append(size)
             self.end.append(end)
@@ -241,8 +244,11 @@ class CpsatModel:
                 self.model.add_no_overlap(intervals + held)
             elif intervals:
                 self.model.add_cumulative(intervals + held, [1] * (len(intervals) + len(held)), capacity)
-        if self.compute_intervals:
-            self.model.add_no_overlap(self.compute_intervals)
+        units: dict[int, list[cp_model.IntervalVar]] = {}  # per stage, its compute unit
+        for task, interval in zip(self.instance.computes, self.compute_intervals):
+            units.setdefault(task.stage, []).append(interval)
+        for intervals in units.values():
+            self.model.add_no_overlap(intervals)
 
     def _task_constraints(self) -> None:
         """Releases after issue times and dependencies (with lags), collective ends, the makespan."""
@@ -287,26 +293,75 @@ class CpsatModel:
         (without it the search proves little beyond a handful of chunks).
         """
         instance = self.instance
-        num_dims = instance.network.num_dims
-        least_head, least_tail = [self.horizon] * num_dims, [self.horizon] * num_dims
-        releases = [self.floor(r) for r in collective_releases(instance)]
+        lanes = instance.num_lanes
+        least_head, least_tail = [self.horizon] * lanes, [self.horizon] * lanes
+        releases = self._releases()
         for (c, _), plans in self.plans.items():
             for order in plans:
                 dur = self.rounded[(c, _, order)]
                 total, elapsed, seen = sum(dur), 0, set()
                 plan = plans[order]
                 for p, ph in enumerate(plan):
+                    lane = instance.lane(c, ph.dim)
                     if ph.dim not in seen:
                         seen.add(ph.dim)
-                        least_head[ph.dim] = min(least_head[ph.dim], releases[c] + elapsed)
+                        least_head[lane] = min(least_head[lane], releases[c] + elapsed)
                     elapsed += dur[p]
                     if all(q.dim != ph.dim for q in plan[p + 1 :]):
-                        least_tail[ph.dim] = min(least_tail[ph.dim], total - elapsed)
+                        least_tail[lane] = min(least_tail[lane], total - elapsed)
         capacity = instance.network.active_chunks
-        for d in range(num_dims):
+        for d in range(lanes):
             if self.intervals[d]:
-                sizes = [self.size[i][key] for i in range(len(self.size)) for key in self.size[i] if key[0] == d]
+                sizes = [
+                    self.size[i][key]
+                    for i, (c, _) in enumerate(instance.chunk_ids)
+                    for key in self.size[i]
+                    if instance.lane(c, key[0]) == d
+                ]
                 self.model.add(capacity * (self.makespan - least_head[d] - least_tail[d]) >= sum(sizes))
+
+    def _releases(self) -> list[int]:
+        """Per collective, a lower bound on its release in the model's own time: its issue time and each
+        dependency's least release plus least duration plus lag, each rounded down as the model rounds
+        it (the exact earliest release rounded down may exceed it: a sum of rounded-down durations can
+        be less than the rounded-down sum, so it would cut off solutions of the rounded model).
+        """
+        instance = self.instance
+        index = instance.task_index
+        least = [0] * len(instance.collectives)
+        for (c, nbytes), plans in self.plans.items():
+            least[c] = max(least[c], min(sum(self.rounded[(c, nbytes, order)]) for order in plans))
+        durations, c = [], 0
+        for task in instance.tasks:
+            if isinstance(task, Collective):
+                durations.append(least[c])
+                c += 1
+            else:
+                durations.append(self.floor(task.duration_ns))
+        release: list[int | None] = [None] * len(instance.tasks)
+        for root in range(len(instance.tasks)):  # depth first, each task after the tasks it waits for
+            stack = [root]
+            while stack:
+                t = stack[-1]
+                if release[t] is not None:
+                    stack.pop()
+                    continue
+                deps = [index[d.task] for d in instance.tasks[t].after]
+                waiting = [p for p in deps if release[p] is None]
+                if waiting:
+                    stack += waiting
+                    continue
+                stack.pop()
+                release[t] = max(
+                    [
+                        self.floor(instance.tasks[t].issue_ns),
+                        *(
+                            release[p] + durations[p] + self.floor(d.lag_ns)  # type: ignore[operator]
+                            for p, d in zip(deps, instance.tasks[t].after)
+                        ),
+                    ]
+                )
+        return [release[t] for t, task in enumerate(instance.tasks) if isinstance(task, Collective)]  # type: ignore[misc]
 
     def _symmetry_constraints(self) -> None:
         """Chunks of one class are interchangeable: order indices do not
@@ -412,8 +467,10 @@ class CpsatModel:
         """The exactly re-timed schedule of the solution ``value`` reads."""
         orders, starts = self.solution(value)
         entries: dict[int, list[tuple[int, int, int]]] = {}
+        ids = self.instance.chunk_ids
         for start in starts:
-            entries.setdefault(start.dim, []).append((start.at, start.chunk, start.phase))
+            lane = self.instance.lane(ids[start.chunk][0], start.dim)
+            entries.setdefault(lane, []).append((start.at, start.chunk, start.phase))
         sequences = {d: [(i, p) for _, i, p in sorted(seq)] for d, seq in entries.items()}
         computes = sorted(range(len(self.instance.computes)), key=lambda j: (value(self.compute_start[j]), j))
         return retime(self.instance, orders, sequences, computes)

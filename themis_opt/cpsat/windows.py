@@ -108,7 +108,7 @@ def _solve_window(
         outside = [task_end[d.task] + d.lag_ns for d in coll.after if d.task not in in_window]
         inside = tuple(d for d in coll.after if d.task in in_window)
         sub_tasks.append(dataclasses.replace(coll, issue_ns=max([coll.issue_ns, *outside]), after=inside))
-    sub = Instance(instance.network, tuple(sub_tasks), f"{instance.name}-window")
+    sub = Instance(instance.network, tuple(sub_tasks), f"{instance.name}-window", stage_npus=instance.stage_npus)
     quantum = default_quantum(incumbent.makespan, params)
     horizon = math.ceil(incumbent.makespan / quantum) + 2
     busy: dict[int, list[tuple[int, int]]] = {}
@@ -121,7 +121,7 @@ def _solve_window(
             start = math.floor(phase.start_ns / quantum)
             size = math.floor(phase.end_ns / quantum) - start
             if size > 0:
-                busy.setdefault(phase.dim, []).append((start, size))
+                busy.setdefault(instance.lane(chunk.collective, phase.dim), []).append((start, size))
     share = deadline.share(params.window_share)
     horizon += max((start + size for held in busy.values() for start, size in held), default=0)
     try:
@@ -150,13 +150,15 @@ def _solve_window(
         if chunk.collective in window:
             continue
         for p, phase in enumerate(chunk.phases):
-            entries.setdefault(phase.dim, []).append((phase.start_ns, index[(chunk.collective, chunk.chunk)], p))
+            lane = instance.lane(chunk.collective, phase.dim)
+            entries.setdefault(lane, []).append((phase.start_ns, index[(chunk.collective, chunk.chunk)], p))
     found, starts = model.solution(solver.value)
     for (c, k), order in found.items():
         orders[(chosen[c], k)] = order
     for begin in starts:
         c, k = sub.chunk_ids[begin.chunk]
-        entries.setdefault(begin.dim, []).append((begin.at * quantum, index[(chosen[c], k)], begin.phase))
+        lane = instance.lane(chosen[c], begin.dim)
+        entries.setdefault(lane, []).append((begin.at * quantum, index[(chosen[c], k)], begin.phase))
     sequences = {d: [(i, p) for _, i, p in sorted(seq)] for d, seq in entries.items()}
     try:
         return retime(instance, orders, sequences, compute_sequence_of(incumbent))

@@ -179,7 +179,7 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
         except InputError as error:  # version 1 names a collective by its place in "collectives"
             path = re.sub(r"^tasks\[(\d+)\] \(c\d+\)", r"collectives[\1]", error.path)
             raise InputError(re.sub(r"^tasks\b", "collectives", path), error.problem) from None
-    data = _header(data, INSTANCE_FORMAT, {"network", "tasks"}, {"name", "metadata"})
+    data = _header(data, INSTANCE_FORMAT, {"network", "tasks"}, {"name", "metadata", "stage_npus"})
     network = _network(data["network"])
     tasks: list[Task] = []
     for i, raw in enumerate(_list(data["tasks"], "tasks")):
@@ -187,7 +187,7 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
         if not isinstance(raw, dict):
             raise InputError(where, f"must be an object, got {_kind(raw)}")
         if raw.get("kind") == "compute":
-            raw = _object(raw, where, {"id", "kind", "duration_ns"}, {"issue_ns", "after"})
+            raw = _object(raw, where, {"id", "kind", "duration_ns"}, {"issue_ns", "after", "stage"})
             where = f"{where} ({raw['id']})" if isinstance(raw["id"], str) else where
             tasks.append(
                 _build(
@@ -197,6 +197,7 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
                     raw["id"],
                     raw.get("issue_ns", 0.0),
                     _after(raw.get("after", []), f"{where}.after"),
+                    raw.get("stage", 0),
                 )
             )
         else:
@@ -206,7 +207,13 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
         if not isinstance(value, str):
             raise InputError(f"metadata.{key}", f"must be a string, got {_kind(value)}")
     instance: Instance = _build(
-        "", Instance, network, tuple(tasks), data.get("name", default_name), tuple(sorted(metadata.items()))
+        "",
+        Instance,
+        network,
+        tuple(tasks),
+        data.get("name", default_name),
+        tuple(sorted(metadata.items())),
+        tuple(_list(data.get("stage_npus", []), "stage_npus")),
     )
     return instance
 
@@ -291,7 +298,7 @@ def _collective(raw: Any, where: str, *, version: int) -> Collective:
             raw,
             where,
             {"id", "kind", "size_bytes", "chunks"},
-            {"issue_ns", "dimensions", "priority", "after", "chunk_bytes", "group"},
+            {"issue_ns", "dimensions", "priority", "after", "chunk_bytes", "group", "stage"},
         )
         if isinstance(raw["id"], str):
             where = f"{where} ({raw['id']})"
@@ -311,6 +318,7 @@ def _collective(raw: Any, where: str, *, version: int) -> Collective:
         _after(raw.get("after", []), f"{where}.after"),
         raw.get("chunk_bytes"),
         tuple(_list(raw.get("group", []), f"{where}.group")),
+        raw.get("stage", 0),
     )
     return collective
 
@@ -361,6 +369,7 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
                     "duration_ns": _num(task.duration_ns),
                     "issue_ns": _num(task.issue_ns),
                     "after": after,
+                    **({"stage": task.stage} if task.stage else {}),
                 }
             )
             continue
@@ -376,6 +385,7 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
                 "after": after,
                 **({"chunk_bytes": task.chunk_bytes} if task.chunk_bytes != task.size_bytes // task.chunks else {}),
                 **({"group": list(task.group)} if task.group else {}),
+                **({"stage": task.stage} if task.stage else {}),
             }
         )
     network = instance.network
@@ -400,6 +410,7 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
             "dimensions": [_dimension_to_dict(dim) for dim in network.dimensions],
         },
         "tasks": tasks,
+        **({"stage_npus": list(instance.stage_npus)} if instance.stage_npus else {}),
         **({"metadata": dict(instance.metadata)} if instance.metadata else {}),
     }
 

@@ -25,8 +25,8 @@ SEARCH = SearchParams()  # the defaults
 
 
 def sequences_searchable(instance: Instance) -> bool:
-    """Whether :func:`improve_sequences` handles ``instance``: collectives only, no dependencies."""
-    return not instance.is_task_graph
+    """Whether :func:`improve_sequences` handles ``instance``: collectives only, no dependencies, one stage."""
+    return not instance.is_task_graph and instance.num_stages == 1
 
 
 class _Sequences:

@@ -59,6 +59,8 @@ def _kind_code(kind: Kind) -> int:
             return 2
         case Kind.ALL_TO_ALL:
             return 3
+        case Kind.SEND:
+            raise ValueError("the core runs no sends: they run in Python (sim.dispatch.core_runs)")
         case _ as unreachable:
             assert_never(unreachable)
 

@@ -23,10 +23,17 @@ Engine = Literal["auto", "core", "python"]
 
 
 def core_runs(instance: Instance, orders: Orders | Planner, engine: Engine) -> tuple[bool, Orders | None]:
-    """Whether the compiled core runs ``orders`` under ``engine``, and the orders it takes (``None``: a planner)."""
+    """Whether the compiled core runs ``orders`` under ``engine``, and the orders it takes (``None``: a planner).
+
+    The core runs one stage without sends: an instance with pipeline stages or sends runs in Python.
+    """
     if engine == "python" or not core.available():
         if engine == "core":
             raise RuntimeError("the compiled simulator core is not available")
+        return False, None
+    if instance.num_stages > 1 or instance.has_sends:
+        if engine == "core":
+            raise RuntimeError("the compiled simulator core runs one stage without sends")
         return False, None
     if not callable(orders):
         return True, orders

@@ -35,6 +35,11 @@ so a run costs O(P log P) for P phases.
 
 Orders are either fixed per chunk (a mapping) or chosen by a planner when a
 collective is released (Themis plans then, from the loads so far).
+
+With several pipeline stages every stage has its own dimensions and its own
+compute unit: a phase runs on its collective's stage's dimension (the lane
+``stage * num_dims + dim``), a compute task on its stage's unit, and the
+rules above hold per lane and per unit.
 """
 
 from __future__ import annotations
@@ -228,6 +233,7 @@ def run_python(
     collectives = instance.collectives
     ids = instance.chunk_ids
     num_dims = instance.network.num_dims
+    num_lanes = instance.num_lanes
     index = instance.task_index
     # task -> (is collective, collective or compute index)
     kind_of: list[tuple[bool, int]] = []
@@ -249,18 +255,21 @@ def run_python(
         first_chunk[c] = first_chunk[c - 1] + collectives[c - 1].chunks
     left = [coll.chunks for coll in collectives]
     priority = [coll.priority for coll in collectives]
+    lane0 = [collectives[c].stage * num_dims for c, _ in ids]  # each chunk's stage's first lane
+    compute_stage = [task.stage for task in instance.computes]
+    num_stages = instance.num_stages
 
     plan: list[tuple[PhaseSpec, ...]] = [()] * len(ids)
     chosen: dict[tuple[int, int], tuple[int, ...]] = {}
     starts: list[list[float]] = [[] for _ in ids]
     compute_starts = [0.0] * len(instance.computes)
     next_phase = [0] * len(ids)
-    fifo: list[list[tuple[int, int, int]]] = [[] for _ in range(num_dims)]
-    scf: list[ScfQueue] = [ScfQueue() for _ in range(num_dims)]
-    busy = [0] * num_dims  # phases running on each dimension
+    fifo: list[list[tuple[int, int, int]]] = [[] for _ in range(num_lanes)]
+    scf: list[ScfQueue] = [ScfQueue() for _ in range(num_lanes)]
+    busy = [0] * num_lanes  # phases running on each stage's dimension
     capacity = instance.network.active_chunks
-    compute_busy = False
-    compute_ready: list[int] = []
+    compute_busy = [False] * num_stages
+    compute_ready: list[list[int]] = [[] for _ in range(num_stages)]
     seq = 0
     events: list[tuple[float, int, int, int]] = [
         (earliest[t], _RELEASE, t, 0) for t in range(len(tasks)) if not pending[t]
@@ -268,7 +277,7 @@ def run_python(
     heapq.heapify(events)
     now = 0.0
     held_by_collective = [False] * len(tasks)  # released by a collective's end (it waited for one)
-    waited = False  # the compute unit has waited for a collective
+    waited = [False] * num_stages  # each stage's compute unit has waited for a collective
 
     def end_task(t: int) -> None:
         for dependent, lag in successors[t]:
@@ -281,7 +290,9 @@ def run_python(
 
     def release(c: int) -> list[int]:
         coll = collectives[c]
-        planned = orders(c, now, waited) if callable(orders) else [orders[(c, k)] for k in range(coll.chunks)]
+        planned = (
+            orders(c, now, waited[coll.stage]) if callable(orders) else [orders[(c, k)] for k in range(coll.chunks)]
+        )
         chunks = []
         for k, order in enumerate(planned):
             order = tuple(order)
@@ -301,7 +312,7 @@ def run_python(
         p = next_phase[i]
         return p > 0 and plan[i][p - 1].dim == plan[i][p].dim
 
-    def start_head(d: int) -> None:
+    def start_head(d: int) -> None:  # d: a lane (stage * num_dims + dimension)
         if busy[d] >= capacity:
             return
         if intra is Intra.FIFO:
@@ -338,14 +349,14 @@ def run_python(
                     if not left[c]:
                         end_task(task_of_coll[c])
             elif what == _COMPUTE_DONE:
-                compute_busy = False
+                compute_busy[compute_stage[a]] = False
                 end_task(task_of_compute[a])
             else:
                 is_coll, n = kind_of[a]
                 if is_coll:
                     arrivals += release(n)
                 else:
-                    heapq.heappush(compute_ready, n)
+                    heapq.heappush(compute_ready[compute_stage[n]], n)
         # (collective, chunk) order, except that a chunk going on on the dimension it frees goes first:
         # ASTRA-sim queues its next phase there before that dimension picks the next one
         for i in sorted(
@@ -355,23 +366,25 @@ def run_python(
             p = next_phase[i]
             spec = plan[i][p]
             c = ids[i][0]
+            lane = lane0[i] + spec.dim
             if intra is Intra.FIFO:
-                heapq.heappush(fifo[spec.dim], (-priority[c], seq, i))
+                heapq.heappush(fifo[lane], (-priority[c], seq, i))
                 seq += 1
-            elif spec.op in (Op.ALL_TO_ALL, Op.ALL_REDUCE):
-                scf[spec.dim].insert_before_lower_rank(priority[c], max(spec.bytes_in, spec.bytes_out), i)
+            elif spec.op in (Op.ALL_TO_ALL, Op.ALL_REDUCE, Op.SEND):
+                scf[lane].insert_before_lower_rank(priority[c], max(spec.bytes_in, spec.bytes_out), i)
             elif p == len(plan[i]) - 2:  # second-to-last: exactly one phase after it
-                scf[spec.dim].append(max(spec.bytes_in, spec.bytes_out), i, priority[c])
+                scf[lane].append(max(spec.bytes_in, spec.bytes_out), i, priority[c])
             else:
-                scf[spec.dim].insert_before_ge(max(spec.bytes_in, spec.bytes_out), i, priority[c])
-            start_head(spec.dim)  # an idle dimension starts at once
+                scf[lane].insert_before_ge(max(spec.bytes_in, spec.bytes_out), i, priority[c])
+            start_head(lane)  # an idle dimension starts at once
         # an idle dimension has an empty queue (arrivals start theirs at once): only freed ones may start
         for d in sorted(freed):
             start_head(d)
-        if not compute_busy and compute_ready:
-            j = heapq.heappop(compute_ready)
-            waited = waited or held_by_collective[task_of_compute[j]]
-            compute_starts[j] = now
-            compute_busy = True
-            heapq.heappush(events, (now + instance.computes[j].duration_ns, _COMPUTE_DONE, j, 0))
+        for stage in range(num_stages):
+            if not compute_busy[stage] and compute_ready[stage]:
+                j = heapq.heappop(compute_ready[stage])
+                waited[stage] = waited[stage] or held_by_collective[task_of_compute[j]]
+                compute_starts[j] = now
+                compute_busy[stage] = True
+                heapq.heappush(events, (now + instance.computes[j].duration_ns, _COMPUTE_DONE, j, 0))
     return now, functools.partial(build_schedule, instance, chosen, plan, starts, compute_starts)

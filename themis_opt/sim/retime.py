@@ -2,7 +2,10 @@
 
 CP-SAT's and the sequence search's answers are sequences per dimension; these
 functions turn them into timed schedules (left-shifted: nothing can start
-earlier without changing a sequence).
+earlier without changing a sequence). With pipeline stages a sequence is per
+stage's dimension, keyed by its lane ``stage * num_dims + dim``
+(:meth:`~themis_opt.instance.Instance.lane`), and the compute sequence is
+followed per stage.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from themis_opt.sim.engine import build_schedule, phase_plan
 
 
 def sequences_of(instance: Instance, schedule: Schedule) -> dict[int, list[tuple[int, int]]]:
-    """Per dimension, the phases of ``schedule`` by start time, as
+    """Per dimension (per lane: a stage's dimension), the phases of ``schedule`` by start time, as
     (chunk index in ``instance.chunk_ids``, phase position in the chunk).
     """
     index = {cid: i for i, cid in enumerate(instance.chunk_ids)}
@@ -27,7 +30,9 @@ def sequences_of(instance: Instance, schedule: Schedule) -> dict[int, list[tuple
     for chunk in schedule.chunks:
         i = index[(chunk.collective, chunk.chunk)]
         for p, phase in enumerate(chunk.phases):
-            entries.setdefault(phase.dim, []).append((phase.start_ns, phase.end_ns, i, p))
+            entries.setdefault(instance.lane(chunk.collective, phase.dim), []).append(
+                (phase.start_ns, phase.end_ns, i, p)
+            )
     return {d: [(i, p) for _, _, i, p in sorted(seq)] for d, seq in entries.items()}
 
 
@@ -56,10 +61,12 @@ def left_shift(
     orders
         Each chunk's order, keyed by (collective, chunk).
     sequences
-        Per dimension, the phases it serves in that order, each as
-        (chunk index in ``instance.chunk_ids``, phase position in the chunk).
+        Per dimension (per lane, with stages), the phases it serves in that
+        order, each as (chunk index in ``instance.chunk_ids``, phase position
+        in the chunk).
     compute_sequence
-        The compute tasks (indices) in the order the compute unit runs them.
+        The compute tasks (indices) in the order the compute unit runs them
+        (with stages: each stage's unit runs its own in this order).
     durations, compute_durations, issues, lags
         Per chunk the duration of each phase, per compute task its duration,
         per task its issue time and the lag of each of its dependencies, all
@@ -104,7 +111,7 @@ def left_shift(
     lane_of: dict[int, int] = {}  # with several phases at once: a phase node's dimension
     for d, seq in sequences.items():
         for pos, (i, p) in enumerate(seq):
-            if not (0 <= i < len(ids) and 0 <= p < len(plan[i])) or plan[i][p].dim != d:
+            if not (0 <= i < len(ids) and 0 <= p < len(plan[i])) or instance.lane(ids[i][0], plan[i][p].dim) != d:
                 raise InputError(f"sequences[{d}][{pos}]", f"no phase ({i}, {p}) runs on dimension {d}")
             if seen_phase[offset[i] + p]:
                 raise InputError(f"sequences[{d}][{pos}]", f"phase ({i}, {p}) is sequenced twice")
@@ -121,8 +128,12 @@ def left_shift(
         raise InputError("sequences", f"must sequence all {phases} phases, got {sum(seen_phase)}")
     if sorted(compute_sequence) != list(range(computes)):
         raise InputError("compute_sequence", f"must list every compute task once, got {list(compute_sequence)}")
-    for a, b in zip(compute_sequence, compute_sequence[1:]):
-        succ[phases + a].append((phases + b, 0.0))
+    before: dict[int, int] = {}  # per stage, the compute task its unit ran last
+    for b in compute_sequence:
+        stage = instance.computes[b].stage
+        if stage in before:
+            succ[phases + before[stage]].append((phases + b, 0.0))
+        before[stage] = b
     for i, (c, _) in enumerate(ids):
         for p in range(len(plan[i])):
             length[offset[i] + p] = dur[i][p]

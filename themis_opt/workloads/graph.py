@@ -22,9 +22,9 @@ class TaskGraph:
 
     tasks: list[Task] = field(default_factory=list)
 
-    def compute(self, task_id: str, duration_ns: float, after: Sequence[After | str] = ()) -> str:
-        """Add a compute task; returns its id."""
-        self.tasks.append(Compute(duration_ns, task_id, after=_after(after)))
+    def compute(self, task_id: str, duration_ns: float, after: Sequence[After | str] = (), *, stage: int = 0) -> str:
+        """Add a compute task (on ``stage``'s compute unit); returns its id."""
+        self.tasks.append(Compute(duration_ns, task_id, after=_after(after), stage=stage))
         return task_id
 
     def collective(
@@ -38,9 +38,10 @@ class TaskGraph:
         *,
         priority: int = 0,
         chunk_bytes: int | None = None,
+        stage: int = 0,
     ) -> str:
-        """Add a collective; returns its id. ``chunk_bytes``: every chunk's size but the last's, where it is
-        not ``size_bytes // chunks``.
+        """Add a collective (on ``stage``'s dimensions); returns its id. ``chunk_bytes``: every chunk's size
+        but the last's, where it is not ``size_bytes // chunks``.
         """
         self.tasks.append(
             Collective(
@@ -52,10 +53,26 @@ class TaskGraph:
                 priority=priority,
                 after=_after(after),
                 chunk_bytes=chunk_bytes,  # type: ignore[arg-type]  # None: the instance's default cut
+                stage=stage,
             )
         )
         return task_id
 
-    def instance(self, network: Network, name: str, metadata: tuple[tuple[str, str], ...] = ()) -> Instance:
-        """The instance of the tasks so far on ``network``."""
-        return Instance(network, tuple(self.tasks), name, metadata)
+    def send(
+        self, task_id: str, size_bytes: int, src: int, dst: int, after: Sequence[After | str] = (), *, stage: int = 0
+    ) -> str:
+        """Add a send of ``size_bytes`` from NPU ``src`` (``stage``'s) to NPU ``dst``; returns its id."""
+        self.tasks.append(
+            Collective(Kind.SEND, size_bytes, 1, id=task_id, after=_after(after), group=(src, dst), stage=stage)
+        )
+        return task_id
+
+    def instance(
+        self,
+        network: Network,
+        name: str,
+        metadata: tuple[tuple[str, str], ...] = (),
+        stage_npus: tuple[int, ...] = (),
+    ) -> Instance:
+        """The instance of the tasks so far on ``network`` (``stage_npus``: with pipeline stages)."""
+        return Instance(network, tuple(self.tasks), name, metadata, stage_npus)

@@ -35,7 +35,24 @@ on a network and writes one training iteration (or several) as a task graph:
   time = FLOPs / (peak x MFU).
 
 The next pass starts when the last one's gradients are all reduced (its
-optimizer step). Pipeline parallelism (point-to-point sends) is not modelled.
+optimizer step).
+
+**Pipeline parallelism** (``pp`` stages, ``microbatches`` of ``batch``
+sequences each): the stages take the outermost dimensions (or
+``stage_dims``), the other groups the rest, innermost first; the blocks are
+shared out in order (the first stages take one more where they do not
+divide), the embeddings go with the first stage, the final norm and the
+output layer with the last. Each stage is a pipeline stage of the instance
+(its NPU: coordinate 0 outside the stage dimensions) and runs the 1F1B
+schedule: ``pp - s - 1`` warm-up forwards (at most ``microbatches``), then
+one forward and one backward in turn, then the cool-down backwards, each
+after the one before; a microbatch's activations go to the next stage and
+its activation gradients to the stage before as sends of batch x sequence x
+hidden x bytes, each forward waiting for its activations and each backward
+for its gradients. A stage all-reduces its gradients in DDP buckets as the
+last microbatch's backward makes them. FSDP with pipeline stages or
+microbatches is not modelled; a tied output layer's gradients are not
+exchanged between the first and last stage.
 """
 
 from __future__ import annotations
@@ -205,6 +222,14 @@ class Layout:
         Training iterations.
     chunks
         Chunks per collective.
+    pp
+        Pipeline stages.
+    microbatches
+        Microbatches of ``batch`` sequences a pass (1F1B with pipeline
+        stages, gradient accumulation without).
+    stage_dims
+        The dimensions the pipeline stages take (``None``: the outermost
+        whose sizes multiply to ``pp``).
     """
 
     tp: int = 1
@@ -218,9 +243,12 @@ class Layout:
     mfu: float = 0.4
     passes: int = 1
     chunks: int = 4
+    pp: int = 1
+    microbatches: int = 1
+    stage_dims: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
-        for name in ("tp", "ep", "dp", "batch", "passes", "chunks"):
+        for name in ("tp", "ep", "dp", "batch", "passes", "chunks", "pp", "microbatches"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(name, f"must be an integer >= 1, got {value!r}")
@@ -234,14 +262,84 @@ class Layout:
             raise InputError("peak_tflops", f"must be a number > 0, got {self.peak_tflops!r}")
         if not (math.isfinite(self.mfu) and 0 < self.mfu <= 1):
             raise InputError("mfu", f"must be in (0, 1], got {self.mfu!r}")
+        if self.stage_dims is not None:
+            if not isinstance(self.stage_dims, (tuple, list)) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in self.stage_dims
+            ):
+                raise InputError("stage_dims", f"must be dimension indices, got {self.stage_dims!r}")
+            if len(set(self.stage_dims)) != len(self.stage_dims):
+                raise InputError("stage_dims", f"names a dimension twice: {list(self.stage_dims)}")
+            object.__setattr__(self, "stage_dims", tuple(sorted(self.stage_dims)))
+        if self.data_parallel == "fsdp" and (self.pp > 1 or self.microbatches > 1):
+            raise InputError("data_parallel", "fsdp with pipeline stages or microbatches is not modelled: use ddp")
+
+    @property
+    def pipelined(self) -> bool:
+        """Whether a pass runs microbatches (pipeline stages, or gradient accumulation)."""
+        return self.pp > 1 or self.microbatches > 1
 
     def ns(self, flops: float) -> float:
         """Compute time of ``flops`` floating-point operations, ns (1 TFLOP/s is 1e3 FLOPs a ns)."""
         return flops / (self.peak_tflops * 1e3 * self.mfu)
 
 
+def stage_dims(network: Network, layout: Layout) -> tuple[int, ...]:
+    """The dimensions the pipeline stages take: ``layout.stage_dims``, or the outermost whose sizes
+    multiply to ``pp`` (none for one stage).
+
+    Raises
+    ------
+    InputError
+        If they do not multiply to ``pp``, or name a dimension the network does not have.
+    """
+    sizes = [d.size for d in network.dimensions]
+    shape = "x".join(map(str, sizes))
+    if layout.stage_dims is not None:
+        outside = [d for d in layout.stage_dims if d >= len(sizes)]
+        if outside:
+            raise InputError("stage_dims", f"names dimension {outside[0]}, but the network has {len(sizes)}")
+        product = math.prod(sizes[d] for d in layout.stage_dims)
+        if product != layout.pp:
+            raise InputError(
+                "stage_dims", f"dimensions {list(layout.stage_dims)} of {shape} hold {product} NPUs, not pp {layout.pp}"
+            )
+        return layout.stage_dims
+    if layout.pp == 1:
+        return ()
+    dims: list[int] = []
+    product = 1
+    for d in reversed(range(len(sizes))):
+        if product >= layout.pp:
+            break
+        product *= sizes[d]
+        dims.append(d)
+    if product != layout.pp:
+        raise InputError(
+            "pp",
+            f"{layout.pp} stages are not a product of whole outermost dimensions of {shape} "
+            "(give the stage dimensions)",
+        )
+    return tuple(sorted(dims))
+
+
+def stage_npus(network: Network, dims: tuple[int, ...]) -> tuple[int, ...]:
+    """Per pipeline stage, its NPU: coordinate 0 outside ``dims``, the stage's index (innermost
+    fastest) within them.
+    """
+    strides = [math.prod(d.size for d in network.dimensions[:k]) for k in range(network.num_dims)]
+    npus = []
+    for stage in range(math.prod(network.dimensions[d].size for d in dims)):
+        npu = 0
+        for d in dims:
+            stage, at = divmod(stage, network.dimensions[d].size)
+            npu += at * strides[d]
+        npus.append(npu)
+    return tuple(npus)
+
+
 def group_dims(network: Network, layout: Layout) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """The tensor-, expert- and data-parallel groups' dimensions, innermost first.
+    """The tensor-, expert- and data-parallel groups' dimensions, innermost first, among the dimensions
+    the pipeline stages leave (:func:`stage_dims`).
 
     Raises
     ------
@@ -250,26 +348,35 @@ def group_dims(network: Network, layout: Layout) -> tuple[tuple[int, ...], tuple
         product of whole consecutive dimensions.
     """
     sizes = [d.size for d in network.dimensions]
-    total = layout.tp * layout.ep * layout.dp
+    total = layout.tp * layout.ep * layout.dp * layout.pp
     if total != math.prod(sizes):
+        if layout.pp > 1:
+            raise InputError(
+                "tp x ep x dp x pp",
+                f"{layout.tp} x {layout.ep} x {layout.dp} x {layout.pp} = {total}, "
+                f"but the network has {math.prod(sizes)} NPUs",
+            )
         raise InputError(
             "tp x ep x dp",
             f"{layout.tp} x {layout.ep} x {layout.dp} = {total}, but the network has {math.prod(sizes)} NPUs",
         )
+    staged = stage_dims(network, layout)
+    left = [d for d in range(len(sizes)) if d not in staged]
     groups: list[tuple[int, ...]] = []
     at = 0
     for name, size in (("tp", layout.tp), ("ep", layout.ep), ("dp", layout.dp)):
         dims: list[int] = []
         product = 1
-        while product < size and at < len(sizes):
-            product *= sizes[at]
-            dims.append(at)
+        start = left[at] if at < len(left) else len(sizes)
+        while product < size and at < len(left):
+            product *= sizes[left[at]]
+            dims.append(left[at])
             at += 1
         if product != size:
             raise InputError(
                 name,
                 f"a group of {size} NPUs is not a product of whole consecutive dimensions of "
-                f"{'x'.join(map(str, sizes))} (from dimension {dims[0] if dims else at})",
+                f"{'x'.join(map(str, sizes))} (from dimension {start})",
             )
         groups.append(tuple(dims))
     return groups[0], groups[1], groups[2]
@@ -284,14 +391,16 @@ class _Graph:
     chunks: int
     graph: TaskGraph = field(default_factory=TaskGraph)
 
+    stage: int = 0  # the pipeline stage the tasks being written run on
+
     def compute(self, name: str, ns: float, after: list[str]) -> str:
-        return self.graph.compute(name, max(ns, 1e-3), after)
+        return self.graph.compute(name, max(ns, 1e-3), after, stage=self.stage)
 
     def collective(self, name: str, kind: Kind, size: int, dims: tuple[int, ...], after: list[str]) -> str | None:
         """A collective over ``dims``; ``None`` (nothing to wait for) without dimensions or bytes."""
         if not dims or size < 1:
             return None
-        return self.graph.collective(name, kind, size, min(self.chunks, size), dims, after)
+        return self.graph.collective(name, kind, size, min(self.chunks, size), dims, after, stage=self.stage)
 
 
 def _sharded(tensor: Tensor, layout: Layout) -> int:
@@ -353,23 +462,44 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
     head_fwd = layout.ns(2.0 * tokens * h * config.vocab)
     graph = _Graph(layout.chunks)
     waits: list[str] = []  # what a pass waits for: the previous pass's gradients
+    staged = stage_dims(network, layout)
+    npus = stage_npus(network, staged)
+    stage_waits: dict[int, list[str]] = {}
     for p in range(layout.passes):
+        if layout.pipelined:
+            stage_waits = _pipelined_pass(
+                graph, f"p{p}.", config, layout, stage_waits, (tp_dims, ep_dims, dp_dims, replica_dims),
+                (attn_fwd, mlp_fwd, head_fwd), (attention, mlp, embeddings, head), activations, dispatch, npus,
+            )  # fmt: skip
+            continue
         waits = _one_pass(
             graph, f"p{p}.", config, layout, waits, tp_dims, ep_dims, dp_dims, replica_dims,
             (attn_fwd, mlp_fwd, head_fwd), (attention, mlp, embeddings, head), activations, dispatch,
         )  # fmt: skip
+    pipeline = (
+        (("pp", str(layout.pp)), ("stage_dims", ",".join(map(str, staged))), ("microbatches", str(layout.microbatches)))
+        if layout.pipelined
+        else ()
+    )
     metadata = (
         ("model", config.name),
         ("parameters", str(parameter_count(config))),
-        ("layout", f"tp {layout.tp} x ep {layout.ep} x dp {layout.dp}, {layout.data_parallel}"),
+        (
+            "layout",
+            f"tp {layout.tp} x ep {layout.ep} x dp {layout.dp}"
+            + (f" x pp {layout.pp}" if layout.pp > 1 else "")
+            + f", {layout.data_parallel}",
+        ),
         ("tp_dims", ",".join(map(str, tp_dims))),
         ("ep_dims", ",".join(map(str, ep_dims))),
         ("dp_dims", ",".join(map(str, dp_dims))),
         ("batch", str(layout.batch)),
         ("sequence", str(sequence)),
         ("passes", str(layout.passes)),
+        *pipeline,
     )
-    return graph.graph.instance(network, name or f"{config.name}-{layout.data_parallel}", metadata)
+    name = name or f"{config.name}-{layout.data_parallel}"
+    return graph.graph.instance(network, name, metadata, npus if layout.pp > 1 else ())
 
 
 def _one_pass(
@@ -474,6 +604,103 @@ def _one_pass(
     else:
         reductions += _buckets(graph, at, gradients, layout, replica_dims, dp_dims)
     return reductions + last
+
+
+def one_f_one_b(stages: int, stage: int, microbatches: int) -> list[tuple[str, int]]:
+    """The 1F1B schedule of one stage: ("F" or "B", microbatch) in the order it runs them (warm-up
+    forwards, one forward and one backward in turn, cool-down backwards).
+    """
+    warm = min(stages - stage - 1, microbatches)
+    order = [("F", m) for m in range(warm)]
+    for m in range(warm, microbatches):
+        order += [("F", m), ("B", m - warm)]
+    order += [("B", m) for m in range(microbatches - warm, microbatches)]
+    return order
+
+
+def _pipelined_pass(
+    graph: _Graph,
+    at: str,
+    config: LlmConfig,
+    layout: Layout,
+    waits: dict[int, list[str]],
+    dims: tuple[tuple[int, ...], ...],
+    times: tuple[float, float, float],
+    parts: tuple[tuple[Tensor, ...], ...],
+    activations: int,
+    dispatch: int,
+    npus: tuple[int, ...],
+) -> dict[int, list[str]]:
+    """One training iteration of microbatches on pipeline stages (DDP); returns, per stage, what its next
+    iteration waits for.
+    """
+    tp_dims, ep_dims, dp_dims, replica_dims = dims
+    attn_fwd, mlp_fwd, head_fwd = times
+    attention, mlp, embeddings, head = parts
+    stages, moe = layout.pp, config.moe
+    per, extra = divmod(config.layers, stages)
+
+    def chain(done: list[str], name: str | None) -> list[str]:
+        return [name] if name else done
+
+    def forward(b: str, last: list[str]) -> list[str]:
+        attn = graph.compute(f"{b}attn_fwd", attn_fwd, last)
+        last = chain([attn], graph.collective(f"{b}ar_attn_fwd", Kind.ALL_REDUCE, activations, tp_dims, [attn]))
+        if moe:
+            last = chain(last, graph.collective(f"{b}a2a_dispatch_fwd", Kind.ALL_TO_ALL, dispatch, ep_dims, last))
+        last = [graph.compute(f"{b}mlp_fwd", mlp_fwd, last)]
+        if moe:
+            last = chain(last, graph.collective(f"{b}a2a_combine_fwd", Kind.ALL_TO_ALL, dispatch, ep_dims, last))
+        return chain(last, graph.collective(f"{b}ar_mlp_fwd", Kind.ALL_REDUCE, activations, tp_dims, last))
+
+    def backward(b: str, last: list[str], made: list[tuple[Tensor, str]]) -> list[str]:
+        if moe:
+            last = chain(last, graph.collective(f"{b}a2a_combine_bwd", Kind.ALL_TO_ALL, dispatch, ep_dims, last))
+        mlp_b = graph.compute(f"{b}mlp_bwd", 2 * mlp_fwd, last)
+        made += [(t, mlp_b) for t in reversed(mlp)]
+        last = [mlp_b]
+        if moe:
+            last = chain(last, graph.collective(f"{b}a2a_dispatch_bwd", Kind.ALL_TO_ALL, dispatch, ep_dims, last))
+        last = chain(last, graph.collective(f"{b}ar_mlp_bwd", Kind.ALL_REDUCE, activations, tp_dims, last))
+        attn_b = graph.compute(f"{b}attn_bwd", 2 * attn_fwd, last)
+        made += [(t, attn_b) for t in reversed(attention)]
+        return chain([attn_b], graph.collective(f"{b}ar_attn_bwd", Kind.ALL_REDUCE, activations, tp_dims, [attn_b]))
+
+    done: dict[int, list[str]] = {}
+    for s in range(stages):
+        graph.stage = s
+        first, final = s == 0, s == stages - 1
+        lo = s * per + min(s, extra)
+        blocks = range(lo, lo + per + (1 if s < extra else 0))
+        before = list(waits.get(s, []))  # the stage's ops run one after another
+        gradients: list[tuple[Tensor, str]] = []
+        for op, m in one_f_one_b(stages, s, layout.microbatches):
+            mb = f"{at}s{s}.m{m}."
+            if op == "F":
+                last = before + ([f"{at}s{s - 1}.m{m}.send_fwd"] if not first else [])
+                for i in blocks:
+                    last = forward(f"{mb}b{i}.", last)
+                if final:
+                    last = [graph.compute(f"{mb}head_fwd", head_fwd, last)]
+                else:
+                    graph.graph.send(f"{mb}send_fwd", activations, npus[s], npus[s + 1], last, stage=s)
+            else:
+                last = before + ([f"{at}s{s + 1}.m{m}.send_bwd"] if not final else [])
+                made: list[tuple[Tensor, str]] = []
+                if final:
+                    last = [graph.compute(f"{mb}head_bwd", 2 * head_fwd, last)]
+                    made += [(t, last[0]) for t in reversed(head)]
+                for i in reversed(blocks):
+                    last = backward(f"{mb}b{i}.", last, made)
+                if first:
+                    made += [(t, last[0]) for t in reversed(embeddings)]
+                else:
+                    graph.graph.send(f"{mb}send_bwd", activations, npus[s], npus[s - 1], last, stage=s)
+                gradients = made
+            before = last
+        done[s] = _buckets(graph, f"{at}s{s}.", gradients, layout, replica_dims, dp_dims) + before
+    graph.stage = 0
+    return done
 
 
 def _buckets(

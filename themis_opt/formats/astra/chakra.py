@@ -12,6 +12,7 @@ first that differs is refused.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from typing import Any
 
 from themis_opt.errors import InputError
 from themis_opt.fileio import atomic_writer, check_size
-from themis_opt.formats.astra.groups import Groups, aligned_dims, same_ring, translate
+from themis_opt.formats.astra.groups import Groups, aligned_dims, move, offset, same_ring_moved
 from themis_opt.formats.astra.v2 import SystemV2, collective
 from themis_opt.instance import After, Collective, Compute, Instance, Kind, Network
 
@@ -126,8 +127,13 @@ def read_trace(path: Path) -> list[TraceNode]:
     return nodes
 
 
+PEERS = ("comm_src", "comm_dst")  # a send's or receive's other NPU: compared as moved with the NPU
+
+
 def _shape(nodes: Sequence[TraceNode], where: Path) -> Iterator[tuple[Any, ...]]:
-    """Each node as a comparable tuple, its dependencies as positions in the file."""
+    """Each node as a comparable tuple, its dependencies as positions in the file (groups and the
+    NPUs a send or receive names are compared apart).
+    """
     position = {node.id: n for n, node in enumerate(nodes)}
     if len(position) != len(nodes):
         seen: set[int] = set()
@@ -142,7 +148,7 @@ def _shape(nodes: Sequence[TraceNode], where: Path) -> Iterator[tuple[Any, ...]]
         yield (
             node.type,
             node.duration_micros,
-            tuple(a for a in node.attrs if a[0] != "pg_name"),  # groups are compared apart
+            tuple(a for a in node.attrs if a[0] != "pg_name" and a[0] not in PEERS),
             tuple(sorted(position[d] for d in node.data_deps)),
             tuple(sorted(position[d] for d in node.ctrl_deps)),
         )
@@ -165,49 +171,111 @@ def group_of(node: TraceNode, groups: Groups | None, npus: int, where: str) -> t
     return () if len(found) == npus else found
 
 
-def read_traces(
-    prefix: str | Path, npus: int, network: Network | None = None, groups: Groups | None = None
-) -> list[TraceNode]:
-    """NPU 0's nodes, after checking that every other NPU's trace is the same graph, each group the
-    translate of NPU 0's on ``network``.
+def _peer(node: TraceNode) -> str | None:
+    """The attribute naming the other NPU of a send or a receive."""
+    return {"COMM_SEND_NODE": "comm_dst", "COMM_RECV_NODE": "comm_src"}.get(node.type)
+
+
+@dataclass(frozen=True)
+class Traces:
+    """Every NPU's trace, the NPUs sorted into classes that run the same graph (pipeline stages).
+
+    Parameters
+    ----------
+    files
+        Each NPU's trace file.
+    nodes
+        Each NPU's nodes, in file order.
+    class_of
+        Each NPU's class.
+    stage_npus
+        Per class, its lowest NPU, which stands for it.
+    differences
+        Per class after the first, where and how its lowest NPU's trace first differs from NPU 0's.
+    """
+
+    files: list[Path]
+    nodes: list[list[TraceNode]]
+    class_of: list[int]
+    stage_npus: list[int]
+    differences: list[tuple[str, str]]
+
+
+def read_classes(prefix: str | Path, npus: int, network: Network, groups: Groups | None = None) -> Traces:
+    """Every NPU's trace, sorted into classes: NPUs whose graphs are the same (the same nodes in the same
+    order with the same attributes and dependencies, up to node ids and names) form one class, whose lowest
+    NPU stands for it. Every NPU of a class must be its lowest NPU moved on the network: each group the same
+    ring moved (a translate), each send's and receive's other NPU moved as the NPU is.
 
     Raises
     ------
     InputError
-        If a trace is missing or unreadable, or the first NPU whose trace differs from NPU 0's
-        (naming its first differing node).
+        If a trace is missing or unreadable, or the first NPU of a class that is not such a move of its
+        lowest NPU (naming its node).
     """
     files = trace_files(prefix, npus)
-    first = read_trace(files[0])
-    reference = list(_shape(first, files[0]))
-    grouped = [n for n, node in enumerate(first) if node.attr("pg_name", "") not in ("", "0")]
-    own = {n: group_of(first[n], groups, npus, f"{files[0]}: node {first[n].id} ({first[n].name})") for n in grouped}
-    for n, members in own.items():
-        if members and 0 not in members:
-            where = f"{files[0]}: node {first[n].id} ({first[n].name})"
-            raise InputError(where, f"NPU 0 is not in its communicator group {list(members)}")
-    for npu, path in enumerate(files[1:], start=1):
-        nodes = read_trace(path)
-        shape = list(_shape(nodes, path))
-        if len(shape) != len(reference):
-            raise InputError(
-                str(path), f"NPU {npu} has {len(shape)} nodes, NPU 0 has {len(reference)}: not a symmetric system"
-            )
-        for n, (mine, theirs) in enumerate(zip(shape, reference)):
-            where = f"{path}: node {nodes[n].id} ({nodes[n].name})"
-            if mine != theirs:
-                raise InputError(where, f"NPU {npu} differs from NPU 0's node {first[n].id}: not a symmetric system")
-            theirs_group = own.get(n, ())
-            mine_group = group_of(nodes[n], groups, npus, where)
-            if theirs_group or mine_group:
-                assert network is not None, "groups are read on a network"
-                if not (theirs_group and mine_group and same_ring(mine_group, translate(network, theirs_group, npu))):
+    nodes = [read_trace(path) for path in files]
+    shapes = [list(_shape(mine, path)) for mine, path in zip(nodes, files)]
+    stage_npus: list[int] = []
+    class_of: list[int] = []
+    differences: list[tuple[str, str]] = []
+    own: dict[int, dict[int, tuple[int, ...]]] = {}  # per class's lowest NPU: its groups by node position
+    for npu in range(npus):
+        where = functools.partial(_where, files[npu], nodes[npu])
+        mine = {
+            n: group_of(node, groups, npus, where(n))
+            for n, node in enumerate(nodes[npu])
+            if node.attr("pg_name", "") not in ("", "0")
+        }
+        k = next((k for k, rep in enumerate(stage_npus) if shapes[rep] == shapes[npu]), None)
+        if k is None:  # a new class, this NPU its lowest
+            for n, members in mine.items():
+                if members and npu not in members:
+                    raise InputError(where(n), f"NPU {npu} is not in its communicator group {list(members)}")
+            if stage_npus:
+                differences.append(_difference(nodes, shapes, files, npu))
+            class_of.append(len(stage_npus))
+            stage_npus.append(npu)
+            own[npu] = mine
+            continue
+        rep = stage_npus[k]
+        class_of.append(k)
+        shift = offset(network, rep, npu)
+        for n, node in enumerate(nodes[npu]):
+            theirs_group, mine_group = own[rep].get(n, ()), mine.get(n, ())
+            if (theirs_group or mine_group) and not (
+                theirs_group and mine_group and npu in mine_group and same_ring_moved(network, mine_group, theirs_group)
+            ):
+                raise InputError(
+                    where(n),
+                    f"NPU {npu}'s group {list(mine_group) or 'of every NPU'} is not NPU {rep}'s "
+                    f"{list(theirs_group) or 'of every NPU'}, nor that ring moved: not a symmetric system",
+                )
+            peer = _peer(node)
+            if peer is not None:
+                theirs_peer, mine_peer = nodes[rep][n].attr(peer), node.attr(peer)
+                expected = move(network, (theirs_peer,), shift)[0] if isinstance(theirs_peer, int) else None
+                if expected is not None and mine_peer != expected:
                     raise InputError(
-                        where,
-                        f"NPU {npu}'s group {list(mine_group) or 'of every NPU'} is not NPU 0's "
-                        f"{list(theirs_group) or 'of every NPU'} moved by NPU {npu}'s place: not a symmetric system",
+                        where(n),
+                        f"NPU {npu}'s {peer} is {mine_peer}, not {expected} (NPU {rep}'s {theirs_peer} moved as "
+                        f"NPU {npu} is): not a symmetric system",
                     )
-    return first
+    return Traces(files, nodes, class_of, stage_npus, differences)
+
+
+def _where(path: Path, nodes: list[TraceNode], n: int) -> str:
+    """Node ``n`` of a trace, as errors name it."""
+    return f"{path}: node {nodes[n].id} ({nodes[n].name})"
+
+
+def _difference(nodes: list[list[TraceNode]], shapes: list[list[Any]], files: list[Path], npu: int) -> tuple[str, str]:
+    """Where and how NPU ``npu``'s trace first differs from NPU 0's."""
+    if len(shapes[npu]) != len(shapes[0]):
+        return str(files[npu]), f"NPU {npu} has {len(shapes[npu])} nodes, NPU 0 has {len(shapes[0])}"
+    n = next(n for n, (a, b) in enumerate(zip(shapes[npu], shapes[0])) if a != b)
+    node = nodes[npu][n]
+    return f"{files[npu]}: node {node.id} ({node.name})", f"NPU {npu} differs from NPU 0's node {nodes[0][n].id}"
 
 
 def write_trace(path: Path, nodes: Sequence[TraceNode]) -> None:
@@ -258,81 +326,183 @@ def trace_tasks(
     groups: Groups | None = None,
     *,
     as_dimensions: bool = False,
-) -> tuple[tuple[Collective | Compute, ...], list[str]]:
-    """The tasks of NPU 0's trace as ASTRA-sim 2.x runs them, and notes.
+) -> tuple[tuple[Collective | Compute, ...], list[str], tuple[int, ...]]:
+    """The tasks of the traces as ASTRA-sim 2.x runs them, notes, and the NPU standing for each
+    pipeline stage (``()`` for one).
 
-    A collective in a communicator group of ``groups`` smaller than the network runs on one ring
-    over its NPUs, as 2.x runs it; with ``as_dimensions``, one whose NPUs are exactly some whole
-    dimensions runs over those dimensions instead (the network's own plan, which 2.x does not use
-    there: what Themis and the optimum would make of it).
+    NPUs that run the same graph form a class (:func:`read_classes`); with one class the tasks are
+    NPU 0's, with several each class is a pipeline stage of its lowest NPU's tasks (ids
+    ``s<stage>.n<node>``). A collective in a communicator group of ``groups`` smaller than the network
+    runs on one ring over its NPUs, as 2.x runs it; with ``as_dimensions``, one whose NPUs are exactly
+    some whole dimensions runs over those dimensions instead (the network's own plan, which 2.x does
+    not use there: what Themis and the optimum would make of it). With stages, a collective runs
+    within its stage.
 
-    A compute node takes ``duration_micros`` x 1000 ns (1 ns for 0), or with
-    the roofline ``num_ops / min(local-mem-bw x num_ops / tensor_size,
-    peak-perf)`` in whole ns; compute runs one node at a time, the lowest id
-    first. A node starts when all its data and control dependencies have
-    ended. ASTRA-sim 2.x runs one communication at a time per NPU: the
-    collectives are chained in the order it runs them (:func:`serialised`).
+    A send is a collective of kind send from its stage's NPU (one message, costed as 2.x costs it); a
+    receive is no task: matched with its send by (source, destination, tag, size), in node order, it
+    ends when both the send has arrived and its own dependencies have ended, so the nodes that wait
+    for it wait for those. A compute node takes ``duration_micros`` x 1000 ns (1 ns for 0), or with
+    the roofline ``num_ops / min(local-mem-bw x num_ops / tensor_size, peak-perf)`` in whole ns;
+    compute runs one node at a time, the lowest id first. A node starts when all its data and
+    control dependencies have ended. ASTRA-sim 2.x runs one communication at a time per NPU,
+    collectives and sends alike: they are chained in the order it runs them (:func:`serialised`).
     """
-    nodes = read_traces(prefix, network.num_npus, network, groups)
-    if not nodes:
-        raise InputError(f"{prefix}.0.et", "holds no node: ASTRA-sim 2.x finds no dependency-free node and stops")
+    traces = read_classes(prefix, network.num_npus, network, groups)
+    reps = traces.stage_npus
+    multi = len(reps) > 1
+    for rep in reps:
+        if not traces.nodes[rep]:
+            raise InputError(
+                str(traces.files[rep]), "holds no node: ASTRA-sim 2.x finds no dependency-free node and stops"
+            )
+    matched = _match(traces, network.num_npus)
+    position = [{node.id: n for n, node in enumerate(traces.nodes[rep])} for rep in reps]
+
+    def task_id(k: int, node_id: int) -> str:
+        return f"s{k}.n{node_id}" if multi else f"n{node_id}"
+
+    expanded: dict[tuple[int, int], tuple[str, ...]] = {}
+
+    def waits_for(k: int, node: TraceNode) -> tuple[str, ...]:
+        """The tasks a node of stage ``k`` waits for: a receive stands for its own and its send."""
+        found: list[str] = []
+        for dep in dict.fromkeys((*node.data_deps, *node.ctrl_deps)):
+            other = traces.nodes[reps[k]][position[k][dep]]
+            if other.type != "COMM_RECV_NODE":
+                found.append(task_id(k, dep))
+                continue
+            if (k, dep) not in expanded:
+                npu, at = matched[(reps[k], position[k][dep])]
+                sender = traces.class_of[npu]
+                send = traces.nodes[reps[sender]][at]
+                expanded[(k, dep)] = (*waits_for(k, other), task_id(sender, send.id))
+            found += expanded[(k, dep)]
+        return tuple(dict.fromkeys(found))
+
     tasks: list[Collective | Compute] = []
     notes: list[str] = []
-    ids = {node.id: f"n{node.id}" for node in nodes}
-    for node in sorted(nodes, key=lambda n: n.id):
-        where = f"{prefix}.0.et: node {node.id} ({node.name})"
-        after = tuple(After(ids[d]) for d in dict.fromkeys((*node.data_deps, *node.ctrl_deps)))
-        cpu = node.attr("is_cpu_op", False)
-        match node.type:
-            case "COMP_NODE":
-                if cpu:
-                    raise InputError(where, "runs on the CPU (is_cpu_op): a second compute unit is not modelled")
-                duration = _compute_ns(node, system, where)
-                try:
-                    tasks.append(Compute(duration, id=ids[node.id], after=after))
-                except InputError as error:  # out of the instance's range: say which node and key made it
-                    key = "duration_micros" if system.peak_tflops is None else "num_ops"
-                    raise InputError(f"{where}: {key}", f"makes {duration:g} ns: {error.problem}") from None
-            case "COMM_COLL_NODE":
-                if cpu:
-                    raise InputError(where, "a communication node on the CPU: ASTRA-sim 2.x throws")
-                group = group_of(node, groups, network.num_npus, where)
-                code = _int(node, "comm_type", where)
-                if code not in COLLECTIVE_TYPES:
-                    name = _COMM_NAMES.get(code, str(code))
-                    raise InputError(where, f"a {name} collective is not modelled (ASTRA-sim 2.x: unsupported)")
-                involved = node.attr("involved_dim")
-                if involved is not None and not (
-                    isinstance(involved, tuple) and all(isinstance(v, bool) for v in involved)
-                ):
-                    raise InputError(where, f"involved_dim must be a list of booleans, got {involved!r}")
-                spanned = aligned_dims(network, group) if group and as_dimensions else None
-                if spanned is not None:
-                    involved, group = tuple(d in spanned for d in range(network.num_dims)), ()
-                    notes.append(f"{where}: its group runs over dimensions {list(spanned)}, as asked")
-                coll, note = collective(
-                    COLLECTIVE_TYPES[code],
-                    _int(node, "comm_size", where),
-                    involved,
-                    network,
-                    system,
-                    where,
-                    id=ids[node.id],
-                    after=after,
-                    group=group,
-                )
-                tasks.append(coll)
-                notes += [note] if note else []
-            case "COMM_SEND_NODE" | "COMM_RECV_NODE":
-                raise InputError(where, "point-to-point sends and receives are not modelled")
-            case "MEM_LOAD_NODE" | "MEM_STORE_NODE":
-                raise InputError(where, "remote memory accesses are not modelled")
-            case "METADATA_NODE":
-                raise InputError(where, "a metadata node: ASTRA-sim 2.x aborts on it (invalid node type)")
-            case _:
-                raise InputError(where, f"a {node.type}: ASTRA-sim 2.x skips it and may never issue its children")
-    chained, note = serialised(tasks, network)
-    return chained, [*notes, *([note] if note else [])]
+    for k, rep in enumerate(reps):
+        for node in sorted(traces.nodes[rep], key=lambda n: n.id):
+            where = f"{traces.files[rep]}: node {node.id} ({node.name})"
+            after = tuple(After(t) for t in waits_for(k, node))
+            cpu = node.attr("is_cpu_op", False)
+            match node.type:
+                case "COMP_NODE":
+                    if cpu:
+                        raise InputError(where, "runs on the CPU (is_cpu_op): a second compute unit is not modelled")
+                    duration = _compute_ns(node, system, where)
+                    try:
+                        tasks.append(Compute(duration, task_id(k, node.id), after=after, stage=k))
+                    except InputError as error:  # out of the instance's range: say which node and key made it
+                        key = "duration_micros" if system.peak_tflops is None else "num_ops"
+                        raise InputError(f"{where}: {key}", f"makes {duration:g} ns: {error.problem}") from None
+                case "COMM_COLL_NODE":
+                    if cpu:
+                        raise InputError(where, "a communication node on the CPU: ASTRA-sim 2.x throws")
+                    group = group_of(node, groups, network.num_npus, where)
+                    if multi and (not group or any(traces.class_of[m] != k for m in group)):
+                        at, problem = traces.differences[0]
+                        others = "every NPU" if not group else f"group {list(group)}"
+                        raise InputError(
+                            at,
+                            f"{problem}: not a symmetric system, nor pipeline stages ({where} runs a collective "
+                            f"over {others}, beyond NPU {rep}'s stage)",
+                        )
+                    code = _int(node, "comm_type", where)
+                    if code not in COLLECTIVE_TYPES:
+                        name = _COMM_NAMES.get(code, str(code))
+                        raise InputError(where, f"a {name} collective is not modelled (ASTRA-sim 2.x: unsupported)")
+                    involved = node.attr("involved_dim")
+                    if involved is not None and not (
+                        isinstance(involved, tuple) and all(isinstance(v, bool) for v in involved)
+                    ):
+                        raise InputError(where, f"involved_dim must be a list of booleans, got {involved!r}")
+                    spanned = aligned_dims(network, group) if group and as_dimensions else None
+                    if spanned is not None:
+                        involved, group = tuple(d in spanned for d in range(network.num_dims)), ()
+                        notes.append(f"{where}: its group runs over dimensions {list(spanned)}, as asked")
+                    coll, note = collective(
+                        COLLECTIVE_TYPES[code],
+                        _int(node, "comm_size", where),
+                        involved,
+                        network,
+                        system,
+                        where,
+                        id=task_id(k, node.id),
+                        after=after,
+                        group=group,
+                    )
+                    tasks.append(dataclasses.replace(coll, stage=k))
+                    notes += [note] if note else []
+                case "COMM_SEND_NODE":
+                    if cpu:
+                        raise InputError(where, "a communication node on the CPU: ASTRA-sim 2.x throws")
+                    size = _int(node, "comm_size", where)
+                    if size == 0:
+                        raise InputError(where, "a send of 0 bytes is not modelled")
+                    dst = _int(node, "comm_dst", where)
+                    tasks.append(
+                        Collective(Kind.SEND, size, 1, id=task_id(k, node.id), after=after, group=(rep, dst), stage=k)
+                    )
+                case "COMM_RECV_NODE":
+                    continue  # a dependency of the nodes that wait for it
+                case "MEM_LOAD_NODE" | "MEM_STORE_NODE":
+                    raise InputError(where, "remote memory accesses are not modelled")
+                case "METADATA_NODE":
+                    raise InputError(where, "a metadata node: ASTRA-sim 2.x aborts on it (invalid node type)")
+                case _:
+                    raise InputError(where, f"a {node.type}: ASTRA-sim 2.x skips it and may never issue its children")
+    stage_npus = tuple(reps) if multi else ()
+    chained, note = serialised(tasks, network, stage_npus)
+    if multi:
+        notes.append(
+            f"{len(reps)} pipeline stages, NPUs {', '.join(map(str, reps))} standing for them "
+            f"(classes of {', '.join(str(traces.class_of.count(k)) for k in range(len(reps)))} NPUs)"
+        )
+    return chained, [*notes, *([note] if note else [])], stage_npus
+
+
+def _match(traces: Traces, npus: int) -> dict[tuple[int, int], tuple[int, int]]:
+    """Per receive (NPU, node position), the send it gets (NPU, node position): matched as ASTRA-sim 2.x
+    matches them, by (source, destination, tag, size), the k-th receive with the k-th send (in node order).
+
+    Raises
+    ------
+    InputError
+        Naming the file and node of the first send or receive (lowest NPU, then node id) without its match.
+    """
+    sends: dict[tuple[int, int, int, int], list[tuple[int, int]]] = {}
+    receives: dict[tuple[int, int, int, int], list[tuple[int, int]]] = {}
+    for npu, nodes in enumerate(traces.nodes):
+        for n, node in sorted(enumerate(nodes), key=lambda e: e[1].id):
+            peer = _peer(node)
+            if peer is None:
+                continue
+            where = f"{traces.files[npu]}: node {node.id} ({node.name})"
+            other = _int(node, peer, where)
+            if not 0 <= other < npus or other == npu:
+                raise InputError(where, f"{peer} {other}: not another NPU of the network's {npus}")
+            src, dst = (npu, other) if node.type == "COMM_SEND_NODE" else (other, npu)
+            key = (src, dst, _int(node, "comm_tag", where), _int(node, "comm_size", where))
+            (sends if node.type == "COMM_SEND_NODE" else receives).setdefault(key, []).append((npu, n))
+    matched: dict[tuple[int, int], tuple[int, int]] = {}
+    unmatched: list[tuple[int, int, str]] = []
+    for key in sends.keys() | receives.keys():
+        out, into = sends.get(key, []), receives.get(key, [])
+        matched.update(zip(into, out))
+        src, dst, tag, size = key
+        for npu, n in out[len(into) :]:
+            unmatched.append((npu, traces.nodes[npu][n].id, f"a send to NPU {dst} (tag {tag}, {size} bytes)"))
+        for npu, n in into[len(out) :]:
+            unmatched.append((npu, traces.nodes[npu][n].id, f"a receive from NPU {src} (tag {tag}, {size} bytes)"))
+    if unmatched:
+        npu, node_id, what = min(unmatched)
+        node = next(node for node in traces.nodes[npu] if node.id == node_id)
+        raise InputError(
+            f"{traces.files[npu]}: node {node.id} ({node.name})",
+            f"{what} that nothing matches: ASTRA-sim 2.x never finishes it",
+        )
+    return matched
 
 
 def _compute_ns(node: TraceNode, system: SystemV2, where: str) -> float:
@@ -350,15 +520,18 @@ def _compute_ns(node: TraceNode, system: SystemV2, where: str) -> float:
     return float(runtime)
 
 
-def serialised(tasks: Sequence[Collective | Compute], network: Network) -> tuple[tuple[Collective | Compute, ...], str]:
-    """The tasks with each collective after the one ASTRA-sim 2.x runs before it, and a note.
+def serialised(
+    tasks: Sequence[Collective | Compute], network: Network, stage_npus: tuple[int, ...] = ()
+) -> tuple[tuple[Collective | Compute, ...], str]:
+    """The tasks with each collective or send after the one ASTRA-sim 2.x runs before it on its stage's
+    NPU, and a note.
 
-    ASTRA-sim 2.x runs one communication at a time per NPU: when it is free,
-    the ready collective of lowest id starts (compute, one node at a time, the
-    same way). Alone on the network a collective takes its baseline time
-    whatever runs beside it, so one pass over the tasks in time gives the
-    order; the collectives are then chained in it (each after the one before),
-    so every method keeps ASTRA-sim's order.
+    ASTRA-sim 2.x runs one communication at a time per NPU, collectives and sends together: when it
+    is free, the ready one of lowest id starts (compute, one node at a time, the same way). Alone on
+    the network a collective takes its baseline time whatever runs beside it (a send its message's),
+    so one pass over the tasks in time, every stage at once (``tasks`` in each stage's id order),
+    gives each stage's order; they are then chained in it (each after the one before), so every
+    method keeps ASTRA-sim's order.
     """
     from themis_opt.budget import Deadline
     from themis_opt.methods import Intra
@@ -368,29 +541,33 @@ def serialised(tasks: Sequence[Collective | Compute], network: Network) -> tuple
     colls = [t for t in tasks if isinstance(t, Collective)]
     if len(colls) < 2:
         return tuple(tasks), ""
-    alone = {
-        c.id: simulate(alone, baseline_orders(alone), Intra.FIFO, Deadline(), baseline=True).makespan
-        for c in colls
-        for alone in [Instance(network, (dataclasses.replace(c, after=(), issue_ns=0.0),))]
-    }
+    alone = {}
+    for c in colls:
+        solo = Instance(
+            network,
+            (dataclasses.replace(c, after=(), issue_ns=0.0, stage=0),),
+            stage_npus=c.group[:1] if c.kind is Kind.SEND else (),
+        )
+        alone[c.id] = simulate(solo, baseline_orders(solo), Intra.FIFO, Deadline(), baseline=True).makespan
     ends: dict[str, float] = {}
-    free = {"compute": 0.0, "comm": 0.0}
+    units = [(stage, unit) for stage in range(max(1, len(stage_npus))) for unit in ("compute", "comm")]
+    free = dict.fromkeys(units, 0.0)
     waiting = list(tasks)  # in id order: the lowest ready id first
-    order: list[str] = []
+    order: dict[int, list[str]] = {}
     now = 0.0
     while waiting:
         started = False
-        for unit in ("compute", "comm"):
-            if free[unit] > now:
+        for stage, unit in units:
+            if free[(stage, unit)] > now:
                 continue
             for task in waiting:
-                if (unit == "comm") != isinstance(task, Collective):
+                if task.stage != stage or (unit == "comm") != isinstance(task, Collective):
                     continue
                 if all(d.task in ends and ends[d.task] <= now for d in task.after):
                     length = alone[task.id] if isinstance(task, Collective) else task.duration_ns
-                    ends[task.id] = free[unit] = now + length
+                    ends[task.id] = free[(stage, unit)] = now + length
                     if isinstance(task, Collective):
-                        order.append(task.id)
+                        order.setdefault(stage, []).append(task.id)
                     waiting.remove(task)
                     started = True
                     break
@@ -399,15 +576,17 @@ def serialised(tasks: Sequence[Collective | Compute], network: Network) -> tuple
             if not later:
                 raise InputError("workload", "a dependency cycle: ASTRA-sim 2.x never finishes")
             now = min(later)
-    before = {b: a for a, b in zip(order, order[1:])}
+    before = {b: a for ids in order.values() for a, b in zip(ids, ids[1:])}
     chained = tuple(
         dataclasses.replace(t, after=(*t.after, After(before[t.id])))
         if isinstance(t, Collective) and t.id in before and before[t.id] not in {d.task for d in t.after}
         else t
         for t in tasks
     )
+    first = order.get(0, [])
     note = (
-        "ASTRA-sim 2.x runs one collective at a time per NPU: they are chained in the order its baseline runs them "
-        f"({' -> '.join(order[:4])}{' -> ...' if len(order) > 4 else ''})"
+        "ASTRA-sim 2.x runs one collective or send at a time per NPU: they are chained in the order its baseline "
+        f"runs them ({' -> '.join(first[:4])}{' -> ...' if len(first) > 4 else ''}"
+        f"{', and so on for every stage' if len(order) > 1 else ''})"
     )
     return chained, note

@@ -23,6 +23,7 @@ from themis_opt.formats.astra.chakra import COLLECTIVE_TYPES, TraceNode, write_t
 from themis_opt.formats.astra.files import IMPLEMENTATION_KEYS, TOPOLOGIES, WORKLOAD_TYPES
 from themis_opt.formats.astra.v2 import NO_ALL_TO_ALL, SUPPORTED
 from themis_opt.instance import (
+    COLLECTIVE_KINDS,
     Algorithm,
     AllReducePhases,
     Collective,
@@ -119,7 +120,8 @@ def _implementation(dims: tuple[Dimension, ...], kind: Kind) -> str:
 FREE_REDUCTIONS_GBPS = 1e9  # local-mem-bw for free reductions: below a GB no message's takes 1 ns
 # what 2.x reads, but no halving-doubling all-to-all (2.x exits on one)
 V2_SUPPORTED = {
-    kind: tuple(a for a in SUPPORTED[kind] if kind is not Kind.ALL_TO_ALL or a not in NO_ALL_TO_ALL) for kind in Kind
+    kind: tuple(a for a in SUPPORTED[kind] if kind is not Kind.ALL_TO_ALL or a not in NO_ALL_TO_ALL)
+    for kind in COLLECTIVE_KINDS
 }
 
 
@@ -149,7 +151,7 @@ def _version_2(instance: Instance) -> tuple[dict[str, str], dict[str, list[Trace
     )
     colls = instance.collectives
     splits = _splits(instance)
-    for kind in Kind:
+    for kind in COLLECTIVE_KINDS:
         for d in dims:
             if d.algorithm_for(kind) not in V2_SUPPORTED[kind]:
                 raise InputError(
@@ -214,7 +216,7 @@ def _splits(instance: Instance) -> int:
 
     network = instance.network
     first = instance.collectives[0]
-    implementations = {kind: _v2_list(network, kind) for kind in Kind}
+    implementations: dict[Kind, tuple[Algorithm, ...]] = {kind: _v2_list(network, kind) for kind in COLLECTIVE_KINDS}
     system = SystemV2(
         first.chunks,
         network.endpoint_delay_ns,
@@ -299,6 +301,8 @@ def export_astra(
     dims = instance.network.dimensions
     if any(d.carved for d in dims):
         raise InputError("export-astra", "a dimension carved from another is ASTRA-sim's own split: not written")
+    if instance.num_stages > 1 or instance.has_sends:
+        raise InputError("export-astra", "pipeline stages and sends are not written (import 2.x's traces instead)")
     _kept_settings(instance, version)
     delay = int(instance.network.endpoint_delay_ns)
     optimization = "baseline" if instance.network.all_reduce_phases is AllReducePhases.PER_DIMENSION else "localBWAware"

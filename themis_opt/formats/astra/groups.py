@@ -71,6 +71,35 @@ def translate(network: Network, group: tuple[int, ...], npu: int) -> tuple[int, 
     return tuple(moved)
 
 
+def offset(network: Network, a: int, b: int) -> tuple[int, ...]:
+    """How far NPU ``b`` sits from NPU ``a`` in every dimension (cyclically)."""
+    return tuple(
+        (y - x) % d.size for x, y, d in zip(network.coordinates(a), network.coordinates(b), network.dimensions)
+    )
+
+
+def move(network: Network, npus: tuple[int, ...], by: tuple[int, ...]) -> tuple[int, ...]:
+    """``npus`` moved by ``by`` positions in every dimension (cyclically)."""
+    sizes = [d.size for d in network.dimensions]
+    moved = []
+    for npu in npus:
+        rank, stride = 0, 1
+        for at, step, size in zip(network.coordinates(npu), by, sizes):
+            rank += ((at + step) % size) * stride
+            stride *= size
+        moved.append(rank)
+    return tuple(moved)
+
+
+def same_ring_moved(network: Network, a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Whether ring ``a`` is ring ``b`` moved by some shift in every dimension: the same links, so the
+    same time (a data-parallel pair [0, 1] is NPU 1's group as much as NPU 0's).
+    """
+    if len(a) != len(b) or not a:
+        return False
+    return any(same_ring(a, move(network, b, offset(network, b[0], member))) for member in a)
+
+
 def same_ring(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     """Whether ``a`` and ``b`` are one ring: the same NPUs in the same cyclic order."""
     if len(a) != len(b) or set(a) != set(b):

@@ -193,6 +193,7 @@ def _import_v2(
     except InputError as error:
         raise InputError(f"{network_path}: {error.path}", error.problem) from None
     notes = list(system.notes)
+    stage_npus: tuple[int, ...] = ()
     if workload is None:
         assert all_reduce_bytes is not None
         coll, note = v2.collective(
@@ -203,7 +204,9 @@ def _import_v2(
         source = f"ASTRA-sim 2.x: {network_path.name}, {system_path.name}"
     else:
         found = read_comm_groups(comm_groups, network.num_npus) if comm_groups is not None else None
-        tasks, trace_notes = chakra.trace_tasks(workload, network, system, found, as_dimensions=as_dimensions)
+        tasks, trace_notes, stage_npus = chakra.trace_tasks(
+            workload, network, system, found, as_dimensions=as_dimensions
+        )
         notes += trace_notes
         source = f"ASTRA-sim 2.x: {network_path.name}, {system_path.name}, {workload.name}.*.et"
         source += f", {comm_groups.name}" if comm_groups is not None else ""
@@ -216,7 +219,7 @@ def _import_v2(
         **({"astra_notes": "; ".join(notes)} if notes else {}),
     }
     try:
-        return Instance(network, tasks, name or network_path.stem, tuple(sorted(metadata.items())))
+        return Instance(network, tasks, name or network_path.stem, tuple(sorted(metadata.items())), stage_npus)
     except InputError as error:
         where = str(workload) if workload is not None else str(network_path)
         raise InputError(f"{where}: {error.path}" if error.path else where, error.problem) from None
