@@ -56,3 +56,40 @@ def test_balanced_with_nothing_timed_runs_out_of_time(worked: Instance, monkeypa
     monkeypatch.setattr(heuristics, "simulate", never)
     with pytest.raises(OutOfTime):
         heuristics.balanced_schedule(worked, params=SolveParams(bounds=BoundsParams(max_load_variables=1)))
+
+
+def _bundled(suite: str, name: str) -> Instance:
+    from themis_opt.formats.native import load_instance
+    from themis_opt.suites import suite_folder
+
+    return load_instance(suite_folder(suite) / f"{name}.json")
+
+
+def test_balanced_reaches_the_bound_on_small_exact_s1_005_again() -> None:
+    # 17,321.8 ns before 325027a; its fill-and-drain counts' spread then timed 18,032 ns, the plain counts'
+    # (every chunk on one order) won at 17,674.8 ns, and the one walk from them could not leave that order
+    instance = _bundled("quick", "small-exact-s1-005")
+    result = solve(instance, "balanced")
+    assert result.makespan is not None and result.makespan <= 17_321.8
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+
+
+def test_balanced_later_walk_starts_from_the_losing_candidates() -> None:
+    instance = _bundled("quick", "small-exact-s1-005")
+    one, two = (
+        heuristics.balanced_schedule(instance, params=SolveParams(pipeline=PipelineParams(balanced_walks=n)))[0]
+        for n in (1, 2)
+    )
+    assert one.makespan > 17_600  # the winner's walk alone stays on its one order
+    assert two.makespan < 17_400
+    assert validate(instance, two) == []
+
+
+def test_balanced_later_walks_never_end_worse_than_the_first() -> None:
+    for suite, name in [("quick", "heterogeneous-s2-000"), ("paper", "paper-3d-r4-fc8-sw32")]:
+        instance = _bundled(suite, name)
+        one, two = (
+            heuristics.balanced_schedule(instance, params=SolveParams(pipeline=PipelineParams(balanced_walks=n)))[0]
+            for n in (1, 2)
+        )
+        assert two.makespan <= one.makespan

@@ -289,7 +289,7 @@ def test_solve_all_keeps_one_time_limit_for_the_whole_call() -> None:
     assert time.perf_counter() - t0 <= 3 * 1.1 + 1.5 and all(r.schedule is not None for r in results)
 
 
-def test_balanced_short_search_lands_within_one_percent_of_the_bound_on_the_paper_network() -> None:
+def test_balanced_short_search_lands_within_a_tenth_of_a_percent_of_the_bound_on_the_paper_network() -> None:
     from themis_opt.formats.native import load_instance
     from themis_opt.params import PipelineParams, SolveParams
     from themis_opt.suites import suite_folder
@@ -300,7 +300,7 @@ def test_balanced_short_search_lands_within_one_percent_of_the_bound_on_the_pape
     bound = max(plain.lower_bound or 0.0, searched.lower_bound or 0.0)
     assert searched.makespan is not None and plain.makespan is not None
     assert plain.makespan > 1.02 * bound  # the spread alone is over 2% above the bound here
-    assert searched.makespan <= 1.01 * bound
+    assert searched.makespan <= 1.001 * bound  # within 0.1% (0.25% with its first walk alone)
     assert validate(instance, searched.schedule) == []  # type: ignore[arg-type]
 
 

@@ -50,11 +50,13 @@ def balanced_schedule(
     yields counts (too large, or out of time) Themis's orders and the
     baseline's (every chunk on the baseline order, its phases not merged)
     stand in, the shorter wins (ties: Themis's), and the note says so.
-    Last, a short assignment search from the winner's orders
+    Last, a short assignment search keeps what it finds if that is shorter
+    under ``intra``: a walk from the winner's orders
     (``pipeline.balanced_evaluations`` simulations, fewer on a small or a
-    large instance, seed 0: restarts, then annealing; it stops at ``target``,
-    a proven lower bound) keeps what it finds if that is shorter under
-    ``intra``.
+    large instance, seed 0: restarts, then annealing), then
+    ``pipeline.balanced_walks - 1`` more from the best orders so far and
+    every other candidate's (see :func:`_short_search`); it stops at
+    ``target``, a proven lower bound.
 
     Raises
     ------
@@ -88,7 +90,8 @@ def balanced_schedule(
         late = "out of time before every candidate was timed"
         note = f"{note}; {late}" if note else f"balanced: {late}"  # the stand-ins' note is kept
     schedule, policy = min(timed, key=lambda entry: entry[0].makespan)
-    found = _short_search(instance, schedule, policies, deadline, params, target)
+    others = [entry[0] for entry in timed if entry[0] is not schedule]
+    found = _short_search(instance, schedule, others, policies, deadline, params, target)
     if found is not None and found[0].makespan < schedule.makespan:
         schedule, policy = found
     return schedule, policy, note
@@ -123,12 +126,24 @@ def load_counts(
 def _short_search(
     instance: Instance,
     start: Schedule,
+    others: list[Schedule],
     policies: list[Intra],
     deadline: Deadline,
     params: SolveParams,
     target: float | None,
 ) -> tuple[Schedule, Intra] | None:
-    """Balanced's short assignment search from ``start``; its best orders timed under ``policies``."""
+    """Balanced's short assignment search from ``start``: the best orders it finds timed under
+    ``policies``, and the policy; ``None`` if it timed nothing shorter than ``start``.
+
+    The first walk starts from ``start``'s orders alone, at ``pipeline.balanced_temperature``,
+    seeded 0. Each later walk ``n`` of ``pipeline.balanced_walks`` (seeded ``n``, at
+    ``pipeline.balanced_reheat_temperature``) starts from the best orders so far and from the
+    orders of ``others``, the candidates that lost as they stood: a walk can end where no
+    move of one chunk helps, and a losing candidate can hold orders the winner's walk never
+    draws (on small-exact-s1-005 the winner puts every chunk on one order, so its swaps change
+    nothing; the fill-and-drain counts' spread leads to the bound). A later walk only adds
+    candidates, so the search never ends worse than its first walk.
+    """
     from themis_opt.result import is_proven
     from themis_opt.search.assignment import Strategy, default_evaluations, improve_assignment
 
@@ -140,26 +155,54 @@ def _short_search(
     )
     if not evaluations or deadline.expired():
         return None
-    if target is not None and is_proven(start.makespan, target, instance.origin_ns):
+    origin = instance.origin_ns
+    if target is not None and is_proven(start.makespan, target, origin):
         return None
-    try:
-        found = improve_assignment(
-            instance,
-            [start.orders],
-            seed=0,
-            evaluations=evaluations,
-            target=target,
-            deadline=deadline.share(settings.balanced_search_share),
-            workers=1,
-            strategy=Strategy(settings.balanced_restart_share, settings.balanced_temperature),
-            params=params.search,
-        )
-        if found is None:
-            return None
-        # the search times both policies: keep what ``policies`` (balanced-fifo, -scf, or both) give
-        return min(((simulate(instance, found.orders, p, deadline), p) for p in policies), key=lambda e: e[0].makespan)
-    except OutOfTime:
-        return None
+    lead = start  # the shortest schedule the walks timed, under either policy: the next walk's start
+    kept: tuple[Schedule, Intra] | None = None  # the shortest under ``policies``
+    for walk in range(settings.balanced_walks):
+        if deadline.expired() or (target is not None and is_proven(lead.makespan, target, origin)):
+            break
+        starts: list[Orders]
+        if walk == 0:
+            starts, temperature = [start.orders], settings.balanced_temperature
+        else:
+            starts, temperature = _distinct([lead, *others]), settings.balanced_reheat_temperature
+        try:
+            found = improve_assignment(
+                instance,
+                starts,
+                seed=walk,
+                evaluations=evaluations,
+                target=target,
+                deadline=deadline.share(settings.balanced_search_share),
+                workers=1,
+                strategy=Strategy(settings.balanced_restart_share, temperature),
+                params=params.search,
+            )
+            if found is None:
+                break
+            if found.makespan < lead.makespan:
+                lead = found
+            # the search times both policies: keep what ``policies`` (balanced-fifo, -scf, or both) give
+            timed = min(
+                ((simulate(instance, found.orders, p, deadline), p) for p in policies), key=lambda e: e[0].makespan
+            )
+        except OutOfTime:
+            break
+        if kept is None or timed[0].makespan < kept[0].makespan:
+            kept = timed
+    return kept
+
+
+def _distinct(schedules: list[Schedule]) -> list[Orders]:
+    """The orders of ``schedules``, each assignment once, in their order."""
+    distinct: list[Orders] = []
+    for schedule in schedules:
+        orders = schedule.orders
+        if orders not in distinct:
+            distinct.append(orders)
+    return distinct
 
 
 def _result(call: MethodCall, method: str, make: Callable[[], tuple[Schedule, Intra, str]]) -> Result:
