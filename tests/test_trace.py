@@ -25,7 +25,7 @@ def _check_tracks_do_not_overlap(slices: list[dict[str, object]]) -> None:
     for e in slices:
         args = e["args"]
         assert isinstance(args, dict)
-        by_track.setdefault(e["tid"], []).append((args["start_ns"], args["end_ns"]))
+        by_track.setdefault((e["pid"], e["tid"]), []).append((args["start_ns"], args["end_ns"]))
     for spans in by_track.values():
         spans.sort()
         assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:]))
@@ -114,3 +114,20 @@ def test_without_the_instance_collectives_and_dimensions_go_by_number() -> None:
         for d in range(instance.network.num_dims)
         if any(p.dim == d for c in schedule.chunks for p in c.phases)
     }
+
+
+def test_pipeline_stages_are_processes_of_their_own() -> None:
+    instance = load("two_stages")
+    schedule = solve(instance, "baseline").schedule
+    assert schedule is not None and instance.num_stages == 2
+    document = trace_events(schedule, instance)
+    slices = _slices(document)
+    processes = {e["pid"] for e in document["traceEvents"] if e["name"] == "process_name"}  # type: ignore[index, union-attr]
+    assert processes == {0, 1}
+    for e in slices:
+        if e["cat"] == "compute":
+            continue
+        collective = next(c for c in instance.collectives if c.id == e["args"]["collective"])  # type: ignore[index]
+        assert e["pid"] == collective.stage
+    assert {e["pid"] for e in slices if e["cat"] == "compute"} == {t.stage for t in instance.computes}
+    _check_tracks_do_not_overlap(slices)
