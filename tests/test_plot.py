@@ -53,7 +53,7 @@ def test_plot_bench_draws_the_three_figures(tmp_path: Path) -> None:
     assert "speedup over the baseline" in speedup.read_text() and "worked" in speedup.read_text()
     assert all(f'id="ecdf-{m}"' in gaps.read_text() for m in ("baseline", "themis-scf", "balanced"))
     assert "gap to the best lower bound (%)" in gaps.read_text()
-    assert "bandwidth utilisation (%)" in util.read_text()
+    assert "bandwidth utilisation: ideal bound / makespan (%)" in util.read_text()
     first = speedup.read_bytes()
     assert main(["plot-bench", str(rows), "--out", str(out)]) == 0
     assert speedup.read_bytes() == first
@@ -83,3 +83,15 @@ def test_missing_matplotlib_says_how_to_install(
     assert main(["plot", str(tmp_path / "r.json"), "--out", str(tmp_path / "g.svg")]) == 2
     assert 'pip install -e ".[plot]"' in capsys.readouterr().err
     assert json.loads((tmp_path / "r.json").read_text())["method"] == "baseline"
+
+
+def test_bench_figures_say_when_and_how_they_were_measured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = tmp_path / "rows.jsonl"
+    assert main(["bench", str(DATA / "worked.json"), "--method", "baseline,themis-scf", "--out", str(rows)]) == 0
+    assert main(["plot-bench", str(rows), "--out", str(tmp_path / "f")]) == 0
+    import datetime
+
+    today = datetime.datetime.now(datetime.UTC).date().isoformat()
+    for name in ("speedup", "gaps", "utilization"):
+        text = (tmp_path / "f" / f"{name}.svg").read_text()
+        assert f"measured {today}" in text and "1 instances, 5 s a method, seed 0" in text

@@ -48,6 +48,24 @@ def _pyplot() -> Any:
     return plt
 
 
+def _short(name: str, most: int = 48) -> str:
+    """An instance's name cut to ``most`` characters for a tick label (its start and end kept)."""
+    return name if len(name) <= most else f"{name[: most // 2 - 1]}...{name[-(most // 2 - 2) :]}"
+
+
+def _caption(rows: Sequence[Record]) -> str:
+    """When and how bench rows were measured: dates, version, time limit, seed, instances."""
+    dates = sorted({r.measured for r in rows if r.measured})
+    when = "date not recorded" if not dates else dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+    versions = sorted({r.version for r in rows if r.version})
+    limits = sorted({r.time_limit_s for r in rows})
+    limit = f"{limits[0]:g} s a method" if len(limits) == 1 else "mixed time limits"
+    by = f"themis_opt {', '.join(versions)}" if versions else "themis_opt"
+    return (
+        f"measured {when} by {by}; {len(rows)} instances, {limit}, seed {rows[0].seed} (themis-opt bench)"
+    )
+
+
 def save(figure: Figure, path: str | Path) -> Path:
     """Write ``figure`` to ``path`` (.svg, .png or .pdf) without dates or versions in it."""
     path = Path(path)
@@ -147,18 +165,21 @@ def gantt_figure(result: Result, dimension_names: Sequence[str] | None = None) -
 
 
 def bench_figures(records: Sequence[Record], methods: Sequence[str]) -> dict[str, Figure]:
-    """``speedup``, ``gaps`` and ``utilization`` figures of bench rows."""
+    """``speedup``, ``gaps`` and ``utilization`` figures of bench rows, each captioned with when and how
+    the rows were measured.
+    """
     plt = _pyplot()
     import numpy as np
 
     rows = [r for r in records if not r.error]
     if not rows:
         raise InputError("plot-bench", "the rows file holds no instance that ran")
-    names = [r.instance for r in rows]
+    names = [_short(r.instance) for r in rows]
+    caption = _caption(rows)
     figures: dict[str, Figure] = {}
 
     others = [m for m in methods if m != "baseline"]
-    figure, ax = plt.subplots(figsize=(min(16.0, 3.0 + 0.45 * len(rows)), 5), layout="constrained")
+    figure, ax = plt.subplots(figsize=(min(16.0, 3.5 + 0.6 * len(rows)), 5.5), layout="constrained")
     width = 0.8 / max(1, len(others))
     x = np.arange(len(rows))
     for i, m in enumerate(others):
@@ -166,11 +187,13 @@ def bench_figures(records: Sequence[Record], methods: Sequence[str]) -> dict[str
         colour = f"C{list(methods).index(m)}"  # one colour per method in every figure
         ax.bar(x + (i - (len(others) - 1) / 2) * width, values, width, label=m, color=colour, gid=f"speedup-{m}")
     ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_xticks(x, names, rotation=60, ha="right", fontsize=6)
-    ax.set_ylabel("speedup over the baseline (x)")
-    ax.set_xlabel("instance")
-    ax.set_title("makespan of the baseline over each method's")
-    ax.legend(fontsize=7)
+    ax.set_xticks(x, names, rotation=40, ha="right", fontsize=8)
+    ax.tick_params(axis="y", labelsize=9)
+    ax.set_ylabel("speedup over the baseline (x)", fontsize=10)
+    ax.set_xlabel("instance", fontsize=10)
+    ax.set_title("Speedup over the baseline, per instance (higher is faster)", fontsize=11)
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    figure.supxlabel(caption, fontsize=7, color="dimgray")  # in the layout: never over the axis label
     figures["speedup"] = figure
 
     figure, ax = plt.subplots(figsize=(6, 4), layout="constrained")
@@ -181,11 +204,13 @@ def bench_figures(records: Sequence[Record], methods: Sequence[str]) -> dict[str
             ax.step(
                 [0.0, *gaps], [0.0, *ys], where="post", label=m, color=f"C{list(methods).index(m)}", gid=f"ecdf-{m}"
             )
-    ax.set_xlabel("gap to the best lower bound (%)")
-    ax.set_ylabel("share of instances")
-    ax.set_title("distribution of optimality gaps (ECDF)")
+    ax.set_xlabel("gap to the best lower bound (%)", fontsize=10)
+    ax.set_ylabel("share of instances within that gap", fontsize=10)
+    ax.set_title("How far each method is from the optimum (ECDF)", fontsize=11)
     ax.set_ylim(0, 1.02)
-    ax.legend(fontsize=7)
+    ax.tick_params(labelsize=9)
+    ax.legend(fontsize=9)
+    figure.supxlabel(caption, fontsize=7, color="dimgray")  # in the layout: never over the axis label
     figures["gaps"] = figure
 
     figure, ax = plt.subplots(figsize=(6, 4), layout="constrained")
@@ -194,10 +219,12 @@ def bench_figures(records: Sequence[Record], methods: Sequence[str]) -> dict[str
         if utils:
             ax.bar(i, sum(utils) / len(utils), 0.6, color=f"C{i}", alpha=0.5, edgecolor="black", gid=f"utilization-{m}")
             ax.scatter([i] * len(utils), utils, s=8, color="black", zorder=3)
-    ax.set_xticks(range(len(methods)), methods)
-    ax.set_ylabel("bandwidth utilisation (%)")
-    ax.set_xlabel("method")
-    ax.set_title("ideal bound / makespan: mean (bar) and each instance (dots)")
+    ax.set_xticks(range(len(methods)), methods, fontsize=9)
+    ax.tick_params(axis="y", labelsize=9)
+    ax.set_ylabel("bandwidth utilisation: ideal bound / makespan (%)", fontsize=10)
+    ax.set_xlabel("method", fontsize=10)
+    ax.set_title("Bandwidth utilisation: mean (bar) and each instance (dots)", fontsize=11)
     ax.set_ylim(0, 105)
+    figure.supxlabel(caption, fontsize=7, color="dimgray")  # in the layout: never over the axis label
     figures["utilization"] = figure
     return figures

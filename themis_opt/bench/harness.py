@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import datetime
 import hashlib
 import json
 import math
@@ -42,6 +43,7 @@ from themis_opt.params import SolveParams, changes
 from themis_opt.result import Status, gap
 from themis_opt.solving import solve_all
 from themis_opt.validator import validate
+from themis_opt.version import __version__
 
 METHODS = VARIANTS  # the bench's runs: methods of the registry, with their intra-dimension variants
 
@@ -78,7 +80,8 @@ class Record:
     """One instance's row: its description, its best lower bound, each method's outcome.
 
     ``digest`` identifies the instance by content; ``methods``, ``time_limit_s``,
-    ``seed`` and ``bounds`` (the bound set) say how the row was made; ``bound``
+    ``seed`` and ``bounds`` (the bound set) say how the row was made, ``measured``
+    (the UTC date) and ``version`` (themis_opt's) when and by what; ``bound``
     names the best lower bound (the gaps' certificate); ``error`` is set (and
     ``outcomes`` empty) when the instance could not be run at all.
     """
@@ -99,6 +102,8 @@ class Record:
     params: dict[str, Any] = field(default_factory=dict)
     bound: str = ""
     bounds: str = BENCH_BOUNDS
+    measured: str = ""
+    version: str = ""
 
     def outcome(self, method: str) -> Outcome | None:
         """The outcome of ``method``, if it ran."""
@@ -316,6 +321,8 @@ def run_document(
         params=changes(params),
         bound=best.best_name,
         bounds=bound_set,
+        measured=datetime.datetime.now(datetime.UTC).date().isoformat(),
+        version=__version__,
     )
 
 
