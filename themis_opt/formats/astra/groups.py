@@ -57,20 +57,6 @@ def read_comm_groups(path: str | Path, npus: int) -> Groups:
     return groups
 
 
-def translate(network: Network, group: tuple[int, ...], npu: int) -> tuple[int, ...]:
-    """``group`` moved by NPU ``npu``'s position in every dimension (cyclically)."""
-    shift = network.coordinates(npu)
-    sizes = [d.size for d in network.dimensions]
-    moved = []
-    for member in group:
-        rank, stride = 0, 1
-        for at, by, size in zip(network.coordinates(member), shift, sizes):
-            rank += ((at + by) % size) * stride
-            stride *= size
-        moved.append(rank)
-    return tuple(moved)
-
-
 def offset(network: Network, a: int, b: int) -> tuple[int, ...]:
     """How far NPU ``b`` sits from NPU ``a`` in every dimension (cyclically)."""
     return tuple(
