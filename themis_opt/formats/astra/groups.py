@@ -7,9 +7,9 @@ NPU. A group of every NPU runs the network's own multi-dimensional plan; a
 smaller one, one ring over its NPUs (:mod:`themis_opt.cost`).
 
 An instance is one NPU's view of a symmetric system, so where NPUs run the
-same graph in different groups, each NPU's group must be the translate of
-NPU 0's: the same ring, moved by the NPU's position in every dimension (a
-data- or tensor-parallel group of a ``dp x tp`` layout is).
+same graph in different groups, each NPU's group must be a translate of
+NPU 0's: the same ring, moved by some shift in every dimension, so the same
+links (a data- or tensor-parallel group of a ``dp x tp`` layout is).
 """
 
 from __future__ import annotations
