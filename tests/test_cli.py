@@ -645,3 +645,17 @@ def test_a_quantum_too_fine_for_cp_sat_s_integers_is_one_line(capsys: pytest.Cap
     assert (
         code == 2 and err.startswith("themis-opt: error: --quantum-ns: 1e-300 ns is too fine") and err.count("\n") == 1
     )
+
+
+def test_bench_without_the_baseline_counts_no_losses(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["bench", WORKED, "--method", "themis-scf,balanced", "--time-limit", "2"], capsys)
+    assert code == 0
+    summary = out[out.index("summary over") :]
+    row = next(line for line in summary.splitlines() if "themis-scf" in line)
+    assert row.rstrip(" │").endswith("-")  # nothing to lose to: not a count of 0
+
+
+def test_cpsat_s_own_verdict_never_reads_as_the_result_s_status(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["solve", WORKED, "--method", "cpsat", "--time-limit", "5", "--workers", "1"], capsys)
+    assert code == 0 and "optimal" in out
+    assert "CP-SAT FEASIBLE" not in out and "CP-SAT OPTIMAL" not in out

@@ -85,6 +85,15 @@ STAR = (
 )
 
 
+CP_SAT_ENDS = {
+    "OPTIMAL": "its model solved to optimality",
+    "FEASIBLE": "stopped with a solution, not at its own bound",
+    "INFEASIBLE": "its model (with the incumbent's cutoff) has no better solution",
+    "UNKNOWN": "stopped without a solution of its own",
+    "MODEL_INVALID": "its model was refused",
+}  # CP-SAT's solver status, in words that do not read as the result's status
+
+
 def certificate(result: Result) -> str:
     """The status and what proves it: ``feasible, within 3.88% of optimal (bound: fill_drain)`` or
     ``optimal (bound: cpsat)``; the status alone without a schedule.
@@ -142,10 +151,12 @@ def result_summary(instance: Instance, result: Result) -> RenderableType:
         parts.append(dims)
     if result.stats is not None:
         s = result.stats
+        # CP-SAT's own verdict is on its own model (its last stage): the status above is the result's
+        own = CP_SAT_ENDS.get(s.solver_status, f"ended {s.solver_status}")
         parts.append(
             Text(
-                f"CP-SAT {s.solver_status}: {s.solutions} solutions, {s.branches} branches, "
-                f"{s.conflicts} conflicts, {s.wall_time_s:.2f} s, quantum {s.quantum_ns:.3f} ns"
+                f"CP-SAT's search: {own} ({s.solutions} solutions, {s.branches} branches, "
+                f"{s.conflicts} conflicts, {s.wall_time_s:.2f} s, quantum {s.quantum_ns:.3f} ns)"
             )
         )
     return Group(*parts)
