@@ -146,3 +146,27 @@ def test_a_peer_that_is_not_a_scheduler_is_exit_2_within_the_timeout(
     _, err = capsys.readouterr()
     assert code == 2 and message in err and err.count("\n") == 1
     assert elapsed < 4
+
+
+@pytest.mark.parametrize("scheduler", [None, "local:2"])
+def test_a_sweep_put_to_sleep_and_woken_keeps_every_row_once(tmp_path: Path, scheduler: str | None) -> None:
+    """The whole process (and its Dask workers) stopped mid-sweep and continued: every row exactly once."""
+    out = tmp_path / "rows.jsonl"
+    four = sorted(str(p) for p in SUITE.glob("*.json"))[:4]
+    argv = [sys.executable, "-m", "themis_opt.cli", "bench", *four, "--methods", "baseline,cpsat"]
+    argv += ["--time-limit", "1", "--out", str(out), *(["--scheduler", scheduler] if scheduler else [])]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (out.exists() and out.read_text().count("\n") >= 1):
+        time.sleep(0.05)
+    sleepers = [process.pid, *_worker_processes(process.pid)]
+    for pid in sleepers:  # the machine goes to sleep...
+        os.kill(pid, signal.SIGSTOP)
+    time.sleep(2.0)
+    for pid in sleepers:  # ... and wakes up with every deadline passed
+        os.kill(pid, signal.SIGCONT)
+    _, err = process.communicate(timeout=180)
+    assert process.returncode == 0, err
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 4 and len({r["digest"] for r in rows}) == 4
+    assert all(not r["error"] for r in rows)
