@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from themis_opt.bench.cluster import check_scheduler
 from themis_opt.cli import main
-from themis_opt.cluster import check_scheduler
 from themis_opt.errors import InputError
 
 pytest.importorskip("distributed", reason='the dask extra is not installed (pip install -e ".[dask]")')

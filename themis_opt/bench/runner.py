@@ -102,7 +102,7 @@ def run_sweep(
             workers,
         )
         return
-    from themis_opt.cluster import connect, run_on_cluster, worker_threads
+    from themis_opt.bench.cluster import connect, run_on_cluster, worker_threads
 
     with connect(backend.scheduler, backend.timeout) as client:
         jobs, threads = worker_threads(client)

@@ -103,8 +103,8 @@ def instance_paths(args: argparse.Namespace) -> list[str]:
 def bench(args: argparse.Namespace, console: Console) -> int:
     """``themis-opt bench``: exit status 1 when a schedule fails the validator or an instance fails."""
     from themis_opt import bench as benchmod
+    from themis_opt.bench.cluster import ClusterLost, check_scheduler
     from themis_opt.bench.runner import Dask, Local, run_sweep
-    from themis_opt.cluster import ClusterLost, check_scheduler
     from themis_opt.formats.native import check_writable, read_json
     from themis_opt.report import bench_table, summary_table
 
