@@ -33,12 +33,18 @@ def at_risk(schedule: Schedule) -> tuple[float, float] | None:
     """The (end, length) in ns of the first span of ``schedule`` whose end a float resolves too
     coarsely for the validator to accept its length, or ``None`` when every span is resolved.
     """
-    spans = [(p.start_ns, p.end_ns) for chunk in schedule.chunks for p in chunk.phases]
-    spans += [(c.start_ns, c.end_ns) for c in schedule.computes]
-    for start, end in spans:  # a span of no length is exact: start + 0 is start
-        if end != start and math.ulp(end) > RISK_SHARE * (REL_TOL * (end - start) + ABS_TOL_NS):
-            return end, end - start
-    return None
+    import numpy as np
+
+    columns = schedule.columns()  # numpy columns: a lazy schedule keeps its phases unbuilt
+    computes = schedule.computes
+    start = np.concatenate([columns.start_ns, np.array([c.start_ns for c in computes], dtype=np.float64)])
+    end = np.concatenate([columns.end_ns, np.array([c.end_ns for c in computes], dtype=np.float64)])
+    # a span of no length is exact: start + 0 is start
+    risky = (end != start) & (np.spacing(np.abs(end)) > RISK_SHARE * (REL_TOL * (end - start) + ABS_TOL_NS))
+    if not risky.any():
+        return None
+    first = int(np.argmax(risky))
+    return float(end[first]), float(end[first] - start[first])
 
 
 def checked(instance: Instance, result: Result, seconds_left: float = math.inf) -> Result:
