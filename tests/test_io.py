@@ -142,6 +142,7 @@ def test_bad_instances_name_the_field(path: list[Any], value: Any, message: str,
         ('{"a": 1, "a": 2}', "appears twice"),
         ("[1, 2]", "must be an object"),
         ("\xff\xfe", "not valid JSON"),
+        ('{"name": "cut', "not valid JSON: Unterminated string starting at line 1 column 10$"),
     ],
 )
 def test_malformed_json(text: str, message: str, tmp_path: Path) -> None:

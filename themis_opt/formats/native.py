@@ -73,7 +73,8 @@ def parse_json(text: str) -> Any:
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
     except json.JSONDecodeError as error:
-        raise InputError("", f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
+        what = error.msg.removesuffix(" at")  # json's "Unterminated string starting at"
+        raise InputError("", f"not valid JSON: {what} at line {error.lineno} column {error.colno}") from None
     except RecursionError:
         raise InputError("", "not valid JSON: nested too deeply") from None
     except InputError:
