@@ -14,7 +14,7 @@ from themis_opt.cli import main
 from themis_opt.errors import InputError
 from themis_opt.formats.astra import import_astra
 from themis_opt.formats.astra.chakra import TraceNode, write_trace
-from themis_opt.instance import Kind
+from themis_opt.instance import Collective, Kind
 from themis_opt.solving import solve
 from themis_opt.validator import validate
 
@@ -588,3 +588,166 @@ def test_an_unmatched_send_or_an_asymmetric_stage_is_refused(
     err = capsys.readouterr().err
     assert re.search(message, err) and err.count("\n") == 1
     assert not out.exists()
+
+
+def _reimport(out: Path) -> Any:
+    """The instance ASTRA-sim 2.x's files in ``out`` make (with their group file, if written)."""
+    groups = out / "comm_groups.json"
+    return import_astra(
+        out / "network.yml",
+        out / "system.json",
+        workload=out / "workload",
+        comm_groups=groups if groups.exists() else None,
+    )
+
+
+def test_an_export_with_groups_names_each_npus_group_and_imports_as_the_same_instance(tmp_path: Path) -> None:
+    from themis_opt.formats.astra import export_astra
+
+    net, system = _files(tmp_path, RINGS, NET4X4)
+    groups = _groups(tmp_path, {**DP, **TP})
+    prefix = _grouped_traces(tmp_path, [lambda j: str(1 + j // 4), lambda j: str(5 + j % 4)])
+    instance = import_astra(net, system, workload=prefix, comm_groups=groups)
+    files = export_astra(instance, 2, tmp_path / "out")
+    assert "comm_groups.json" in {f.name for f in files}
+    written = json.loads((tmp_path / "out" / "comm_groups.json").read_text())
+    assert sorted(written.values()) == sorted([*DP.values(), *TP.values()])
+    again = _reimport(tmp_path / "out")
+    assert again.network == instance.network and again.tasks == instance.tasks
+    result = solve(again, "baseline", intra="fifo")
+    assert result.schedule is not None and validate(again, result.schedule) == []
+    assert result.makespan == solve(instance, "baseline", intra="fifo").makespan == RING_DIM0_NS + RING_DIM1_NS
+
+
+def test_a_group_is_moved_to_every_npu_so_that_its_moves_split_the_npus(tmp_path: Path) -> None:
+    import dataclasses
+
+    from themis_opt.formats.astra import export_astra
+    from themis_opt.formats.astra.chakra import read_trace
+    from themis_opt.instance import Instance
+
+    net, system = _files(tmp_path, RINGS, NET4X4)
+    network = import_astra(net, system, all_reduce_bytes=MIB).network
+    pair = Collective(Kind.ALL_REDUCE, MIB, 4, group=(1, 0))  # NPU 0's pair, in ring order 1 -> 0
+    export_astra(Instance(network, (pair,)), 2, tmp_path / "out")
+    written = json.loads((tmp_path / "out" / "comm_groups.json").read_text())
+    assert written["1"] == [1, 0] and len(written) == 8  # the pairs {0, 1}, {2, 3}, ... of every row
+    for npu in range(16):
+        (node,) = read_trace(tmp_path / "out" / f"workload.{npu}.et")
+        assert npu in written[node.attr("pg_name")]
+    assert _reimport(tmp_path / "out").collectives[0].group == (1, 0)
+    overlapping = dataclasses.replace(pair, group=(0, 1, 2))  # moved by one, it overlaps itself
+    with pytest.raises(InputError, match=r"group \[0, 1, 2\] moved to NPU 3 overlaps another NPU's group"):
+        export_astra(Instance(network, (overlapping,)), 2, tmp_path / "out2")
+
+
+def _two_stages(tmp_path: Path) -> Any:
+    """Two pipeline stages on ring 2 x switch 2 (NPUs 0, 1 and 2, 3) as a model would write them (its own
+    task ids, collectives over a dimension, a send and an all-reduce ready at once): not yet expressible.
+    """
+    from themis_opt.instance import After, Compute, Instance
+
+    net, system = _files(tmp_path, RINGS, NET2X2)
+    network = import_astra(net, system, all_reduce_bytes=MIB).network
+    tasks = (
+        Compute(1000.0, "fwd0"),
+        Collective(Kind.SEND, MIB, 1, id="act", after=(After("fwd0"),), group=(0, 2)),
+        Compute(2400.0, "fwd1", after=(After("act"),), stage=1),
+        Collective(Kind.SEND, MIB, 1, id="grad", after=(After("fwd1"),), group=(2, 0), stage=1),
+        Collective(Kind.ALL_REDUCE, MIB, 4, dimensions=(0,), id="ar1", after=(After("fwd1"),), stage=1),
+        Compute(3000.0, "bwd0", after=(After("grad"),)),
+        Collective(Kind.ALL_REDUCE, MIB, 4, dimensions=(0,), id="ar0", after=(After("bwd0"),)),
+    )
+    return Instance(network, tasks, "two-stages", stage_npus=(0, 2))
+
+
+def test_a_two_stage_pipeline_exports_with_sends_and_receives_and_imports_as_the_same_instance(
+    tmp_path: Path,
+) -> None:
+    import dataclasses
+
+    from themis_opt.formats.astra import export_astra
+    from themis_opt.formats.astra.chakra import read_trace
+    from themis_opt.formats.astra.export import fit_astra_2
+
+    instance = _two_stages(tmp_path)
+    with pytest.raises(InputError, match=r"export-astra: ar1: may run beside grad: .* \(--fit chains them"):
+        export_astra(instance, 2, tmp_path / "out")
+    fitted, notes = fit_astra_2(instance)
+    assert notes[0] == "1 compute time rounded to whole microseconds"
+    assert [d.task for d in fitted.tasks[4].after] == ["fwd1", "grad"]  # the send first, as 2.x runs them
+    files = export_astra(fitted, 2, tmp_path / "out")
+    assert "comm_groups.json" not in {f.name for f in files}
+    nodes = {npu: read_trace(tmp_path / "out" / f"workload.{npu}.et") for npu in range(4)}
+    send = next(n for n in nodes[1] if n.type == "COMM_SEND_NODE")  # NPU 1 sends to NPU 3, which receives
+    receive = next(n for n in nodes[3] if n.type == "COMM_RECV_NODE" and n.attr("comm_tag") == send.attr("comm_tag"))
+    assert [n.attr(k) for n in (send, receive) for k in ("comm_src", "comm_dst")] == [1, 3, 1, 3]
+    again = _reimport(tmp_path / "out")
+    assert again.stage_npus == fitted.stage_npus == (0, 2)
+    renamed = {f"s{t.stage}.n{n}": t.id for n, t in enumerate(fitted.tasks)}  # the import names tasks by node
+
+    def named(task: Any) -> Any:
+        after = tuple(dataclasses.replace(d, task=renamed[d.task]) for d in task.after)
+        return dataclasses.replace(task, id=renamed[task.id], after=after)
+
+    assert [named(t) for t in again.tasks] == sorted(fitted.tasks, key=lambda t: t.stage)  # stage by stage
+    result = solve(again, "baseline", intra="fifo")
+    assert result.schedule is not None and validate(again, result.schedule) == []
+    # stage 0 computes 1 us and sends 1 MiB across the switch (21531 ns, to 22531); stage 1 computes 2 us (to
+    # 24531), sends back (to 46062) and then all-reduces on its ring (3713 ns a chunk: to 60914); stage 0 computes
+    # 3 us (to 49062) and all-reduces (to 63914): as the hand-made traces above
+    assert result.makespan == solve(fitted, "baseline", intra="fifo").makespan == 63914.0
+
+
+@pytest.mark.parametrize(
+    ("task", "change", "message"),
+    [
+        ("ar0", {"after": ("fwd1",)}, r"export-astra: ar0: waits for fwd1 of stage 1: a stage waits for another only"),
+        ("ar1", {"dimensions": (1,)}, r"export-astra: ar1: runs over dimensions \[1\], which reach NPU 0, beyond"),
+        ("ar1", {"dimensions": None, "group": (2, 0)}, r"export-astra: ar1: group \[2, 0\] reaches beyond stage 1"),
+    ],
+)
+def test_what_2x_cannot_run_of_pipeline_stages_is_refused(
+    tmp_path: Path, task: str, change: dict[str, Any], message: str
+) -> None:
+    import dataclasses
+
+    from themis_opt.formats.astra import export_astra
+    from themis_opt.formats.astra.export import fit_astra_2
+    from themis_opt.instance import After
+
+    fitted, _ = fit_astra_2(_two_stages(tmp_path))
+    if "after" in change:
+        change = {"after": tuple(After(t) for t in change["after"])}
+    tasks = tuple(dataclasses.replace(t, **change) if t.id == task else t for t in fitted.tasks)
+    with pytest.raises(InputError, match=message):
+        export_astra(dataclasses.replace(fitted, tasks=tasks), 2, tmp_path / "out")
+
+
+def test_stages_that_do_not_split_the_network_along_dimensions_are_refused(tmp_path: Path) -> None:
+    from themis_opt.formats.astra import export_astra
+    from themis_opt.instance import Instance
+
+    network = _two_stages(tmp_path).network
+    pairs = (
+        Collective(Kind.ALL_REDUCE, MIB, 4, group=(0, 1)),
+        Collective(Kind.ALL_REDUCE, MIB, 4, group=(3, 2), stage=1),
+    )
+    with pytest.raises(InputError, match=r"export-astra: stage_npus: 2 stages do not take every NPU: dimensions"):
+        export_astra(Instance(network, pairs, stage_npus=(0, 3)), 2, tmp_path / "out")
+
+
+def test_the_cli_fits_an_instance_for_2x_on_asking(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from themis_opt.formats.native import save_instance
+
+    save_instance(_two_stages(tmp_path), tmp_path / "w.json")
+    argv = ["export-astra", str(tmp_path / "w.json"), "--version", "2", "--out", str(tmp_path / "out")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "may run beside grad" in err and err.count("\n") == 1 and not (tmp_path / "out").exists()
+    assert main([*argv, "--fit"]) == 0
+    out = capsys.readouterr().out
+    assert "fitted: 1 compute time rounded to whole microseconds" in out
+    assert solve(_reimport(tmp_path / "out"), "baseline", intra="fifo").makespan == 63914.0
+    assert main([*argv[:3], "1", *argv[4:], "--fit"]) == 2
+    assert "--fit: makes an instance expressible by ASTRA-sim 2.x" in capsys.readouterr().err

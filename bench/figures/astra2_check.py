@@ -3,6 +3,7 @@ all-reduces from its generator on 2D and 3D networks of our own.
 
     python -m bench.figures.astra2_check --astra PATH/TO/astra-sim [--astra1 PATH/TO/astra-sim-1.0]
         [--binary BIN] [--work DIR] [--stg PATH/TO/symbolic_tensor_graph --stg-python PYTHON] [--only-stg]
+        [--own-pp]
 
 ``--astra`` is an ASTRA-sim 2.x checkout built as the docs' ASTRA-sim page says (its binary is
 ``build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware`` unless ``--binary``).
@@ -22,14 +23,16 @@ with its requirements), LLM training traces with communicator groups and pipelin
 imported with ``--comm-groups``; each row gives the largest ``sys[i] finished`` (the iteration),
 the baseline's makespan and both wall times (2.x's run; themis_opt's import and solve, in this
 process). ``--only-stg`` runs those alone.
+
+``--own-pp`` runs our own pipeline-parallel LLM workloads alone (:data:`PP_CASES`, 32 NPUs in 2
+stages): each written by ``themis-opt workload ... --pp 2``, exported by ``export-astra --version 2
+--fit`` and run in 2.x with its group file if any (:func:`own_pp_rows`).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import math
 import os
 import re
 import subprocess
@@ -207,11 +210,19 @@ def main() -> None:
     parser.add_argument("--stg", type=Path, help="a checkout of symbolic_tensor_graph")
     parser.add_argument("--stg-python", default=sys.executable, help="the Python that runs it (default: this one)")
     parser.add_argument("--only-stg", action="store_true", help="run the symbolic_tensor_graph cases alone")
+    parser.add_argument(
+        "--own-pp",
+        action="store_true",
+        help="run our own --pp workloads alone (workload, export-astra --fit)",
+    )
     args = parser.parse_args()
     astra = args.astra.resolve()
     binary = args.binary or astra / "build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware"
     work = (args.work or Path(tempfile.mkdtemp(prefix="astra2-"))).resolve()
     work.mkdir(parents=True, exist_ok=True)
+    if args.own_pp:
+        own_pp_rows(binary, astra, work)
+        return
     if args.stg is not None:
         stg_rows(binary, astra, args.stg.resolve(), args.stg_python, work)
         if args.only_stg:
@@ -287,35 +298,88 @@ def main() -> None:
 
 
 def llm_case(work: Path, network: Path, system: Path, data_parallel: str) -> Path:
-    """An LLM layout made expressible by ASTRA-sim 2.x and exported with ``export_astra``: Llama 3
-    8B, tensor parallel 4 (the first dimension) x data parallel 4 (the second), sequences of 256,
-    one pass; compute rounded to whole microseconds (2.x replays microseconds), each collective
-    cut as 2.x cuts it and the collectives chained in the order 2.x runs them (one at a time).
-    Returns the traces' prefix.
+    """An LLM layout made expressible by ASTRA-sim 2.x (:func:`~themis_opt.formats.astra.export.fit_astra_2`)
+    and exported with ``export_astra``: Llama 3 8B, tensor parallel 4 (the first dimension) x data
+    parallel 4 (the second), sequences of 256, one pass, cut into the system file's splits. Returns
+    the traces' prefix.
     """
-    from themis_opt.formats.astra.chakra import serialised
-    from themis_opt.formats.astra.export import export_astra
-    from themis_opt.formats.astra.v2 import collective, read_network, read_system
-    from themis_opt.instance import Collective, Compute, Instance, Kind
+    from themis_opt.formats.astra.export import export_astra, fit_astra_2
+    from themis_opt.formats.astra.v2 import read_network, read_system
     from themis_opt.workloads.llm import LLMS, Layout, llm_task_graph
 
     base = import_astra(network, system, all_reduce_bytes=2**20)
-    settings = read_system(system, len(read_network(network)))
-    layout = Layout(tp=4, dp=4, data_parallel=data_parallel, sequence=256)  # type: ignore[arg-type]
-    graph = llm_task_graph(LLMS["llama3-8b"], base.network, layout)
-    tasks: list[Collective | Compute] = []
-    for task in graph.tasks:
-        if isinstance(task, Compute):
-            tasks.append(dataclasses.replace(task, duration_ns=max(1000.0, 1000.0 * round(task.duration_ns / 1000))))
-            continue
-        group = math.prod(base.network.dimensions[d].size for d in task.dimensions or ())
-        size = task.size_bytes // group if task.kind is Kind.ALL_GATHER else task.size_bytes  # 2.x: the input
-        involved = tuple(d in (task.dimensions or ()) for d in range(base.network.num_dims))
-        cut, _ = collective(task.kind, size, involved, base.network, settings, task.id, id=task.id, after=task.after)
-        tasks.append(cut)
-    chained, _ = serialised(tasks, base.network)
-    export_astra(Instance(base.network, chained, "llama3-8b-2x"), 2, work / f"llm-{data_parallel}")
+    splits = read_system(system, len(read_network(network))).splits
+    layout = Layout(tp=4, dp=4, data_parallel=data_parallel, sequence=256, chunks=splits)  # type: ignore[arg-type]
+    fitted, _ = fit_astra_2(llm_task_graph(LLMS["llama3-8b"], base.network, layout, name="llama3-8b-2x"))
+    export_astra(fitted, 2, work / f"llm-{data_parallel}")
     return work / f"llm-{data_parallel}" / "workload"
+
+
+# our own --pp workloads on PP_NETWORK (ring 4 x switch 4 x ring 2: 32 NPUs, the stages on the last
+# dimension) with PP_SYSTEM: (name, ``themis-opt workload llama3-8b`` options besides --pp 2)
+PP_NETWORK = (
+    "topology: [ Ring, Switch, Ring ]\nnpus_count: [ 4, 4, 2 ]\nbandwidth: [ 200.0, 50.0, 25.0 ]\n"
+    "latency: [ 500.0, 1000.0, 2000.0 ]\n"
+)
+PP_SYSTEM = {
+    "scheduling-policy": "LIFO",
+    "endpoint-delay": 10,
+    "active-chunks-per-dimension": 1,
+    "preferred-dataset-splits": 16,
+    "collective-optimization": "localBWAware",
+    "local-mem-bw": 1600,
+    **{f"{k}-implementation": ["ring"] * 3 for k in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")},
+}
+PP_CASES = [
+    ("tp 4 x dp 4 x pp 2, 2 microbatches, seq 256", ["--tp", "4", "--microbatches", "2", "--seq", "256"]),
+    ("tp 4 x dp 4 x pp 2, 4 microbatches, seq 256", ["--tp", "4", "--microbatches", "4", "--seq", "256"]),
+    ("tp 4 x dp 4 x pp 2, 8 microbatches, seq 1024", ["--tp", "4", "--microbatches", "8", "--seq", "1024"]),
+    ("tp 16 x pp 2, 4 microbatches, seq 512", ["--tp", "16", "--microbatches", "4", "--seq", "512"]),
+]
+
+
+def own_pp_rows(binary: Path, astra: Path, work: Path) -> None:
+    """The table of :data:`PP_CASES`: each made by ``themis-opt workload llama3-8b ... --pp 2``, exported
+    by ``export-astra --version 2 --fit``, run in 2.x (with its group file, if written) and imported
+    again; the iteration is the largest ``sys[i] finished``, against the baseline (fifo) of the
+    re-imported instance, of the exported (fitted) one and of the workload as written (whose
+    collectives and sends may run beside each other, which 2.x never does).
+    """
+    from themis_opt.formats.astra.export import fit_astra_2
+    from themis_opt.formats.native import load_instance
+
+    cli = [sys.executable, "-m", "themis_opt.cli"]
+    folder = work / "own-pp"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "network.yml").write_text(PP_NETWORK)
+    (folder / "system.json").write_text(json.dumps(PP_SYSTEM))
+    net = folder / "network.json"
+    argv = ["import-astra", str(folder / "network.yml"), str(folder / "system.json"), "--all-reduce", "1MiB"]
+    subprocess.run([*cli, *argv, "--out", str(net)], check=True, capture_output=True)
+    print(
+        "| llama3-8b | ASTRA-sim 2.x (ns) | re-imported | difference | exported (fitted) | difference "
+        "| as `workload` wrote it | difference |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for n, (name, options) in enumerate(PP_CASES):
+        written, out = folder / f"w{n}.json", folder / f"case{n}"
+        workload = ["workload", "llama3-8b", "--network", str(net), "--pp", "2", *options, "--out", str(written)]
+        subprocess.run([*cli, *workload], check=True, capture_output=True)
+        export = ["export-astra", str(written), "--version", "2", "--fit", "--out", str(out)]
+        subprocess.run([*cli, *export], check=True, capture_output=True)
+        groups = out / "comm_groups.json"
+        given = groups if groups.exists() else None
+        finished, _ = astra_run(binary, astra, out / "network.yml", out / "system.json", out / "workload", given)
+        astra_ns = max(finished.values()) if len(finished) == 32 else None
+        again = import_astra(out / "network.yml", out / "system.json", workload=out / "workload", comm_groups=given)
+        original = load_instance(written)
+        ours = [
+            solve(instance, "baseline", intra="fifo", time_limit=600).makespan
+            for instance in (again, fit_astra_2(original)[0], original)
+        ]
+        shown = astra_ns if astra_ns is not None else f"{len(finished)} of 32 NPUs finished"
+        cells = [f"{t:.0f} | {100 * (t / astra_ns - 1):+.3f}%" if t and astra_ns else f"{t} | " for t in ours]
+        print(f"| {name} | {shown} | {' | '.join(cells)} |", flush=True)
 
 
 WORKLOADS = ("Resnet50_DataParallel", "MLP_HybridParallel_Data_Model", "MLP_ModelParallel", "DLRM_HybridParallel")

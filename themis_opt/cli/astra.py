@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from rich.console import Console
 
 from themis_opt.cli.options import int_in, number_in, out_option
-from themis_opt.errors import counted
+from themis_opt.errors import InputError, counted
 
 FIELDS = {"all_reduce_bytes": "all_reduce"}  # the library's fields -> this command's dests
 
@@ -70,6 +71,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=None,
         help="scheduling a 1.0 system file asks for (default themis; 2.x always runs the baseline)",
     )
+    p.add_argument(
+        "--fit",
+        action="store_true",
+        help="2.x: make the instance expressible first: compute rounded to whole microseconds, collectives cut as "
+        "2.x cuts them, each stage's collectives and sends chained in the order 2.x runs them (default: off, "
+        "such an instance is an error)",
+    )
     out_option(p, "folder to write the files to")
     p.set_defaults(handler=export_astra)
 
@@ -110,11 +118,22 @@ def import_astra(args: argparse.Namespace, console: Console) -> int:
 def export_astra(args: argparse.Namespace, console: Console) -> int:
     """``themis-opt export-astra``."""
     from themis_opt.formats.astra import export_astra
+    from themis_opt.formats.astra.export import GROUP_FILE, fit_astra_2
     from themis_opt.formats.native import check_folder, load_instance
 
     check_folder(args.out)
-    files = export_astra(load_instance(args.instance), args.version, args.out, args.method, keep=[args.instance])
+    instance = load_instance(args.instance)
+    notes: list[str] = []
+    if args.fit:
+        if args.version != 2:
+            raise InputError("--fit", "makes an instance expressible by ASTRA-sim 2.x: give --version 2")
+        instance, notes = fit_astra_2(instance)
+    files = export_astra(instance, args.version, args.out, args.method, keep=[args.instance])
     names = [f.name for f in files]
     shown = ", ".join(names) if len(names) <= 5 else f"{', '.join(names[:3])} ... {names[-1]}"
     console.print(f"wrote {counted(len(files), 'file')} to {args.out}: {shown}")
+    for note in notes:
+        console.print(f"fitted: {note}")
+    if any(f.name == GROUP_FILE for f in files):
+        console.print(f"run ASTRA-sim 2.x with --comm-group-configuration={Path(args.out) / GROUP_FILE}")
     return 0

@@ -400,14 +400,6 @@ def trace_tasks(
                     if cpu:
                         raise InputError(where, "a communication node on the CPU: ASTRA-sim 2.x throws")
                     group = group_of(node, groups, network.num_npus, where)
-                    if multi and (not group or any(traces.class_of[m] != k for m in group)):
-                        at, problem = traces.differences[0]
-                        others = "every NPU" if not group else f"group {list(group)}"
-                        raise InputError(
-                            at,
-                            f"{problem}: not a symmetric system, nor pipeline stages ({where} runs a collective "
-                            f"over {others}, beyond NPU {rep}'s stage)",
-                        )
                     code = _int(node, "comm_type", where)
                     if code not in COLLECTIVE_TYPES:
                         name = _COMM_NAMES.get(code, str(code))
@@ -432,6 +424,8 @@ def trace_tasks(
                         after=after,
                         group=group,
                     )
+                    if multi:
+                        _within_class(traces, k, coll, network, where)
                     tasks.append(dataclasses.replace(coll, stage=k))
                     notes += [note] if note else []
                 case "COMM_SEND_NODE":
@@ -460,6 +454,34 @@ def trace_tasks(
             f"(classes of {', '.join(str(traces.class_of.count(k)) for k in range(len(reps)))} NPUs)"
         )
     return chained, [*notes, *([note] if note else [])], stage_npus
+
+
+def _within_class(traces: Traces, k: int, coll: Collective, network: Network, where: str) -> None:
+    """An error unless a collective of class ``k`` reaches only NPUs of its class from the class's lowest
+    NPU: its group's, or those that differ from it only in the dimensions it involves (a flattened
+    one: every NPU).
+    """
+    rep = traces.stage_npus[k]
+    if coll.group:
+        reached: tuple[int, ...] = coll.group
+        others = f"group {list(coll.group)}"
+    else:
+        flat = network.flattened(coll.kind)
+        dims = () if flat else (coll.dimensions or ())
+        home = network.coordinates(rep)
+        reached = tuple(
+            npu
+            for npu in range(network.num_npus)
+            if flat or all(x == y or d in dims for d, (x, y) in enumerate(zip(network.coordinates(npu), home)))
+        )
+        others = "every NPU" if flat else f"dimensions {list(dims)}"
+    if any(traces.class_of[m] != k for m in reached):
+        at, problem = traces.differences[0]
+        raise InputError(
+            at,
+            f"{problem}: not a symmetric system, nor pipeline stages ({where} runs a collective over {others}, "
+            f"beyond NPU {rep}'s stage)",
+        )
 
 
 def _match(traces: Traces, npus: int) -> dict[tuple[int, int], tuple[int, int]]:

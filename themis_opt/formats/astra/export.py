@@ -2,10 +2,12 @@
 
 1.0: ``network.json``, ``system.txt`` and a MICRO ``workload.txt`` (one
 collective over every dimension, issued at 0, no compute tasks); 2.x:
-``network.yml``, ``system.json`` and one Chakra trace per NPU
+``network.yml``, ``system.json``, one Chakra trace per NPU
 (``workload.<npu>.et``: a compute node per compute task, a collective node
-per collective, the dependencies; the ``[chakra]`` extra writes them).
-Anything ASTRA-sim cannot express is an error.
+per collective, a send and a receive node per send, the dependencies; the
+``[chakra]`` extra writes them) and, with groups, ``comm_groups.json``.
+Anything ASTRA-sim cannot express is an error; :func:`fit_astra_2` makes an
+instance expressible by 2.x where rounding, cutting and chaining can.
 """
 
 from __future__ import annotations
@@ -13,15 +15,20 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from themis_opt.errors import InputError, counted
 from themis_opt.fileio import check_apart, write_text
 from themis_opt.formats.astra.chakra import COLLECTIVE_TYPES, TraceNode, write_trace
 from themis_opt.formats.astra.files import IMPLEMENTATION_KEYS, TOPOLOGIES, WORKLOAD_TYPES
-from themis_opt.formats.astra.v2 import NO_ALL_TO_ALL, SUPPORTED
+from themis_opt.formats.astra.groups import move, offset
+from themis_opt.formats.astra.v2 import NO_ALL_TO_ALL, SUPPORTED, SystemV2
 from themis_opt.instance import (
     COLLECTIVE_KINDS,
     Algorithm,
@@ -130,7 +137,9 @@ def _topology_name(topology: Topology) -> str:
 
 
 def _version_2(instance: Instance) -> tuple[dict[str, str], dict[str, list[TraceNode]]]:
-    """ASTRA-sim 2.x's network YAML, system JSON and one Chakra trace per NPU (``workload.<npu>.et``)."""
+    """ASTRA-sim 2.x's network YAML, system JSON, one Chakra trace per NPU (``workload.<npu>.et``) and,
+    when a collective runs in a group, the communicator-group file (``comm_groups.json``).
+    """
     network = instance.network
     dims = network.dimensions
     per_link = []
@@ -149,8 +158,31 @@ def _version_2(instance: Instance) -> tuple[dict[str, str], dict[str, list[Trace
         f"bandwidth: [ {', '.join(repr(b) for b in per_link)} ]  # GB/s per link\n"
         f"latency: [ {', '.join(repr(d.latency_ns) for d in dims)} ]  # ns\n"
     )
-    colls = instance.collectives
+    _check_algorithms(network)
     splits = _splits(instance)
+    system = _system_json(network, splits)
+    members = stage_members(instance)
+    for task in instance.tasks:
+        where = f"export-astra: {task.id}"
+        if task.issue_ns:
+            raise InputError(where, "an issue time: ASTRA-sim 2.x starts a node when its dependencies end")
+        if any(dep.lag_ns for dep in task.after):
+            raise InputError(where, "a dependency with a lag: ASTRA-sim 2.x has none")
+    _check_one_at_a_time(instance)
+    traces, groups = _traces(instance, members)
+    files = {"network.yml": network_yml, "system.json": json.dumps(system, indent=2) + "\n"}
+    if groups:
+        lines = ",\n".join(f'  "{n}": {json.dumps(list(group))}' for group, n in groups.items())
+        files[GROUP_FILE] = "{\n" + lines + "\n}\n"
+    return files, traces
+
+
+GROUP_FILE = "comm_groups.json"  # the communicator groups, for 2.x's --comm-group-configuration
+
+
+def _check_algorithms(network: Network) -> None:
+    """An error for an algorithm 2.x's files cannot name, or a flattened one charged as 1.0 charges it."""
+    dims = network.dimensions
     for kind in COLLECTIVE_KINDS:
         for d in dims:
             if d.algorithm_for(kind) not in V2_SUPPORTED[kind]:
@@ -164,7 +196,11 @@ def _version_2(instance: Instance) -> tuple[dict[str, str], dict[str, list[Trace
                 f"{dims[0].algorithm_for(kind).value} with messages charged on the outermost dimension (ASTRA-sim "
                 "1.0's rule): 2.x charges the innermost (set innermost_charge)",
             )
-    system = {
+
+
+def _system_json(network: Network, splits: int) -> dict[str, object]:
+    """The 2.x system file of ``network`` with ``splits`` chunks a collective."""
+    return {
         "scheduling-policy": "LIFO",
         "endpoint-delay": int(network.endpoint_delay_ns),
         "active-chunks-per-dimension": network.active_chunks,
@@ -176,49 +212,268 @@ def _version_2(instance: Instance) -> tuple[dict[str, str], dict[str, list[Trace
         # no local memory bandwidth: reductions free (a bandwidth no message's bytes reach 1 ns of)
         "local-mem-bw": network.reduction_gbps if network.reduction_gbps is not None else FREE_REDUCTIONS_GBPS,
     }
-    number = {task.id: n for n, task in enumerate(instance.tasks)}
-    nodes = []
-    for n, task in enumerate(instance.tasks):
+
+
+def stage_members(instance: Instance) -> list[tuple[int, ...]]:
+    """Per pipeline stage, the NPUs that run its tasks, in ascending order (every NPU for one stage).
+
+    The stages split the network along their **stage dimensions**, those in which the NPUs of
+    ``stage_npus`` differ: an NPU belongs to the stage whose NPU has its coordinates there (the
+    layout of :func:`themis_opt.workloads.llm.llm_task_graph`). So every stage's NPU must have
+    coordinate 0 in the other dimensions (it is its stage's lowest NPU, as ASTRA-sim 2.x's traces
+    are imported), and the stages must take every combination of coordinates of the stage
+    dimensions.
+
+    Raises
+    ------
+    InputError
+        If ``stage_npus`` do not split the network so.
+    """
+    network = instance.network
+    if instance.num_stages == 1:
+        return [tuple(range(network.num_npus))]
+    places = [network.coordinates(npu) for npu in instance.stage_npus]
+    varying = [d for d in range(network.num_dims) if len({p[d] for p in places}) > 1]
+    for npu, place in zip(instance.stage_npus, places):
+        if any(place[d] for d in range(network.num_dims) if d not in varying):
+            raise InputError(
+                "export-astra: stage_npus",
+                f"NPU {npu} is not its stage's lowest NPU (the stages split the network along dimensions "
+                f"{varying}, where their NPUs differ)",
+            )
+    combinations = math.prod(network.dimensions[d].size for d in varying)
+    if combinations != instance.num_stages:
+        raise InputError(
+            "export-astra: stage_npus",
+            f"{instance.num_stages} stages do not take every NPU: dimensions {varying}, where their NPUs differ, "
+            f"hold {combinations} combinations (each stage's NPUs: those with its NPU's coordinates there)",
+        )
+    stage_of = {tuple(p[d] for d in varying): s for s, p in enumerate(places)}
+    members: list[list[int]] = [[] for _ in instance.stage_npus]
+    for npu in range(network.num_npus):
+        place = network.coordinates(npu)
+        members[stage_of[tuple(place[d] for d in varying)]].append(npu)
+    return [tuple(m) for m in members]
+
+
+def _tiles(
+    instance: Instance, coll: Collective, stage: tuple[int, ...], groups: dict[tuple[int, ...], int]
+) -> dict[int, int]:
+    """Per NPU of ``stage``, the id (in ``groups``, which gains the new ones) of the group it names for
+    ``coll``: the collective's group for its own NPUs, for the others the group moved to them, so that
+    the moved groups split the stage's NPUs (every NPU of a group names that group, as 2.x needs).
+    """
+    network = instance.network
+    where = f"export-astra: {coll.id}"
+    inside = set(stage)
+    if not inside.issuperset(coll.group):
+        raise InputError(where, f"group {list(coll.group)} reaches beyond stage {coll.stage}'s NPUs")
+    named: dict[int, tuple[int, ...]] = dict.fromkeys(coll.group, coll.group)
+    for npu in stage:
+        if npu in named:
+            continue
+        moved = (move(network, coll.group, offset(network, first, npu)) for first in coll.group)
+        tile = next((m for m in moved if all(x in inside and x not in named for x in m)), None)
+        if tile is None:
+            raise InputError(
+                where,
+                f"group {list(coll.group)} moved to NPU {npu} overlaps another NPU's group: its moves do not split "
+                f"stage {coll.stage}'s NPUs into groups (ASTRA-sim 2.x needs every NPU of a group to name it)",
+            )
+        named.update(dict.fromkeys(tile, tile))
+    return {npu: groups.setdefault(tile, len(groups) + 1) for npu, tile in named.items()}
+
+
+def _node_ids(instance: Instance) -> dict[str, int]:
+    """Each task's node id, the same in every NPU's trace: the number of an id as the import names
+    tasks (``n<id>``, with stages ``s<stage>.n<id>``) when every task has one and they ascend in the
+    task order within each stage (so the import gives the same ids back), else its position.
+    """
+    multi = instance.num_stages > 1
+    found: dict[str, int] = {}
+    last: dict[int, int] = {}
+    for task in instance.tasks:
+        match = re.fullmatch(rf"s{task.stage}\.n(\d+)" if multi else r"n(\d+)", task.id)
+        number = int(match.group(1)) if match else -1
+        if number <= last.get(task.stage, -1) or number >= 2**62:
+            return {task.id: n for n, task in enumerate(instance.tasks)}
+        found[task.id] = last[task.stage] = number
+    return found
+
+
+@dataclass
+class _Node:
+    """A node of one stage's trace, before it is written for each NPU of the stage."""
+
+    node: TraceNode
+    group: dict[int, int] | None = None  # per NPU, the id of its group
+    peer: tuple[str, int] | None = None  # a send's or receive's: (its attribute, the other NPU for the stage's NPU)
+
+
+def _traces(
+    instance: Instance, members: list[tuple[int, ...]]
+) -> tuple[dict[str, list[TraceNode]], dict[tuple[int, ...], int]]:
+    """Every NPU's trace (its stage's nodes, the groups and peers moved to it, ``workload.<npu>.et``)
+    and the communicator groups the traces name, with their ids.
+    """
+    network = instance.network
+    ids = _node_ids(instance)
+    stage_of = {npu: s for s, npus in enumerate(members) for npu in npus}
+    by_id = {task.id: task for task in instance.tasks}
+    sends = [c for c in instance.collectives if c.kind is Kind.SEND]
+    tag = {c.id: n for n, c in enumerate(sends)}
+    receiver = {c.id: stage_of[c.group[1]] for c in sends}
+    spare = max(ids.values(), default=-1) + 1
+    received: dict[str, int] = {}  # a send's receive node's id
+    groups: dict[tuple[int, ...], int] = {}
+    stages: list[list[_Node]] = [[] for _ in members]
+    for send in sends:  # every send has its receive, whatever waits for it
+        received[send.id] = spare
+        spare += 1
+    posted: set[str] = set()
+    attrs: tuple[tuple[str, Any], ...]
+    for task in instance.tasks:
+        s = task.stage
         where = f"export-astra: {task.id}"
-        if task.issue_ns:
-            raise InputError(where, "an issue time: ASTRA-sim 2.x starts a node when its dependencies end")
-        if any(dep.lag_ns for dep in task.after):
-            raise InputError(where, "a dependency with a lag: ASTRA-sim 2.x has none")
-        deps = tuple(number[dep.task] for dep in task.after)
+        deps = []
+        for dep in task.after:
+            other = by_id[dep.task]
+            if other.stage == s:
+                deps.append(ids[dep.task])
+            elif isinstance(other, Collective) and other.kind is Kind.SEND and receiver[other.id] == s:
+                deps.append(received[other.id])
+                if other.id not in posted:  # the receive, just before the first node that waits for it
+                    stages[s].append(_receive(instance, other, received[other.id], tag[other.id], s))
+                    posted.add(other.id)
+            else:
+                raise InputError(
+                    where,
+                    f"waits for {dep.task} of stage {other.stage}: a stage waits for another only through a "
+                    "send to it (ASTRA-sim 2.x's NPUs share nothing else)",
+                )
+        deps = list(dict.fromkeys(deps))
+        number = ids[task.id]
         if isinstance(task, Compute):
             micros, rest = divmod(task.duration_ns, 1000.0)
             if rest and task.duration_ns != 1.0:
-                raise InputError(where, f"{task.duration_ns} ns: ASTRA-sim 2.x replays whole microseconds (or 1 ns)")
-            nodes.append(TraceNode(n, task.id, "COMP_NODE", deps, (), int(micros), ()))
+                raise InputError(
+                    where,
+                    f"{task.duration_ns} ns: ASTRA-sim 2.x replays whole microseconds (or 1 ns; --fit rounds them)",
+                )
+            stages[s].append(_Node(TraceNode(number, task.id, "COMP_NODE", tuple(deps), (), int(micros), ())))
             continue
-        c = colls.index(task)
-        involved = tuple(d in instance.active_dims[c] for d in range(len(dims)))
-        size = _comm_size(instance, c)
+        if task.kind is Kind.SEND:
+            if stage_of[task.group[1]] == s:
+                raise InputError(where, f"a send to NPU {task.group[1]}, of its own stage: not a pipeline stage's")
+            attrs = (("comm_tag", tag[task.id]), ("comm_size", task.size_bytes))
+            node = TraceNode(number, task.id, "COMM_SEND_NODE", tuple(deps), (), 0, attrs)
+            stages[s].append(_Node(node, peer=("comm_dst", task.group[1])))
+            continue
+        c = instance.collectives.index(task)
         code = next(k for k, v in COLLECTIVE_TYPES.items() if v is task.kind)
-        attrs = (("comm_type", code), ("comm_size", size), ("involved_dim", involved))
-        nodes.append(TraceNode(n, task.id, "COMM_COLL_NODE", deps, (), 0, attrs))
-    _check_one_at_a_time(instance)
-    files = {"network.yml": network_yml, "system.json": json.dumps(system, indent=2) + "\n"}
-    npus = network.num_npus
-    traces = {}
-    for npu in range(npus):  # ids offset per NPU, as Chakra's converters write them
-        shift = npu * len(nodes)
-        traces[f"workload.{npu}.et"] = [
-            dataclasses.replace(node, id=node.id + shift, data_deps=tuple(d + shift for d in node.data_deps))
-            for node in nodes
-        ]
-    return files, traces
+        attrs = (("comm_type", code), ("comm_size", _comm_size(instance, c)))
+        tiles = None
+        if task.group:
+            tiles = _tiles(instance, task, members[s], groups)
+        else:
+            involved = tuple(d in instance.active_dims[c] for d in range(network.num_dims))
+            attrs += (("involved_dim", involved),)
+            if instance.num_stages > 1:
+                _within_stage(instance, task, members[s])
+        stages[s].append(_Node(TraceNode(number, task.id, "COMM_COLL_NODE", tuple(deps), (), 0, attrs), tiles))
+    for send in sends:  # a receive nothing waits for: at the end of its stage's trace
+        if send.id not in posted:
+            stages[receiver[send.id]].append(
+                _receive(instance, send, received[send.id], tag[send.id], receiver[send.id])
+            )
+    traces: dict[str, list[TraceNode]] = {}
+    for s, npus in enumerate(members):
+        rep = instance.stage_npu(s)
+        for npu in npus:
+            shift = offset(network, rep, npu)
+            mine = []
+            for item in stages[s]:
+                node = item.node
+                if item.group is not None:
+                    node = dataclasses.replace(node, attrs=(*node.attrs, ("pg_name", str(item.group[npu]))))
+                if item.peer is not None:
+                    key, peer = item.peer
+                    mine_peer = move(network, (peer,), shift)[0]
+                    own_key = "comm_src" if key == "comm_dst" else "comm_dst"
+                    node = dataclasses.replace(node, attrs=((own_key, npu), (key, mine_peer), *node.attrs))
+                mine.append(node)
+            traces[f"workload.{npu}.et"] = mine
+    return traces, groups
+
+
+def _receive(instance: Instance, send: Collective, number: int, tag: int, stage: int) -> _Node:
+    """Stage ``stage``'s receive of ``send``: posted at once, from the NPU of the sending stage whose
+    send reaches the stage's NPU.
+    """
+    network = instance.network
+    src, dst = send.group
+    rep = instance.stage_npu(stage)
+    source = move(network, (src,), offset(network, dst, rep))[0]  # the NPU whose send reaches the stage's NPU
+    attrs = (("comm_tag", tag), ("comm_size", send.size_bytes))
+    node = TraceNode(number, f"recv.{send.id}", "COMM_RECV_NODE", (), (), 0, attrs)
+    return _Node(node, peer=("comm_src", source))
+
+
+def _within_stage(instance: Instance, coll: Collective, stage: tuple[int, ...]) -> None:
+    """An error unless a collective without a group reaches only its stage's NPUs from the stage's NPU
+    (2.x runs it over every NPU, on the involved dimensions: those must not cross stages).
+    """
+    network = instance.network
+    where = f"export-astra: {coll.id}"
+    if network.flattened(coll.kind):
+        raise InputError(where, f"a flattened {coll.kind.value} runs over every NPU, beyond stage {coll.stage}'s")
+    c = instance.collectives.index(coll)
+    rep = network.coordinates(instance.stage_npu(coll.stage))
+    reached = [
+        npu
+        for npu in range(network.num_npus)
+        if all(x == y or d in instance.active_dims[c] for d, (x, y) in enumerate(zip(network.coordinates(npu), rep)))
+    ]
+    outside = next((npu for npu in reached if npu not in stage), None)
+    if outside is not None:
+        raise InputError(
+            where,
+            f"runs over dimensions {list(instance.active_dims[c])}, which reach NPU {outside}, beyond stage "
+            f"{coll.stage}'s NPUs (give it a group)",
+        )
 
 
 def _splits(instance: Instance) -> int:
     """The one preferred-dataset-splits that cuts every collective as the instance does."""
-    from themis_opt.formats.astra.v2 import SystemV2, collective
+    from themis_opt.formats.astra.v2 import collective
 
     network = instance.network
-    first = instance.collectives[0]
+    colls = [c for c in instance.collectives if c.kind is not Kind.SEND]
+    if not colls:
+        return 1
+    splits = colls[0].chunks
+    system = _settings(network, splits)
+    for c, coll in enumerate(instance.collectives):
+        if coll.kind is Kind.SEND:
+            continue
+        involved = None if coll.group else tuple(d in instance.active_dims[c] for d in range(network.num_dims))
+        again, _ = collective(
+            coll.kind, _comm_size(instance, c), involved, network, system, f"export-astra: {coll.id}", group=coll.group
+        )
+        if (again.chunks, again.chunk_bytes, again.size_bytes) != (coll.chunks, coll.chunk_bytes, coll.size_bytes):
+            raise InputError(
+                f"export-astra: {coll.id}",
+                f"{coll.chunks} chunks of {coll.chunk_bytes} bytes: ASTRA-sim 2.x cuts every collective into "
+                f"size // {splits} byte chunks, each full size (--fit cuts them so)",
+            )
+    return splits
+
+
+def _settings(network: Network, splits: int) -> SystemV2:
+    """What a 2.x system file written for ``network`` with ``splits`` sets, as the import reads it."""
     implementations: dict[Kind, tuple[Algorithm, ...]] = {kind: _v2_list(network, kind) for kind in COLLECTIVE_KINDS}
-    system = SystemV2(
-        first.chunks,
+    return SystemV2(
+        splits,
         network.endpoint_delay_ns,
         network.active_chunks,
         network.all_reduce_phases,
@@ -227,18 +482,6 @@ def _splits(instance: Instance) -> int:
         None,
         None,
     )
-    for c, coll in enumerate(instance.collectives):
-        dims = instance.active_dims[c]
-        size = _comm_size(instance, c)
-        involved = tuple(d in dims for d in range(network.num_dims))
-        again, _ = collective(coll.kind, size, involved, network, system, coll.id)
-        if (again.chunks, again.chunk_bytes, again.size_bytes) != (coll.chunks, coll.chunk_bytes, coll.size_bytes):
-            raise InputError(
-                f"export-astra: {coll.id}",
-                f"{coll.chunks} chunks of {coll.chunk_bytes} bytes: ASTRA-sim 2.x cuts every collective into "
-                f"size // {first.chunks} byte chunks, each full size",
-            )
-    return first.chunks
 
 
 def _v2_list(network: Network, kind: Kind) -> tuple[Algorithm, ...]:
@@ -254,27 +497,95 @@ def _comm_size(instance: Instance, c: int) -> int:
     if coll.kind is not Kind.ALL_GATHER:
         return coll.size_bytes
     network = instance.network
+    if coll.group:
+        return coll.size_bytes // len(coll.group)
     if network.flattened(coll.kind):
         return coll.size_bytes // network.num_npus
     return coll.size_bytes // math.prod(network.dimensions[d].size for d in instance.active_dims[c])
 
 
 def _check_one_at_a_time(instance: Instance) -> None:
-    """ASTRA-sim 2.x runs one collective at a time per NPU: they must be chained by dependencies."""
+    """ASTRA-sim 2.x runs one collective or send at a time per NPU: a stage's must be chained by
+    dependencies.
+    """
     ancestors: dict[str, set[str]] = {}
     for task in instance.tasks:
         seen: set[str] = set()
         for dep in task.after:
             seen |= {dep.task, *ancestors.get(dep.task, set())}
         ancestors[task.id] = seen
-    ids = [c.id for c in instance.collectives]
-    for i, a in enumerate(ids):
-        b = next((b for b in ids[i + 1 :] if a not in ancestors[b] and b not in ancestors[a]), None)
-        if b is not None:
-            raise InputError(
-                f"export-astra: {b}",
-                f"may run beside {a}: ASTRA-sim 2.x runs one collective at a time, so it would time another case",
-            )
+    for stage in range(instance.num_stages):
+        ids = [c.id for c in instance.collectives if c.stage == stage]
+        for i, a in enumerate(ids):
+            b = next((b for b in ids[i + 1 :] if a not in ancestors[b] and b not in ancestors[a]), None)
+            if b is not None:
+                raise InputError(
+                    f"export-astra: {b}",
+                    f"may run beside {a}: ASTRA-sim 2.x runs one collective or send at a time, so it would time "
+                    "another case (--fit chains them in the order it runs them)",
+                )
+
+
+def fit_astra_2(instance: Instance) -> tuple[Instance, list[str]]:
+    """The instance made expressible by ASTRA-sim 2.x, and notes saying what changed.
+
+    * every compute time rounded to whole microseconds (2.x replays
+      ``duration_micros``; one that rounds to 0 takes 1 ns, as 2.x runs a
+      node of 0);
+    * every collective cut as 2.x cuts it, with one split count for all (the
+      chunk count most of them have): ``size // splits`` bytes a chunk, each
+      full size, inflated to the NPU count where smaller (all-gathers aside);
+    * every stage's collectives and sends chained in the order 2.x runs them,
+      one at a time per NPU (:func:`~themis_opt.formats.astra.chakra.serialised`).
+
+    What :func:`export_astra` refuses for other reasons (issue times, lags, a
+    message overhead...) is left as it is.
+    """
+    from themis_opt.formats.astra.chakra import serialised
+    from themis_opt.formats.astra.v2 import collective
+
+    network = instance.network
+    counts = Counter(c.chunks for c in instance.collectives if c.kind is not Kind.SEND)
+    splits = max(counts, key=lambda k: counts[k]) if counts else 1  # ties: the first met
+    system = _settings(network, splits)
+    tasks: list[Collective | Compute] = []
+    rounded = recut = 0
+    for task in instance.tasks:
+        if isinstance(task, Compute):
+            micros = round(task.duration_ns / 1000.0)
+            duration = 1000.0 * micros if micros else 1.0
+            rounded += duration != task.duration_ns
+            tasks.append(dataclasses.replace(task, duration_ns=duration))
+            continue
+        if task.kind is Kind.SEND:
+            tasks.append(task)
+            continue
+        c = instance.collectives.index(task)
+        involved = None if task.group else tuple(d in instance.active_dims[c] for d in range(network.num_dims))
+        cut, _ = collective(
+            task.kind,
+            _comm_size(instance, c),
+            involved,
+            network,
+            system,
+            f"export-astra: {task.id}",
+            id=task.id,
+            after=task.after,
+            group=task.group,
+        )
+        cut = dataclasses.replace(cut, issue_ns=task.issue_ns, priority=task.priority, stage=task.stage)
+        recut += (cut.chunks, cut.chunk_bytes, cut.size_bytes) != (task.chunks, task.chunk_bytes, task.size_bytes)
+        tasks.append(cut)
+    chained, _ = serialised(tasks, network, instance.stage_npus)
+    linked = sum(a.after != b.after for a, b in zip(tasks, chained))
+    notes = [
+        f"{counted(rounded, 'compute time')} rounded to whole microseconds",
+        f"{counted(recut, 'collective')} cut as ASTRA-sim 2.x cuts them (size // {splits} bytes a chunk)",
+        f"{counted(linked, 'collective or send', 'collectives or sends')} chained in the order ASTRA-sim 2.x runs "
+        "them (one at a time per NPU)",
+    ]
+    fitted = Instance(network, chained, instance.name, instance.metadata, instance.stage_npus)
+    return fitted, notes
 
 
 def export_astra(
@@ -289,6 +600,17 @@ def export_astra(
     inter-dimension scheduling a 1.0 system file asks for; Themis is written
     with SCF, the baseline with FIFO, as themis_opt's defaults. ASTRA-sim
     2.x always runs the baseline: a method is an error there.
+
+    For 2.x every NPU gets a trace: its pipeline stage's tasks
+    (:func:`stage_members` says which NPUs run which stage), each group and
+    the other NPU of each send or receive moved to it; a collective in a
+    group names its group in ``pg_name``, and the groups go to
+    ``comm_groups.json`` (2.x's ``--comm-group-configuration``); a send is a
+    ``COMM_SEND_NODE`` and the receiving stage gets its ``COMM_RECV_NODE``,
+    which the tasks that wait for the send wait for. An instance 2.x would
+    time otherwise (collectives that may run beside each other, compute
+    times not whole microseconds, chunks it would not cut) is an error;
+    :func:`fit_astra_2` makes one expressible.
     """
     if version == 2 and method is not None:
         raise InputError("method", "ASTRA-sim 2.x always runs the baseline (it reads no scheduling keys)")
@@ -301,8 +623,8 @@ def export_astra(
     dims = instance.network.dimensions
     if any(d.carved for d in dims):
         raise InputError("export-astra", "a dimension carved from another is ASTRA-sim's own split: not written")
-    if instance.num_stages > 1 or instance.has_sends:
-        raise InputError("export-astra", "pipeline stages and sends are not written (import 2.x's traces instead)")
+    if version == 1 and (instance.num_stages > 1 or instance.has_sends):
+        raise InputError("export-astra", "pipeline stages and sends are ASTRA-sim 2.x's: write them with --version 2")
     _kept_settings(instance, version)
     delay = int(instance.network.endpoint_delay_ns)
     optimization = "baseline" if instance.network.all_reduce_phases is AllReducePhases.PER_DIMENSION else "localBWAware"
