@@ -2,7 +2,7 @@
 
     python -m bench.figures.groups_compare --traces DIR [DIR ...] --networks NET.yml [NET.yml ...]
         --system SYSTEM.json [--time-limit 20] [--workers W] [--astra BINARY --memory MEMORY.json]
-        [--only-aligned] [--write-networks DIR]
+        [--only-aligned] [--write-configs DIR]
 
 Each ``DIR`` holds symbolic_tensor_graph's traces (``workload.N.et``, one per NPU) and their group
 file (``workload.json``). Each trace runs on every network of ``--networks`` with as many NPUs; the
@@ -23,7 +23,9 @@ schedule passes the validator, every lower bound of an instance is at most every
 and (with ``--astra``, ASTRA-sim 2.x's analytical congestion-unaware binary) 2.x's largest ``sys[i]
 finished`` equals the as-astra baseline. ``--only-aligned`` skips a trace on a network where some
 group smaller than the network is not whole dimensions (both imports run it as the same ring).
-``--write-networks DIR`` writes the 3D networks of the docs (:data:`NETWORKS`) and exits.
+``--write-configs DIR`` writes the networks and the system of the docs and exits: the 2.x check's
+square ring x switch networks and system (``bench.figures.astra2_check``'s symbolic_tensor_graph
+cases) and two 3D networks of 4 x 4 x 4 (:data:`NETWORKS`).
 """
 
 from __future__ import annotations
@@ -258,16 +260,13 @@ def main() -> None:
         action="store_true",
         help="skip a trace on a network where some group smaller than it is not whole dimensions",
     )
-    parser.add_argument("--write-networks", type=Path, default=None, help="write the 3D networks here and exit")
+    parser.add_argument("--write-configs", type=Path, default=None, help="write the docs' networks and system, exit")
     args = parser.parse_args()
-    if args.write_networks is not None:
-        args.write_networks.mkdir(parents=True, exist_ok=True)
-        for name, text in NETWORKS.items():
-            (args.write_networks / name).write_text(text)
-            print(args.write_networks / name)
+    if args.write_configs is not None:
+        write_configs(args.write_configs)
         return
     if not (args.traces and args.networks and args.system):
-        parser.error("give --traces, --networks and --system (or --write-networks)")
+        parser.error("give --traces, --networks and --system (or --write-configs)")
     if args.astra is not None and args.memory is None:
         parser.error("--astra needs --memory (ASTRA-sim's no_memory_expansion.json)")
     sizes = {net: network_sizes(net) for net in args.networks}
@@ -309,6 +308,23 @@ def main() -> None:
         for note in c.notes:
             print(f"* {c.trace} on {c.network}: {note}")
     print(f"\n<!-- finished {machine()}; {time.perf_counter() - began:.0f} s -->")
+
+
+def write_configs(folder: Path) -> None:
+    """The docs' networks and system: the 2.x check's square ones, the 3D ones of :data:`NETWORKS`."""
+    from bench.figures.astra2_check import STG_SYSTEM
+
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {
+        f"net_{k}x{k}.yml": f"topology: [ Ring, Switch ]\nnpus_count: [ {k}, {k} ]\nbandwidth: [ 100.0, 50.0 ]\n"
+        "latency: [ 500.0, 1000.0 ]\n"
+        for k in (4, 8, 16)
+    }
+    files.update(NETWORKS)
+    files["sys_roofline.json"] = json.dumps(STG_SYSTEM, indent=4) + "\n"
+    for name, text in files.items():
+        (folder / name).write_text(text)
+        print(folder / name)
 
 
 def aligned(trace: Path, network: Path) -> bool:
