@@ -10,6 +10,7 @@ import pytest
 
 from themis_opt.bounds import compute_bounds, fill_drain_value, integer_load_bound
 from themis_opt.budget import Deadline
+from themis_opt.formats.native import load_instance
 from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.params import PipelineParams, SolveParams, Stage
 from themis_opt.pipeline import (
@@ -28,9 +29,10 @@ from themis_opt.result import Bounds, is_proven, optimality_tolerance
 from themis_opt.schedule import Schedule
 from themis_opt.search.counts import level_counts
 from themis_opt.sim import simulate
+from themis_opt.solving import solve
 from themis_opt.validator import validate
 
-from .conftest import four_dims, make, two_issues
+from .conftest import DATA, four_dims, make, two_issues
 
 
 def _three_dims(chunks: int) -> Instance:
@@ -231,3 +233,13 @@ def test_a_model_too_large_with_no_time_to_load_cp_sat_returns_the_best_heuristi
 
     schedule = load_result(tmp_path / "result.json").schedule
     assert schedule is not None and validate(instance, schedule) == []
+
+
+def test_a_warm_start_with_merged_all_reduce_phases_is_kept_apart_from_the_split_stages() -> None:
+    # an ASTRA-sim 2.x trace's groups as dimensions: the baseline (merged last phases) is the best heuristic
+    instance = load_instance(DATA / "merged_baseline.json")
+    baseline = solve(instance, "baseline")
+    assert len(baseline.schedule.columns().dim) < instance.num_phases  # merged
+    result = solve(instance, "cpsat", warm=baseline.schedule, time_limit=1.5, workers=1, seed=0)
+    assert validate(instance, result.schedule) == []
+    assert result.makespan <= baseline.makespan

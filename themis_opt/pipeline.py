@@ -172,7 +172,13 @@ def warm_start(ctx: Context, budget: Deadline) -> None:
     if merging_shortens(instance):
         with contextlib.suppress(OutOfTime):
             ctx.merged = baseline_schedule(instance, Intra.FIFO, budget.share(share))
-    for schedule in [*candidates, *([ctx.given] if ctx.given is not None else [])]:
+    given = ctx.given
+    if given is not None and len(given.columns().dim) != instance.num_phases:
+        # the caller's baseline with merged all-reduce phases: not a start the split stages can take
+        if ctx.merged is None or given.makespan < ctx.merged.makespan:
+            ctx.merged = given
+        given = None
+    for schedule in [*candidates, *([given] if given is not None else [])]:
         if ctx.best is None or schedule.makespan < ctx.best.makespan:
             ctx.best = schedule
     if ctx.best is not None:
