@@ -296,3 +296,17 @@ def test_moves_from_the_base_resume_and_skip_work(intra: Intra) -> None:
     instance = Instance(network, collectives)
     runs, resumes = _walk_resumed(instance, intra, 0, 64, 60)
     assert resumes > runs // 2
+
+
+def test_groups_whose_rings_share_a_dimension_keep_their_own_costs() -> None:
+    # both rings start on d0; the second's crosses d1 too, so its phases are longer
+    network = Network((Dimension(4, "ring", 200.0, 500.0), Dimension(4, "switch", 25.0, 1000.0)))
+    tasks = (
+        Collective("all_reduce", 2**20, 4, group=(0, 1, 2, 3)),
+        Collective("all_reduce", 2**20, 4, group=(0, 1, 5, 4)),
+    )
+    instance = Instance(network, tasks)
+    for planner in (False, True):
+        python, core = _both(instance, planner, Intra.FIFO)
+        assert core == python
+        assert validate(instance, core) == []  # type: ignore[arg-type]
