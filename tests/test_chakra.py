@@ -453,6 +453,9 @@ def test_groups_as_dimensions_run_over_them(tmp_path: Path) -> None:
     prefix = _grouped_traces(tmp_path, [lambda j: str(1 + j // 4), lambda j: str(5 + j % 4)])
     instance = import_astra(net, system, workload=prefix, comm_groups=groups, groups="dimensions")
     assert [(c.group, c.dimensions) for c in instance.collectives] == [((), (0,)), ((), (1,))]
+    notes = dict(instance.metadata)["astra_notes"]  # one note per dimension set, not per node
+    assert "the groups of 1 collective run over dimensions [0] (--groups dimensions: nodes 0)" in notes
+    assert "the groups of 1 collective run over dimensions [1] (--groups dimensions: nodes 1)" in notes
 
 
 @pytest.mark.parametrize(

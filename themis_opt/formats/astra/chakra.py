@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from themis_opt.errors import InputError
+from themis_opt.errors import InputError, counted
 from themis_opt.fileio import atomic_writer, check_size
 from themis_opt.formats.astra.groups import Groups, aligned_dims, move, offset, same_ring_moved
 from themis_opt.formats.astra.v2 import SystemV2, collective
@@ -381,6 +381,7 @@ def trace_tasks(
 
     tasks: list[Collective | Compute] = []
     notes: list[str] = []
+    re_expressed: dict[tuple[str, tuple[int, ...]], list[int]] = {}  # (file, dimensions) -> node ids
     for k, rep in enumerate(reps):
         for node in sorted(traces.nodes[rep], key=lambda n: n.id):
             where = f"{traces.files[rep]}: node {node.id} ({node.name})"
@@ -412,7 +413,7 @@ def trace_tasks(
                     spanned = aligned_dims(network, group) if group and as_dimensions else None
                     if spanned is not None:
                         involved, group = tuple(d in spanned for d in range(network.num_dims)), ()
-                        notes.append(f"{where}: its group runs over dimensions {list(spanned)}, as asked")
+                        re_expressed.setdefault((str(traces.files[rep]), tuple(spanned)), []).append(node.id)
                     coll, note = collective(
                         COLLECTIVE_TYPES[code],
                         _int(node, "comm_size", where),
@@ -446,6 +447,12 @@ def trace_tasks(
                     raise InputError(where, "a metadata node: ASTRA-sim 2.x aborts on it (invalid node type)")
                 case _:
                     raise InputError(where, f"a {node.type}: ASTRA-sim 2.x skips it and may never issue its children")
+    for (file, spanned), ids in re_expressed.items():
+        shown = ", ".join(map(str, ids[:4])) + (", ..." if len(ids) > 4 else "")
+        notes.append(
+            f"{file}: the groups of {counted(len(ids), 'collective')} run over dimensions {list(spanned)} "
+            f"(--groups dimensions: nodes {shown})"
+        )
     stage_npus = tuple(reps) if multi else ()
     chained, note = serialised(tasks, network, stage_npus)
     if multi:
