@@ -123,10 +123,19 @@ STG_SYSTEM = {
 def astra_run(
     binary: Path, astra: Path, network: Path, system: Path, prefix: Path, groups: Path | None = None
 ) -> tuple[dict[int, int], float]:
-    """ASTRA-sim 2.x's time for each NPU that finished (``sys[i] finished``), ns, and its wall seconds."""
+    """ASTRA-sim 2.x's time for each NPU that finished (``sys[i] finished``), ns, and its wall seconds
+    (``astra``: the checkout, whose example remote-memory file the run takes).
+    """
+    memory = astra / "examples/remote_memory/analytical/no_memory_expansion.json"
+    return run_binary(binary, memory, network, system, prefix, groups)
+
+
+def run_binary(
+    binary: Path, memory: Path, network: Path, system: Path, prefix: Path, groups: Path | None = None
+) -> tuple[dict[int, int], float]:
+    """:func:`astra_run` with the remote-memory file given."""
     import time
 
-    memory = astra / "examples/remote_memory/analytical/no_memory_expansion.json"
     began = time.perf_counter()
     run = subprocess.run(
         [

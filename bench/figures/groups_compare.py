@@ -35,8 +35,6 @@ import datetime
 import json
 import os
 import platform
-import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,6 +42,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.figures.astra2_check import run_binary
 from themis_opt.errors import InputError
 from themis_opt.formats.astra import import_astra
 from themis_opt.instance import Instance
@@ -133,21 +132,8 @@ def check(instance: Instance, results: list[Result], label: str) -> list[str]:
 
 def astra_ns(binary: Path, memory: Path, network: Path, system: Path, trace: Path) -> int | None:
     """ASTRA-sim 2.x's iteration: the largest ``sys[i] finished``, ns."""
-    run = subprocess.run(
-        [
-            str(binary),
-            f"--workload-configuration={trace / 'workload'}",
-            f"--comm-group-configuration={trace / 'workload.json'}",
-            f"--system-configuration={system}",
-            f"--network-configuration={network}",
-            f"--remote-memory-configuration={memory}",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    found = re.findall(r"sys\[\d+\] finished, (\d+) cycles", run.stdout + run.stderr)
-    return max(int(t) for t in found) if found else None
+    finished, _ = run_binary(binary, memory, network, system, trace / "workload", trace / "workload.json")
+    return max(finished.values(), default=None)
 
 
 def group_summary(flat: Instance, hier: Instance) -> str:
