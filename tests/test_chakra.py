@@ -438,6 +438,37 @@ def test_data_and_tensor_parallel_groups_run_as_rings(tmp_path: Path) -> None:
         assert other.makespan is not None and other.makespan >= other.lower_bound * (1 - 1e-9)
 
 
+NET8X2 = "topology: [ Ring, Switch ]\nnpus_count: [ 8, 2 ]\nbandwidth: [ 100.0, 50.0 ]\nlatency: [ 500.0, 1000.0 ]\n"
+
+
+@pytest.mark.parametrize(
+    ("size", "chunks", "expected"),
+    [
+        # 4 chunks of 256 KiB on the ring 0, 1, 2, 3 of a ring of 8 (links of 1, 1, 1 and 3 hops: 1110 and
+        # 2110 ns a message); each NPU runs its chunks back to back, so its chain of receipts crosses every
+        # link 6 times: 4 x (10 + 6 x 10 + 3 x 120) + 6 x (3 x 1110 + 2110), not 4 times a chunk's dearest
+        # 6 links (36,360)
+        (MIB, 4, 4 * 430 + 6 * (3 * 1110 + 2110)),
+        # 2 bytes more: 2.x cuts a fifth chunk of 256 KiB. 30 receipts: every link 7 times, then the dearest 2
+        (MIB + 2, 5, 5 * 430 + 7 * (3 * 1110 + 2110) + 2110 + 1110),
+    ],
+)
+def test_a_groups_chunks_chain_across_its_ring_as_in_2x(tmp_path: Path, size: int, chunks: int, expected: int) -> None:
+    # ASTRA-sim 2.x (518bd51, measured 2026-12-04): 34,360 and 43,450 ns (sys[i] finished, largest)
+    net, system = _files(tmp_path, RINGS, NET8X2)
+    groups = _groups(tmp_path, {str(1 + r): [4 * r + i for i in range(4)] for r in range(4)})
+    for npu in range(16):
+        attrs = (("comm_type", 0), ("comm_size", size), ("pg_name", str(1 + npu // 4)))
+        write_trace(tmp_path / f"trace.{npu}.et", [TraceNode(100 * npu, "ar", "COMM_COLL_NODE", (), (), 0, attrs)])
+    instance = import_astra(net, system, workload=tmp_path / "trace", comm_groups=groups)
+    (coll,) = instance.collectives
+    assert (coll.group, coll.chunks, coll.chunk_bytes) == ((0, 1, 2, 3), chunks, MIB // 4)
+    assert coll.last_chunk_bytes == MIB // 4  # 2.x's last chunk is a whole one
+    result = solve(instance, "baseline", intra="fifo")
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+    assert result.makespan == expected
+
+
 def test_a_group_of_every_npu_is_the_networks_own_plan(tmp_path: Path) -> None:
     net, system = _files(tmp_path, RINGS, NET4X4)
     groups = _groups(tmp_path, {"9": list(range(16))})

@@ -198,6 +198,85 @@ def test_a_groups_ring_follows_its_slowest_chain_of_receipts() -> None:
         assert solve(instance, "baseline").makespan == expected
 
 
+def _two_d(ring: int, switch: int, active_chunks: int = 1) -> Network:
+    """ASTRA-sim 2.x's ring (100 GB/s, 500 ns a hop) x switch (50 GB/s, 1000 ns) network, as imported."""
+    dims = (Dimension(ring, "ring", 100.0, 500.0), Dimension(switch, "switch", 50.0, 1000.0))
+    return Network(dims, congestion_unaware=True, integer_message_sums=True, innermost_charge=True,
+                   reduction_gbps=1600.0, active_chunks=active_chunks)  # fmt: skip
+
+
+# The ring 0, 1, 2, 3 of a ring of 8 (the data-parallel group of dp 4 on 8 x 8): three links of 1 hop, one
+# (3 to 0) of 3. An all-reduce of 1 MiB in 4 chunks sends messages of 64 KiB: floor(500 + 65536 / 107.374)
+# = 1110 ns a hop away, floor(1500 + 610.35) = 2110 ns over 3 hops. Each chunk adds 10 + 6 x 10 ns of
+# delays and 3 reductions of 3 x floor(65536 / 1600) = 120 ns: 430 ns. An NPU starts the next chunk as soon as
+# it has finished the last, so its chain of receipts runs back along the ring through all 4 x 6 = 24 steps,
+# every link 6 times: 4 x 430 + 6 x (3 x 1110 + 2110) = 34,360 ns, on every NPU. Each chunk alone lasts its
+# dearest 6 links (4 x 1110 + 2 x 2110 + 430 = 9,090 ns; 36,360 for 4).
+DP4_AR_NS = 4 * 430 + 6 * (3 * 1110 + 2110)
+
+
+def test_a_groups_chunks_chain_on_without_an_npu_waiting_for_the_others() -> None:
+    """ASTRA-sim 2.x (518bd51, measured 2026-12-04): 34,360 ns (above); with 2 chunks at once 17,180 ns,
+    two chains of 2 chunks (2 x 430 + 3 x 5440).
+    """
+    from themis_opt.cost import group_ring_ns
+    from themis_opt.solving import solve
+
+    instance = Instance(_two_d(8, 2), (Collective("all_reduce", MIB, 4, group=(0, 1, 2, 3)),))
+    assert group_ring_ns(instance.network, (0, 1, 2, 3), Op.ALL_REDUCE, MIB / 4) == 9090.0  # a chunk alone
+    (phase,) = chunk_phases(instance, 0, MIB // 4, (0,))
+    assert phase.duration == DP4_AR_NS / 4  # each chunk an equal share of the chain
+    assert solve(instance, "baseline").makespan == DP4_AR_NS == 34_360
+    two = Instance(_two_d(8, 2, active_chunks=2), instance.collectives)
+    assert solve(two, "baseline").makespan == 2 * 430 + 3 * (3 * 1110 + 2110) == 17_180
+
+
+def test_a_groups_chain_lasts_until_its_last_npu_ends() -> None:
+    """The ring 0, 1, 2 of a ring of 6: links of 1, 1 and 2 hops. An all-reduce of 1.5 MiB in 4 chunks:
+    messages of 128 KiB, floor(500 + 1220.7) = 1720 ns, floor(1000 + 1220.7) = 2220 ns; each chunk
+    10 + 4 x 10 + 2 x 3 x floor(131072 / 1600) = 536 ns. 16 receipts: 5 times round the ring, then one more
+    link, which for NPU 0 is the dear one: 4 x 536 + 5 x (2 x 1720 + 2220) + 2220 = 32,664 ns. ASTRA-sim 2.x
+    (measured): NPU 0 finishes at 32,664, NPUs 1 and 2 at 32,164.
+    """
+    from themis_opt.solving import solve
+
+    instance = Instance(_two_d(6, 2), (Collective("all_reduce", 3 * MIB // 2, 4, group=(0, 1, 2)),))
+    assert solve(instance, "baseline").makespan == 4 * 536 + 5 * (2 * 1720 + 2220) + 2220 == 32_664
+
+
+def test_group_collectives_cut_differently_keep_their_own_shares() -> None:
+    # two all-reduces on the ring 0, 1, 2, 3 of a ring of 8, in chunks of 256 KiB: 4, then 5 of them. The
+    # second's chain: 30 receipts, 7 times round the ring then its dearest 2 links:
+    # 5 x 430 + 7 x 5440 + (2110 + 1110) = 43,450 ns; its chunks are not the first's (34,360 / 4 each)
+    from themis_opt.instance import After
+    from themis_opt.solving import solve
+    from themis_opt.validator import validate
+
+    group = (0, 1, 2, 3)
+    first = Collective("all_reduce", MIB, 4, id="first", group=group)
+    second = Collective("all_reduce", 5 * MIB // 4, 5, id="second", after=(After("first"),), group=group)
+    instance = Instance(_two_d(8, 2), (first, second))
+    assert [p.duration for p in chunk_phases(instance, 1, MIB // 4, (0,))] == [43_450 / 5]
+    result = solve(instance, "baseline")
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+    assert result.makespan == DP4_AR_NS + 5 * 430 + 7 * 5440 + 2110 + 1110 == 34_360 + 43_450
+
+
+def test_a_last_chunk_of_another_size_takes_what_it_adds_to_the_chain() -> None:
+    from themis_opt.cost import group_chain_ns
+
+    # 3 chunks of 256 KiB, the last 400 bytes more: each of the 3 a third of their own chain, the last the rest
+    group = (0, 1, 2, 3)
+    instance = Instance(_two_d(8, 2), (Collective("all_reduce", MIB + 400, 4, chunk_bytes=MIB // 4, group=group),))
+    (regular,) = chunk_phases(instance, 0, MIB // 4, (0,))
+    (last,) = chunk_phases(instance, 0, MIB // 4 + 400, (0,))
+    three = group_chain_ns(instance.network, group, Op.ALL_REDUCE, (MIB / 4,) * 3)
+    assert regular.duration == three / 3
+    whole = group_chain_ns(instance.network, group, Op.ALL_REDUCE, (MIB / 4,) * 3 + (MIB / 4 + 400,))
+    assert last.duration == whole - three
+    assert 3 * regular.duration + last.duration == pytest.approx(whole)
+
+
 @pytest.mark.parametrize(("dst", "ns"), [(5, 10265.0), (2, 10765.0), (8, 21531.0)])
 def test_a_send_costs_one_message_in_the_lowest_dimension_the_npus_differ_in(dst: int, ns: float) -> None:
     # ASTRA-sim 2.x's hand check m5 on its 4x4 network (ring 100 GB/s 500 ns, switch 50 GB/s 1000 ns):

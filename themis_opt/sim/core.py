@@ -149,7 +149,7 @@ def offsets(lengths: list[int]) -> array[int]:
 class _Tables:
     """Phase tables in the order they were made, and the arrays the core reads."""
 
-    index: dict[tuple[Kind, tuple[int, ...], int, Order, bool], int] = field(default_factory=dict)
+    index: dict[tuple[Kind, tuple[int, ...], tuple[int, ...], int, Order, bool], int] = field(default_factory=dict)
     specs: list[tuple[PhaseSpec, ...]] = field(default_factory=list)
     orders: list[Order] = field(default_factory=list)
     arrays: tuple[array[Any], ...] | None = None
@@ -157,7 +157,9 @@ class _Tables:
 
     def table(self, instance: Instance, c: int, nbytes: int, order: Order, merged: bool) -> int:
         coll = instance.collectives[c]
-        key = (coll.kind, coll.group, nbytes, order, merged)  # a group's ring costs differ by its members
+        # a group's ring costs differ by its members, and a chunk's share by how its collective is cut
+        cut = (coll.chunks, coll.chunk_bytes, coll.last_chunk_bytes) if coll.group else ()
+        key = (coll.kind, coll.group, cut, nbytes, order, merged)
         found = self.index.get(key)
         if found is None:
             found = self.index[key] = len(self.specs)
@@ -273,12 +275,12 @@ def plannable(instance: Instance) -> bool:
 def _planned_tables(instance: Instance, prepared: _Prepared) -> tuple[array[int], array[int]]:
     """Per collective, the table of every order of its dimensions (lexicographic), for a chunk and the last."""
     if prepared.planned is None:
-        blocks: dict[tuple[Kind, tuple[int, ...], int, int, tuple[int, ...]], int] = {}
+        blocks: dict[tuple[Kind, tuple[int, ...], int, int, int, tuple[int, ...]], int] = {}
         perm_ptr = array("q", [0]) * len(instance.collectives)
         table: list[int] = []
         for c, coll in enumerate(instance.collectives):
             dims = instance.active_dims[c]
-            key = (coll.kind, coll.group, coll.chunk_bytes, coll.last_chunk_bytes, dims)
+            key = (coll.kind, coll.group, coll.chunks, coll.chunk_bytes, coll.last_chunk_bytes, dims)
             if key not in blocks:
                 blocks[key] = len(table)
                 for nbytes in (coll.chunk_bytes, coll.last_chunk_bytes):
