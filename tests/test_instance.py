@@ -66,3 +66,18 @@ def test_a_stage_part_keeps_its_tasks_and_turns_other_stages_into_issue_times() 
     assert [t.id for t in part.tasks] == ["f1", "ar1"]
     assert part.tasks[0].issue_ns == 5000.0 and part.tasks[0].after == () and part.tasks[0].stage == 0
     assert instance.stage_part(0) is not None
+
+
+def test_the_phase_count_is_what_a_schedule_holds_with_groups() -> None:
+    from themis_opt.solving import solve
+
+    network = Network((Dimension(4, "ring", 200.0, 500.0), Dimension(4, "switch", 50.0, 1000.0)))
+    tasks = (
+        Collective("all_reduce", 2**20, 4, group=(0, 1, 2, 3)),  # one phase a chunk on the group's ring
+        Collective("all_reduce", 2**20, 4),  # a reduce-scatter and an all-gather phase a chunk and dimension
+        Collective("send", 2**10, 1, group=(0, 4)),
+    )
+    instance = Instance(network, tasks)
+    assert instance.num_phases == 4 + 16 + 1
+    for method in ("baseline", "themis"):
+        assert len(solve(instance, method).schedule.columns().dim) == instance.num_phases

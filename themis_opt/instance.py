@@ -901,9 +901,11 @@ class Instance:
         """Total number of phases over all chunks."""
         per_dimension = self.network.all_reduce_phases is AllReducePhases.PER_DIMENSION
         return sum(
-            coll.chunks * len(dims) * (2 if coll.kind is Kind.ALL_REDUCE and not per_dimension else 1)
+            coll.chunks
+            * len(dims)
+            * (2 if coll.kind is Kind.ALL_REDUCE and not per_dimension and not coll.group else 1)
             for coll, dims in zip(self.collectives, self.active_dims)
-        )
+        )  # a group's collective (a send too) is one phase a chunk on its ring
 
 
 def _find_cycle(preds: list[list[int]]) -> list[int]:
