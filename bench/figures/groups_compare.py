@@ -16,9 +16,7 @@ one flat ring over its NPUs); ``dimensions`` runs a group that is exactly some w
 a collective over them, which the methods order chunk by chunk.
 
 Printed: a Markdown table (each cell the iteration in ms and its speedup over 2.x's flat ring;
-cpsat's gap to its instance's best lower bound, ``*`` proven optimal; ``+``: ``solve --method all``
-stopped on the instance, so the heuristics ran as it runs them and cpsat alone, from its own warm
-start, every result then measured against the best bounds of either), then the checks: every
+cpsat's gap to its instance's best lower bound, ``*`` proven optimal), then the checks: every
 schedule passes the validator, every lower bound of an instance is at most every makespan on it,
 and (with ``--astra``, ASTRA-sim 2.x's analytical congestion-unaware binary) 2.x's largest ``sys[i]
 finished`` equals the as-astra baseline. ``--only-aligned`` skips a trace on a network where some
@@ -43,11 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.figures.astra2_check import run_binary
-from themis_opt.errors import InputError
 from themis_opt.formats.astra import import_astra
 from themis_opt.instance import Instance
 from themis_opt.result import Result
-from themis_opt.solving import solve, solve_all
+from themis_opt.solving import solve_all
 from themis_opt.validator import validate
 
 METHODS = ["baseline", "themis-fifo", "themis-scf", "balanced", "cpsat"]
@@ -75,7 +72,6 @@ class Case:
     astra_ns: int | None
     notes: list[str]
     problems: list[str]
-    alone: tuple[bool, bool]  # cpsat run alone (as-astra, dimensions): solve_all stopped on its warm start
 
 
 def network_sizes(path: Path) -> list[int]:
@@ -98,20 +94,6 @@ def system_for(system: Path, dims: int, work: Path) -> Path:
     out = work / f"{system.stem}.{dims}d.json"
     out.write_text(json.dumps(data, indent=4))
     return out
-
-
-def run_methods(instance: Instance, limit: float, workers: int | None) -> tuple[list[Result], str | None]:
-    """``solve --method all``; where cpsat fails from the baseline's warm start, the heuristics so and
-    cpsat alone (its own warm start), all with the best bounds of either (the note says why)."""
-    try:
-        return solve_all(instance, METHODS, time_limit=limit, workers=workers), None
-    except InputError as error:
-        note = f"`solve --method all` stops ({error}); cpsat run alone"
-    heuristics = solve_all(instance, HEURISTICS, time_limit=limit, workers=workers)
-    exact = solve(instance, "cpsat", time_limit=limit, workers=workers)
-    results = [*heuristics, exact]
-    best = max((r.bounds for r in results), key=lambda b: b.best)
-    return [r.with_bounds(best, instance.origin_ns) for r in results], note
 
 
 def check(instance: Instance, results: list[Result], label: str) -> list[str]:
@@ -160,13 +142,10 @@ def run_case(trace: Path, network: Path, system: Path, args: argparse.Namespace,
     system = system_for(system, len(network_sizes(network)), work)
     flat = import_astra(network, system, workload=prefix, comm_groups=groups, groups="as-astra")
     hier = import_astra(network, system, workload=prefix, comm_groups=groups, groups="dimensions")
-    notes, problems = [], []
-    flat_results, flat_note = run_methods(flat, args.time_limit, args.workers)
-    if flat_note:
-        notes.append(f"as-astra: {flat_note}")
-    hier_results, hier_note = run_methods(hier, args.time_limit, args.workers)
-    if hier_note:
-        notes.append(f"dimensions: {hier_note}")
+    notes: list[str] = []
+    problems: list[str] = []
+    flat_results = solve_all(flat, METHODS, time_limit=args.time_limit, workers=args.workers)
+    hier_results = solve_all(hier, METHODS, time_limit=args.time_limit, workers=args.workers)
     problems += check(flat, flat_results, "as-astra")
     problems += check(hier, hier_results, "dimensions")
     measured = None
@@ -183,15 +162,13 @@ def run_case(trace: Path, network: Path, system: Path, args: argparse.Namespace,
         measured,
         notes,
         problems,
-        (flat_note is not None, hier_note is not None),
     )
 
 
-def cell(r: Result, reference: float, gap: bool = False, alone: bool = False) -> str:
-    """The iteration in ms, its speedup over ``reference``; with ``gap``, the gap too (``*`` proven,
-    ``+`` cpsat run alone)."""
+def cell(r: Result, reference: float, gap: bool = False) -> str:
+    """The iteration in ms, its speedup over ``reference``; with ``gap``, the gap too (``*`` proven)."""
     assert r.makespan is not None
-    star = ("*" if r.status.value == "optimal" else "") + ("+" if alone else "")
+    star = "*" if r.status.value == "optimal" else ""
     extra = f", {100 * (r.makespan / r.bounds.best - 1):.2f}%" if gap else ""
     return f"{r.makespan / 1e6:.4f}{star} ({reference / r.makespan:.3f}x{extra})"
 
@@ -210,9 +187,9 @@ def table(cases: list[Case]) -> list[str]:
         h = {r.label: r for r in c.hier}
         best = h["cpsat"].bounds
         lines.append(
-            f"| {c.trace} | {c.network} | {c.groups} | {ref / 1e6:.4f} | {cell(f['cpsat'], ref, True, c.alone[0])} | "
+            f"| {c.trace} | {c.network} | {c.groups} | {ref / 1e6:.4f} | {cell(f['cpsat'], ref, True)} | "
             + " | ".join(cell(h[m], ref) for m in HEURISTICS)
-            + f" | {cell(h['cpsat'], ref, True, c.alone[1])} | {best.best / 1e6:.4f} ({best.best_name}) |"
+            + f" | {cell(h['cpsat'], ref, True)} | {best.best / 1e6:.4f} ({best.best_name}) |"
         )
     return lines
 
