@@ -61,9 +61,7 @@ def _caption(rows: Sequence[Record]) -> str:
     limits = sorted({r.time_limit_s for r in rows})
     limit = f"{limits[0]:g} s a method" if len(limits) == 1 else "mixed time limits"
     by = f"themis_opt {', '.join(versions)}" if versions else "themis_opt"
-    return (
-        f"measured {when} by {by}; {len(rows)} instances, {limit}, seed {rows[0].seed} (themis-opt bench)"
-    )
+    return f"measured {when} by {by}; {len(rows)} instances, {limit}, seed {rows[0].seed} (themis-opt bench)"
 
 
 def save(figure: Figure, path: str | Path) -> Path:
