@@ -185,7 +185,8 @@ Job = tuple[int, int, float, float, float]  # (class index, way index, release, 
 
 def _jobs(instance: Instance, heads: Sequence[float], tails: Sequence[float], params: BoundsParams) -> list[list[Job]]:
     """Per dimension, one job per class and way with a phase there: its release (the collective's head
-    plus the way's), its work per chunk and its delivery (the way's tail plus the collective's).
+    plus the way's), its work per chunk and its delivery (the way's tail plus the collective's). Every
+    way of a class has a phase on every dimension of its collective.
     """
     ctask = [t for t, task in enumerate(instance.tasks) if isinstance(task, Collective)]
     num_dims = instance.network.num_dims
@@ -195,7 +196,7 @@ def _jobs(instance: Instance, heads: Sequence[float], tails: Sequence[float], pa
         for w, way in enumerate(class_ways(instance, cls, params)):
             for d in range(num_dims):
                 h, q = way.head[d], way.tail[d]
-                if h is not None and q is not None and way.busy[d] > 0:
+                if h is not None and q is not None:  # work 0 too: it counts in which classes are sure
                     jobs[d].append((k, w, heads[t] + h, way.busy[d], q + tails[t]))
     return jobs
 
