@@ -85,6 +85,30 @@ class BoundsParams(_Group):
     fill_drain_conflicts: int = knob(20_000, "and at most this many conflicts: the same answer on every machine", 1)
     fill_drain_unit_ns: float = knob(1e-3, "fill-and-drain rounds times down to this: only weakens the bound", 0)
     max_load_variables: int = knob(20_000, "order counts over all chunk classes: beyond, the programs take minutes", 1)
+    iteration_share: float = knob(
+        0.3, "of the bounds' time for the iteration bound, run first on task graphs: seconds on 563 collectives", 0, 1
+    )
+    iteration_seconds: float = knob(
+        4.0, "and at most this: its cuts converge in about a second on the clusters suite", 0
+    )
+    iteration_orders: int = knob(
+        24, "orders per chunk class the iteration bound tells apart (4 dimensions); beyond, one", 1
+    )
+    iteration_assignments: int = knob(
+        20_000, "integer assignments enumerated per collective for its span alone: 4 chunks on 24 orders, 17,550", 1
+    )
+    iteration_rounds: int = knob(200, "rounds of cuts of the iteration bound at most: each one per dimension", 1)
+    iteration_tolerance: float = knob(
+        1e-7, "a cut or a round that raises the program less, relatively, counts as none", 0, 1
+    )
+    iteration_cuts: int = knob(8, "cuts per dimension and round at most: one a round left the counts shuffling", 1)
+    iteration_grid: int = knob(1_500, "release and delivery thresholds of a cut at most: the grid is their product", 2)
+    iteration_patience: int = knob(
+        5, "rounds without a rise before the cuts stop: past it they only shuffle the counts", 0
+    )
+    max_iteration_variables: int = knob(
+        50_000, "the iteration bound's count variables at most: beyond, not computed", 1
+    )
     level_slack: float = knob(2e-4, "how far above the start's value level counts may go, relatively", 0, 1)
     level_credit: float = knob(1e-3, "what an order in use is worth in the level counts, relative to that value", 0, 1)
 

@@ -21,6 +21,7 @@ CERTIFICATES = (
     "least_busy",
     "jackson",
     "lp",
+    "iteration",
     "ip",
     "fill_drain",
     "fluid",
@@ -40,7 +41,10 @@ class Bounds:
     over time (:func:`fluid_bound`); ``cpsat`` CP-SAT's own bound (of a
     relaxation, so valid as it stands); ``jackson`` the preemptive
     one-machine bound of every resource with heads and tails from the task
-    graph (:func:`~themis_opt.bounds.jackson_bound`).
+    graph (:func:`~themis_opt.bounds.jackson_bound`); ``iteration`` the relaxation of the whole
+    task graph: every collective's span alone, the critical path with them, and continuous order
+    counts under every dimension's preemptive bound with the graph's heads and tails
+    (:func:`~themis_opt.bounds.iteration_bound`).
     """
 
     ideal: float
@@ -53,6 +57,7 @@ class Bounds:
     compute: float | None = None
     least_busy: float | None = None
     jackson: float | None = None
+    iteration: float | None = None
 
     @property
     def best(self) -> float:

@@ -7,7 +7,7 @@ import math
 import time
 from collections.abc import Sequence
 
-from themis_opt.bounds import Memo, compute_bounds, programs_wanted, reported
+from themis_opt.bounds import Memo, compute_bounds, iteration_wanted, programs_wanted, reported
 from themis_opt.budget import Deadline
 from themis_opt.errors import InputError
 from themis_opt.instance import Instance
@@ -107,10 +107,11 @@ def solve(
     bound_set
         Which bounds the result reports, the same for every method:
         ``formulas`` (those that need no solver: ideal, critical path,
-        compute, least busy, Jackson's), ``full`` (those and the load
-        programs' that fit in the bounds' share of the time) or ``auto``
-        (``full`` on instances of at most ``bounds.auto_load_variables``
-        order counts, else ``formulas``). balanced and cpsat run the load
+        compute, least busy, Jackson's), ``full`` (those, the iteration
+        bound and the load programs' that fit in the bounds' share of the
+        time) or ``auto`` (``full`` on instances of at most
+        ``bounds.auto_load_variables`` order counts, else ``formulas`` and
+        the iteration bound). balanced and cpsat run the load
         programs for their own search whatever it says; the status is
         decided by the bounds reported (and cpsat's own).
 
@@ -145,7 +146,9 @@ def solve(
             if spec.searches
             else deadline.share(settings.cheap_share)
         )
-        bounds = compute_bounds(instance, share, full=spec.load_bounds or programs, memo=memo, params=settings)
+        iteration = iteration_wanted(instance, bound_set, settings)
+        full = spec.load_bounds or programs
+        bounds = compute_bounds(instance, share, full=full, iteration=iteration, memo=memo, params=settings)
     call = MethodCall(
         instance,
         variant,
@@ -219,7 +222,8 @@ def solve_all(
     if bounds is None:
         share = Deadline.after(time_limit) if each else deadline.share(params.bounds.share_all)
         full = programs or any(METHODS[resolve_method(m)[0]].load_bounds for m in methods)
-        bounds = compute_bounds(instance, share, full=full, params=params.bounds)
+        iteration = iteration_wanted(instance, bound_set, params.bounds)
+        bounds = compute_bounds(instance, share, full=full, iteration=iteration, params=params.bounds)
     options = {
         "workers": workers,
         "seed": seed,

@@ -11,6 +11,10 @@
   end its last phase later than that chunk's remaining phases allow (its
   tail): makespan >= min head + load + min tail, heads and tails taken over
   the orders in use;
+* iteration bound (``iteration``): the task graph relaxed at the granularity of chunk classes:
+  every collective at its least span alone (over integer order counts), the critical path with
+  those spans, and continuous order counts under every dimension's preemptive one-machine bound
+  with heads and tails from the graph (cuts added as they are violated; GLOP);
 * fluid bound (``fluid``): the load program over time, between issue times:
   a dimension does no more work in an interval than its length, and no chunk
   starts a phase before finishing the one before, counted in shares of
@@ -71,6 +75,7 @@ from themis_opt.bounds.formulas import (
     traffic_bytes,
 )
 from themis_opt.bounds.graph import jackson_bound, jackson_value, preemptive_makespan, resource_jobs
+from themis_opt.bounds.iteration import alone_span, collective_spans, iteration_bound, iteration_fits
 from themis_opt.bounds.programs import (
     LoadSolution,
     Memo,
@@ -96,8 +101,10 @@ __all__ = [
     "LoadSolution",
     "Memo",
     "OrderProfile",
+    "alone_span",
     "class_cost",
     "collective_releases",
+    "collective_spans",
     "compute_bound",
     "compute_bounds",
     "critical_path_bound",
@@ -107,6 +114,9 @@ __all__ = [
     "heads_and_tails",
     "ideal_bound",
     "integer_load_bound",
+    "iteration_bound",
+    "iteration_fits",
+    "iteration_wanted",
     "jackson_bound",
     "jackson_value",
     "least_busy_bound",
@@ -148,6 +158,15 @@ def programs_wanted(instance: Instance, bound_set: str, params: BoundsParams = B
     return bound_set == "full"
 
 
+def iteration_wanted(instance: Instance, bound_set: str, params: BoundsParams = BOUNDS) -> bool:
+    """Whether ``bound_set`` reports the iteration bound on ``instance``: ``auto`` and ``full`` where
+    it fits (:func:`iteration_fits`: it takes a fraction of a second where it does), ``formulas``
+    never. The instance decides, never the method.
+    """
+    programs_wanted(instance, bound_set, params)  # checks the name
+    return bound_set != "formulas" and iteration_fits(instance, params)
+
+
 def reported(bounds: Bounds, programs: bool) -> Bounds:
     """``bounds`` as a result reports them: without the load programs' unless ``programs`` (a method
     that runs them for its own search keeps their answers to itself, so that a schedule's gap does
@@ -180,6 +199,7 @@ def compute_bounds(
     deadline: Deadline | None = None,
     *,
     full: bool = True,
+    iteration: bool | None = None,
     memo: Memo | None = None,
     params: BoundsParams = BOUNDS,
 ) -> Bounds:
@@ -195,15 +215,23 @@ def compute_bounds(
     full
         ``False`` computes only the bounds that need no solver (ideal,
         critical path, compute, least busy: milliseconds).
+    iteration
+        Whether to compute the iteration bound (default: as ``full``), first, in
+        ``params.iteration_share`` of the time (at most ``params.iteration_seconds``).
     memo
         Passed on to :func:`integer_load_bound`.
     params
         The programs' shares of the time and their limits.
     """
     deadline = deadline or Deadline()
+    iteration = full if iteration is None else iteration
     if instance.num_stages > 1:
-        return _stage_bounds(instance, deadline, full, memo, params)
+        return _stage_bounds(instance, deadline, full, iteration, memo, params)
     cheap = solver_free_bounds(instance, deadline)
+    if iteration and iteration_fits(instance, params):
+        # first: on a task graph it is the bound that sees the graph and the orders at once
+        share = deadline.share(params.iteration_share).cap(params.iteration_seconds)
+        cheap = dataclasses.replace(cheap, iteration=iteration_bound(instance, share, params))
     if not full or not load_programs_fit(instance, params):
         return cheap
     if not solvers_loaded(deadline, params):  # loaded first: the programs' shares are of the time then left
@@ -243,14 +271,16 @@ def compute_bounds(
 
 
 def _stage_bounds(
-    instance: Instance, deadline: Deadline, full: bool, memo: Memo | None, params: BoundsParams
+    instance: Instance, deadline: Deadline, full: bool, iteration: bool, memo: Memo | None, params: BoundsParams
 ) -> Bounds:
     """The bounds of an instance of several pipeline stages: each load bound the largest over the stages'
     parts (each part an equal share of the time left), the critical path and the compute bound of the whole.
     """
     parts = stage_parts(instance)
     found = [
-        compute_bounds(part, deadline.share(1 / (len(parts) - n)), full=full, memo=memo, params=params)
+        compute_bounds(
+            part, deadline.share(1 / (len(parts) - n)), full=full, iteration=iteration, memo=memo, params=params
+        )
         for n, part in enumerate(parts)
     ]
 
@@ -267,4 +297,5 @@ def _stage_bounds(
         critical_path=critical_path_bound(instance),
         compute=compute_bound(instance),
         least_busy=largest("least_busy"),
+        iteration=largest("iteration"),
     )

@@ -109,9 +109,10 @@ def bounds_option(parser: argparse.ArgumentParser, default: str) -> None:
         nargs="?",
         const="full",
         default=default,
-        help="the lower bounds every method reports: formulas (no solver: milliseconds), full (also the load "
-        "programs, in the bounds' share of the time) or auto (full on instances of at most "
-        f"bounds.auto_load_variables order counts, else formulas); --bounds alone is full (default {default})",
+        help="the lower bounds every method reports: formulas (no solver: milliseconds), full (also the iteration "
+        "bound and the load programs, in the bounds' share of the time) or auto (full on instances of at most "
+        f"bounds.auto_load_variables order counts, else formulas and the iteration bound); --bounds alone is full "
+        f"(default {default})",
     )
 
 

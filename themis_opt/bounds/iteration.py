@@ -1,0 +1,388 @@
+"""The iteration bound: a relaxation of the whole task graph at the granularity of chunk classes.
+
+Two parts, each valid on its own:
+
+* **collective spans**: per collective, the least time from its release to its end when it runs
+  alone, over every integer assignment of its chunks to orders (fill-and-drain on the collective
+  alone: on every dimension, the least head over the orders in use, their load, the least tail;
+  the slowest chunk of an order in use), at least :func:`~themis_opt.bounds.shortest_durations`.
+  With them, heads and tails over the task graph (the longest chains into and out of every task)
+  and the critical path;
+* **the program**: continuous order counts per chunk class, and per dimension the preemptive
+  one-machine bound of its jobs, one per class and order, each with the head and tail its order
+  and its collective's place in the graph give it: for every release threshold ``h`` and delivery
+  threshold ``q``, ``makespan >= h + q +`` the work of the jobs released no earlier than ``h`` and
+  delivered no earlier than ``q``. There are too many such cuts to write down: they are added as
+  the counts violate them (the most violated per dimension, found over the grid of thresholds),
+  and the program (GLOP) is solved again. The bound is the Lagrangian value of the cuts' duals,
+  computed in floats from them, so that it does not rest on the solver's tolerances; every
+  round's is valid (a subset of the cuts), the last is the best.
+
+The compute unit's jobs have no choice: its preemptive bound with the spans' heads and tails is a
+constant of the program, as is the critical path.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from themis_opt.bounds.formulas import (
+    BOUNDS,
+    SAFETY,
+    _classes_by_collective,
+    _least_profile,
+    _memo,
+    _profile,
+    _shortest,
+    class_cost,
+    heads_and_tails,
+)
+from themis_opt.bounds.graph import preemptive_makespan
+from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
+from themis_opt.cost import chunk_phases, merges
+from themis_opt.instance import ChunkClass, Collective, Compute, Instance
+from themis_opt.params import BoundsParams
+from themis_opt.policies import baseline_order
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Way:
+    """One order of a chunk class (or, past ``params.iteration_orders`` orders, every order at once,
+    each quantity at its least), costed for one chunk from its collective's release.
+
+    Parameters
+    ----------
+    busy
+        Per dimension, the chunk's least busy time there, ns (over the phases the dimension runs
+        at once).
+    head
+        Per dimension, the least time from the chunk's release to its first phase there
+        (``None``: no phase there).
+    tail
+        Per dimension, the least time from the end of its last phase there to its end.
+    duration
+        The chunk's least duration.
+    """
+
+    busy: tuple[float, ...]
+    head: tuple[float | None, ...]
+    tail: tuple[float | None, ...]
+    duration: float
+
+
+def class_ways(instance: Instance, cls: ChunkClass, params: BoundsParams = BOUNDS) -> tuple[Way, ...]:
+    """Per order of ``cls`` its :class:`Way` (each at its least over the ways the order may run: the
+    baseline's merged phases besides the split ones); with more than ``params.iteration_orders``
+    orders, one way with every quantity at its least over all of them (its class's
+    :class:`~themis_opt.bounds.ClassCost`). Kept per kind, dimensions and chunk size.
+    """
+    c = cls.collective
+    key = (instance.collectives[c].kind, instance.active_dims[c], cls.chunk_bytes, params.iteration_orders)
+    memo = _memo(instance).setdefault("ways", {})
+    found: tuple[Way, ...] | None = memo.get(key)
+    if found is not None:
+        return found
+    network = instance.network
+    num_dims = network.num_dims
+    if instance.order_count(c) > params.iteration_orders:
+        cost = class_cost(instance, cls, Deadline())
+        assert cost is not None  # no deadline
+        found = (Way(cost.busy, cost.head, cost.tail, cost.fastest),)
+    else:
+        ways = []
+        for order in instance.orders[c]:
+            runs = [chunk_phases(instance, c, cls.chunk_bytes, order)]
+            if order == baseline_order(instance, c) and merges(instance, c, baseline=True):
+                runs.append(chunk_phases(instance, c, cls.chunk_bytes, order, merged=True))
+            least = _least_profile([_profile(phases, 0.0, num_dims, network.active_chunks) for phases in runs])
+            duration = min(sum(p.duration for p in phases) for phases in runs)
+            ways.append(Way(least.busy, least.head, least.tail, duration))
+        found = tuple(ways)
+    memo[key] = found
+    return found
+
+
+def _compositions(n: int, parts: int) -> Iterator[tuple[int, ...]]:
+    """Every way to write ``n`` as an ordered sum of ``parts`` whole numbers >= 0."""
+    for bars in itertools.combinations(range(n + parts - 1), parts - 1):
+        previous = -1
+        out = []
+        for b in (*bars, n + parts - 1):
+            out.append(b - previous - 1)
+            previous = b
+        yield tuple(out)
+
+
+def _assignments(sizes: Sequence[int], ways: Sequence[int]) -> int:
+    """How many integer assignments of classes of ``sizes`` chunks to their ``ways`` there are."""
+    return math.prod(math.comb(n + w - 1, w - 1) for n, w in zip(sizes, ways))
+
+
+def alone_span(instance: Instance, classes: Sequence[ChunkClass], params: BoundsParams = BOUNDS) -> float | None:
+    """The least fill-and-drain value of one collective's ``classes`` run alone from time 0, over
+    every integer assignment of their chunks to orders: the largest of, on every dimension, the least
+    head of the orders in use plus their load plus the least tail, and the slowest chunk of an order
+    in use. ``None`` when there are more than ``params.iteration_assignments`` assignments.
+
+    In every schedule a collective ends at least this long after its release: its chunks' orders are
+    one of these assignments, every chunk starts no earlier than the release, a dimension runs the
+    phases one after another (``active_chunks`` at once), the first cannot start before some chunk in
+    use reaches it and the last is followed by at least the least tail.
+    """
+    import numpy as np
+
+    per_class = [class_ways(instance, cls, params) for cls in classes]
+    if _assignments([len(cls.chunks) for cls in classes], [len(w) for w in per_class]) > params.iteration_assignments:
+        return None
+    ways = [way for ways in per_class for way in ways]
+    choices = [list(_compositions(len(cls.chunks), len(w))) for cls, w in zip(classes, per_class)]
+    counts = np.array([[n for part in pick for n in part] for pick in itertools.product(*choices)], dtype=float)
+    used = counts > 0  # assignments x ways
+    busy = np.array([[b if h is not None else 0.0 for b, h in zip(w.busy, w.head)] for w in ways])
+    head = np.array([[math.inf if h is None else h for h in w.head] for w in ways])
+    tail = np.array([[math.inf if q is None else q for q in w.tail] for w in ways])
+    load = counts @ busy  # assignments x dimensions
+    first = np.where(used[:, :, None], head[None], math.inf).min(axis=1)
+    last = np.where(used[:, :, None], tail[None], math.inf).min(axis=1)
+    edges = np.where(load > 0, first + load + last, 0.0).max(axis=1)
+    slowest = np.where(used, np.array([w.duration for w in ways])[None], 0.0).max(axis=1)
+    return float(np.maximum(edges, slowest).min())
+
+
+def collective_spans(instance: Instance, deadline: Deadline, params: BoundsParams = BOUNDS) -> tuple[float, ...]:
+    """Per task, a lower bound on how long it lasts: a compute task's duration; a collective's
+    :func:`alone_span`, at least its :func:`~themis_opt.bounds.shortest_durations` entry (that alone
+    where the assignments are too many or ``deadline`` has passed). Computed once per kind,
+    dimensions, size and chunking.
+    """
+    weak = _shortest(instance, deadline)
+    memo = _memo(instance).setdefault("spans", {})
+    out = list(weak)
+    c = 0
+    for t, task in enumerate(instance.tasks):
+        if isinstance(task, Compute):
+            continue
+        coll = instance.collectives[c]
+        key = (coll.kind, instance.active_dims[c], coll.size_bytes, coll.chunks, coll.chunk_bytes, params)
+        found = memo.get(key)
+        if found is None and not deadline.expired():
+            found = memo[key] = alone_span(instance, _classes_by_collective(instance)[c], params) or 0.0
+        if found is not None:
+            out[t] = max(out[t], found)
+        c += 1
+    return tuple(out)
+
+
+Job = tuple[int, int, float, float, float]  # (class index, way index, release, work per chunk, delivery)
+
+
+def _jobs(instance: Instance, heads: Sequence[float], tails: Sequence[float], params: BoundsParams) -> list[list[Job]]:
+    """Per dimension, one job per class and way with a phase there: its release (the collective's head
+    plus the way's), its work per chunk and its delivery (the way's tail plus the collective's). Every
+    way of a class has a phase on every dimension of its collective.
+    """
+    ctask = [t for t, task in enumerate(instance.tasks) if isinstance(task, Collective)]
+    num_dims = instance.network.num_dims
+    jobs: list[list[Job]] = [[] for _ in range(num_dims)]
+    for k, cls in enumerate(instance.chunk_classes):
+        t = ctask[cls.collective]
+        for w, way in enumerate(class_ways(instance, cls, params)):
+            for d in range(num_dims):
+                h, q = way.head[d], way.tail[d]
+                if h is not None and q is not None:  # work 0 too: it counts in which classes are sure
+                    jobs[d].append((k, w, heads[t] + h, way.busy[d], q + tails[t]))
+    return jobs
+
+
+def _sure(jobs: list[Job]) -> list[tuple[float, float]]:
+    """Per class with jobs in ``jobs`` (of one dimension), its least release and least delivery over
+    its ways: every way of a class has its phases on every dimension of its collective, so in every
+    schedule its chunks have jobs there released and delivered no earlier.
+    """
+    least: dict[int, tuple[float, float]] = {}
+    for k, _, r, _, q in jobs:
+        r0, q0 = least.get(k, (r, q))
+        least[k] = (min(r0, r), min(q0, q))
+    return list(least.values())
+
+
+def _axis(values: list[float], most: int) -> Any:
+    """The distinct ``values`` ascending, or ``most`` of them spread evenly from the least (the
+    thresholds need not be values: any threshold gives a valid cut, fewer only weaker ones).
+    """
+    import numpy as np
+
+    axis = np.unique(np.array(values))
+    if len(axis) > most:
+        axis = axis[np.linspace(0, len(axis) - 1, most).astype(int)]
+    return axis
+
+
+def _most_violated(
+    jobs: list[Job], sure: list[tuple[float, float]], x: dict[tuple[int, int], float], many: int, grid: int
+) -> list[tuple[float, float, float]]:
+    """Thresholds ``(h, q)`` with large ``h + q +`` the work (at counts ``x``) of the jobs released no
+    earlier than ``h`` and delivered no earlier than ``q``, with that value, among the thresholds
+    some class surely meets (``sure``: the set is never empty, whatever the counts): for each of the
+    ``many`` release thresholds of the largest values, its best delivery threshold; at most ``grid``
+    thresholds of each kind.
+    """
+    import numpy as np
+
+    active = [(r, w * x[k, i], q) for k, i, r, w, q in jobs if x.get((k, i), 0.0) > 0]
+    if not active or not sure:
+        return []
+    hs = _axis([a[0] for a in active] + [s[0] for s in sure], grid)
+    qs = _axis([a[2] for a in active] + [s[1] for s in sure], grid)
+
+    def cell(axis: Any, values: list[float]) -> Any:  # the largest threshold at or below each value
+        return np.searchsorted(axis, values, side="right") - 1
+
+    work = np.zeros((len(hs), len(qs)))
+    np.add.at(work, (cell(hs, [a[0] for a in active]), cell(qs, [a[2] for a in active])), [a[1] for a in active])
+    count = np.zeros((len(hs), len(qs)))
+    np.add.at(count, (cell(hs, [s[0] for s in sure]), cell(qs, [s[1] for s in sure])), 1.0)
+
+    def suffix(grid: Any) -> Any:  # the sum over every cell at or above and right of each
+        return grid[::-1, ::-1].cumsum(axis=0).cumsum(axis=1)[::-1, ::-1]
+
+    value = np.where(suffix(count) > 0, suffix(work) + hs[:, None] + qs[None, :], -np.inf)
+    columns = value.argmax(axis=1)
+    rows = value[np.arange(len(hs)), columns]
+    top = [int(i) for i in np.argsort(-rows)[:many] if math.isfinite(rows[i])]
+    return [(float(hs[i]), float(qs[columns[i]]), float(rows[i])) for i in top]
+
+
+def iteration_bound(
+    instance: Instance, deadline: Deadline | None = None, params: BoundsParams = BOUNDS
+) -> float | None:
+    """The iteration bound (see the module): ``None`` when it does not fit
+    (``params.max_iteration_variables``), OR-Tools cannot be loaded or ``deadline`` passes before a
+    first value is known.
+    """
+    deadline = deadline or Deadline()
+    if not iteration_fits(instance, params):
+        return None
+    from themis_opt.bounds.programs import solvers_loaded
+
+    if not solvers_loaded(deadline, params):
+        return None
+    try:
+        return _solve(instance, deadline, params)
+    except OutOfTime:
+        return None
+
+
+def iteration_fits(instance: Instance, params: BoundsParams = BOUNDS) -> bool:
+    """Whether the iteration bound runs on ``instance``: one stage (several run it on each stage's part),
+    at most ``params.max_iteration_variables`` count variables.
+    """
+    return instance.num_stages == 1 and _variables(instance, params) <= params.max_iteration_variables
+
+
+def _variables(instance: Instance, params: BoundsParams) -> int:
+    """The program's count variables: per class, its orders (one past ``params.iteration_orders``)."""
+    return sum(
+        1 if (n := instance.order_count(cls.collective)) > params.iteration_orders else n
+        for cls in instance.chunk_classes
+    )
+
+
+def _solve(instance: Instance, deadline: Deadline, params: BoundsParams) -> float | None:
+    from ortools.linear_solver import pywraplp
+
+    spans = collective_spans(instance, deadline, params)
+    deadline.check("iteration bound")
+    heads, tails = heads_and_tails(instance, spans, deadline)
+    deadline.check("iteration bound")
+    floor = max(h + s for h, s in zip(heads, spans))  # the critical path with the spans
+    computes = [
+        (heads[t], task.duration_ns, tails[t]) for t, task in enumerate(instance.tasks) if isinstance(task, Compute)
+    ]
+    floor = max(floor, preemptive_makespan(computes))
+    classes = instance.chunk_classes
+    ways = [class_ways(instance, cls, params) for cls in classes]
+    jobs = _jobs(instance, heads, tails, params)
+    sure = [_sure(on) for on in jobs]
+    deadline.check("iteration bound")
+    scale = 1e-6  # ms: well-scaled for GLOP
+    solver = pywraplp.Solver.CreateSolver("GLOP")
+    makespan = solver.NumVar(0.0, solver.infinity(), "makespan")  # the floor apart: else the rounds stall on it
+    x: dict[tuple[int, int], Any] = {}
+    for k, cls in enumerate(classes):
+        for w in range(len(ways[k])):
+            x[k, w] = solver.NumVar(0.0, len(cls.chunks), f"x{k}_{w}")
+        solver.Add(solver.Sum([x[k, w] for w in range(len(ways[k]))]) == len(cls.chunks))
+    solver.Minimize(makespan)
+    cuts: list[tuple[float, dict[tuple[int, int], float], Any]] = []  # constant, coefficients, row
+    best = floor
+    seen: set[tuple[int, float, float]] = set()
+    level, still = 0.0, 0  # the program's value, and rounds since it last rose
+    try:
+        for rounds in range(params.iteration_rounds):
+            if not math.isinf(deadline.at):
+                solver.SetTimeLimit(max(1, int(deadline.remaining() * 1000)))
+            status = run_interruptibly(solver.Solve, solver.InterruptSolve, deadline.at)
+            if status != solver.OPTIMAL:
+                break
+            if cuts:
+                best = max(best, _lagrangian(instance, ways, cuts))
+            current = makespan.solution_value() / scale
+            still = still + 1 if current <= level * (1 + params.iteration_tolerance) else 0
+            level = max(level, current)
+            if still > params.iteration_patience:
+                break
+            values = {key: var.solution_value() for key, var in x.items()}
+            added = 0
+            for d, on in enumerate(jobs):
+                deadline.check("iteration bound")
+                for h, q, value in _most_violated(on, sure[d], values, params.iteration_cuts, params.iteration_grid):
+                    if value <= current * (1 + params.iteration_tolerance) or (d, h, q) in seen:
+                        continue
+                    seen.add((d, h, q))
+                    coefficients: dict[tuple[int, int], float] = {}
+                    for k, w, r, work, delivery in on:
+                        if r >= h and delivery >= q:
+                            coefficients[k, w] = coefficients.get((k, w), 0.0) + work
+                    terms = [x[key] * (c * scale) for key, c in coefficients.items()]
+                    cuts.append((h + q, coefficients, solver.Add(makespan >= (h + q) * scale + solver.Sum(terms))))
+                    added += 1
+            logger.debug(
+                "iteration bound: round %d, program %.9g ns, bound %.9g ns, %d cuts", rounds, current, best, added
+            )
+            if not added:
+                break
+    except OutOfTime:  # every round's bound is valid: the best so far stands
+        pass
+    return best * (1 - SAFETY)
+
+
+def _lagrangian(
+    instance: Instance, ways: list[tuple[Way, ...]], cuts: list[tuple[float, dict[tuple[int, int], float], Any]]
+) -> float:
+    """The Lagrangian value of the cuts' duals: for multipliers ``l >= 0`` summing to 1, every count
+    vector's makespan is at least ``sum l (constant + coefficients . x)``, whose least over the counts
+    is each class's chunks on the way of least weighted coefficient. Valid for any such ``l``; the
+    program's duals make it the program's value (up to its tolerances), in floats computed here.
+    """
+    duals = [max(0.0, float(row.dual_value())) for _, _, row in cuts]
+    total = sum(duals)
+    if total <= 0:
+        return 0.0
+    weights = [y / total for y in duals]
+    value = sum(wt * constant for wt, (constant, _, _) in zip(weights, cuts))
+    per_way: dict[tuple[int, int], float] = {}
+    for wt, (_, coefficients, _) in zip(weights, cuts):
+        if wt:
+            for key, c in coefficients.items():
+                per_way[key] = per_way.get(key, 0.0) + wt * c
+    for k, cls in enumerate(instance.chunk_classes):
+        value += len(cls.chunks) * min(per_way.get((k, w), 0.0) for w in range(len(ways[k])))
+    return value
