@@ -199,6 +199,8 @@ def test_the_workload_command_lays_out_an_llm(tmp_path: Path, capsys: pytest.Cap
         (["resnet50", "--tp", "2"], "--tp: is for the LLMs"),
         (["resnet50", "--data-parallel", "fsdp"], "--data-parallel: is for the LLMs"),
         (["llama3-8b", "--mfu", "1.5"], "--efficiency"),
+        (["llama3-8b", "--sp"], "--sp: shards the tensor-parallel group's activations: needs tp > 1"),
+        (["resnet50", "--sp"], "--sp: is for the LLMs"),
     ],
 )
 def test_the_workload_command_refuses_what_does_not_apply(
@@ -281,3 +283,26 @@ def test_the_workload_command_lays_out_pipeline_stages(tmp_path: Path, capsys: p
     assert "tp 2 x ep 1 x dp 4 x pp" in capsys.readouterr().out
     assert main([*argv[:-4], "--pp", "3", "--out", str(out)]) == 2
     assert "--tp x --ep x --dp x --pp: 2 x 1 x 2 x 3 = 12" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("pp", [1, 2])
+def test_sequence_parallelism_splits_each_tensor_parallel_all_reduce(pp: int) -> None:
+    plain = llm_task_graph(TOY, NET, Layout(tp=2, dp=4 // pp, pp=pp, batch=3))
+    sp = llm_task_graph(TOY, NET, Layout(tp=2, dp=4 // pp, pp=pp, batch=3, sequence_parallel=True))
+    by_id = {c.id: c for c in sp.collectives}
+    ars = [c for c in plain.collectives if ".ar_attn_" in c.id or ".ar_mlp_" in c.id]
+    assert len(ars) == 4 * TOY.layers  # two forward, two backward a block (one microbatch)
+    for ar in ars:
+        rs, ag = by_id[ar.id.replace(".ar_", ".rs_")], by_id[ar.id.replace(".ar_", ".ag_")]
+        assert (rs.kind, ag.kind) == (Kind.REDUCE_SCATTER, Kind.ALL_GATHER)
+        assert rs.size_bytes == ag.size_bytes == ar.size_bytes and rs.dimensions == ag.dimensions == ar.dimensions
+        assert [a.task for a in ag.after] == [rs.id] and rs.after == ar.after  # the all-gather follows
+    assert not any(".ar_attn_" in c.id or ".ar_mlp_" in c.id for c in sp.collectives)
+    assert "sequence parallel" in dict(sp.metadata)["layout"]
+    for method in ("baseline", "themis"):
+        assert validate(sp, solve(sp, method).schedule) == []  # type: ignore[arg-type]
+
+
+def test_sequence_parallelism_needs_a_tensor_parallel_group() -> None:
+    with pytest.raises(InputError, match=r"sequence_parallel: .* needs tp > 1"):
+        Layout(dp=8, sequence_parallel=True)

@@ -17,13 +17,14 @@ from themis_opt.generator import FAMILIES
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.instance import Network
 
-_LLM_ONLY = ("tp", "ep", "dp", "data_parallel", "seq", "pp", "microbatches", "stage_dims")
+_LLM_ONLY = ("tp", "ep", "dp", "data_parallel", "seq", "pp", "microbatches", "stage_dims", "sp")
 _ZOO_ONLY = ("model_parallel", "policy")
 _ZOO_SIZES = ("batch", "precision", "peak_tflops", "efficiency", "model_parallel")  # not a workload file's
 FIELDS = {  # the option types' fields -> this command's dests, or what stands for a field
     "sequence": "seq",
     "bytes_per_element": "precision",
     "mfu": "efficiency",
+    "sequence_parallel": "sp",
     "tp x ep x dp": "--tp x --ep x --dp",
     "tp x ep x dp x pp": "--tp x --ep x --dp x --pp",
 }
@@ -122,6 +123,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=_dimension_list,
         default=None,
         help="LLMs: the dimensions the pipeline stages take, comma-separated (default: the outermost)",
+    )
+    p.add_argument(
+        "--sp",
+        action="store_true",
+        default=None,
+        help="LLMs: sequence parallelism, each tensor-parallel all-reduce a reduce-scatter and an all-gather "
+        "(default: off)",
     )
     p.add_argument("--name", default=None, help="the instance's name (default: the model's)")
     out_option(p, "instance JSON file to write")
@@ -230,6 +238,7 @@ def _llm_workload(args: argparse.Namespace, console: Console, network: Network, 
             ("pp", args.pp),
             ("microbatches", args.microbatches),
             ("stage_dims", args.stage_dims),
+            ("sequence_parallel", args.sp),
         )
         if value is not None
     }

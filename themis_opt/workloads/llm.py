@@ -230,6 +230,11 @@ class Layout:
     stage_dims
         The dimensions the pipeline stages take (``None``: the outermost
         whose sizes multiply to ``pp``).
+    sequence_parallel
+        Megatron's sequence parallelism: each tensor-parallel all-reduce of
+        activations becomes a reduce-scatter to the sequence shards and the
+        all-gather the next matrix product needs (the same bytes, two
+        collectives each scheduled on its own).
     """
 
     tp: int = 1
@@ -246,6 +251,7 @@ class Layout:
     pp: int = 1
     microbatches: int = 1
     stage_dims: tuple[int, ...] | None = None
+    sequence_parallel: bool = False
 
     def __post_init__(self) -> None:
         for name in ("tp", "ep", "dp", "batch", "passes", "chunks", "pp", "microbatches"):
@@ -270,6 +276,10 @@ class Layout:
             if len(set(self.stage_dims)) != len(self.stage_dims):
                 raise InputError("stage_dims", f"names a dimension twice: {list(self.stage_dims)}")
             object.__setattr__(self, "stage_dims", tuple(sorted(self.stage_dims)))
+        if not isinstance(self.sequence_parallel, bool):
+            raise InputError("sequence_parallel", f"must be true or false, got {self.sequence_parallel!r}")
+        if self.sequence_parallel and self.tp == 1:
+            raise InputError("sequence_parallel", "shards the tensor-parallel group's activations: needs tp > 1")
         if self.data_parallel == "fsdp" and (self.pp > 1 or self.microbatches > 1):
             raise InputError("data_parallel", "fsdp with pipeline stages or microbatches is not modelled: use ddp")
 
@@ -389,6 +399,7 @@ class _Graph:
     """
 
     chunks: int
+    sequence_parallel: bool = False
     graph: TaskGraph = field(default_factory=TaskGraph)
 
     stage: int = 0  # the pipeline stage the tasks being written run on
@@ -401,6 +412,15 @@ class _Graph:
         if not dims or size < 1:
             return None
         return self.graph.collective(name, kind, size, min(self.chunks, size), dims, after, stage=self.stage)
+
+    def tp_sync(self, at: str, what: str, size: int, dims: tuple[int, ...], after: list[str]) -> str | None:
+        """The tensor-parallel group's sum of ``what``'s activations: ``{at}ar_{what}``, or with sequence
+        parallelism ``{at}rs_{what}`` (to the sequence shards) then ``{at}ag_{what}`` (for the next product).
+        """
+        if not self.sequence_parallel:
+            return self.collective(f"{at}ar_{what}", Kind.ALL_REDUCE, size, dims, after)
+        scattered = self.collective(f"{at}rs_{what}", Kind.REDUCE_SCATTER, size, dims, after)
+        return self.collective(f"{at}ag_{what}", Kind.ALL_GATHER, size, dims, [scattered] if scattered else after)
 
 
 def _sharded(tensor: Tensor, layout: Layout) -> int:
@@ -460,7 +480,7 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
     attn_fwd = layout.ns(flops(attention) + 4.0 * tokens * sequence * h / layout.tp)
     mlp_fwd = layout.ns(flops(mlp, routed=True))
     head_fwd = layout.ns(2.0 * tokens * h * config.vocab)
-    graph = _Graph(layout.chunks)
+    graph = _Graph(layout.chunks, layout.sequence_parallel)
     waits: list[str] = []  # what a pass waits for: the previous pass's gradients
     staged = stage_dims(network, layout)
     npus = stage_npus(network, staged)
@@ -488,6 +508,7 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
             "layout",
             f"tp {layout.tp} x ep {layout.ep} x dp {layout.dp}"
             + (f" x pp {layout.pp}" if layout.pp > 1 else "")
+            + (" (sequence parallel)" if layout.sequence_parallel else "")
             + f", {layout.data_parallel}",
         ),
         ("tp_dims", ",".join(map(str, tp_dims))),
@@ -558,7 +579,7 @@ def _one_pass(
             )
             needs += gathered_fwd[i] + (gathered_fwd[-1] if i == 0 else [])
         attn = graph.compute(f"{b}attn_fwd", attn_fwd, needs)
-        last = chain([attn], graph.collective(f"{b}ar_attn_fwd", Kind.ALL_REDUCE, activations, tp_dims, [attn]))
+        last = chain([attn], graph.tp_sync(b, "attn_fwd", activations, tp_dims, [attn]))
         if config.moe:
             last = chain(last, graph.collective(f"{b}a2a_dispatch_fwd", Kind.ALL_TO_ALL, dispatch, ep_dims, last))
         mlp_c = graph.compute(f"{b}mlp_fwd", mlp_fwd, last)
@@ -566,7 +587,7 @@ def _one_pass(
         last = [mlp_c]
         if config.moe:
             last = chain(last, graph.collective(f"{b}a2a_combine_fwd", Kind.ALL_TO_ALL, dispatch, ep_dims, last))
-        last = chain(last, graph.collective(f"{b}ar_mlp_fwd", Kind.ALL_REDUCE, activations, tp_dims, last))
+        last = chain(last, graph.tp_sync(b, "mlp_fwd", activations, tp_dims, last))
     head_f = graph.compute(f"{at}head_fwd", head_fwd, last)
     # ---------------------------------------------------------------- backward
     gradients: list[tuple[Tensor, str]] = []  # tensors in the order their gradients are made, and by what
@@ -591,13 +612,13 @@ def _one_pass(
         last = [mlp_b]
         if config.moe:
             last = chain(last, graph.collective(f"{b}a2a_dispatch_bwd", Kind.ALL_TO_ALL, dispatch, ep_dims, last))
-        last = chain(last, graph.collective(f"{b}ar_mlp_bwd", Kind.ALL_REDUCE, activations, tp_dims, last))
+        last = chain(last, graph.tp_sync(b, "mlp_bwd", activations, tp_dims, last))
         attn_b = graph.compute(f"{b}attn_bwd", 2 * attn_fwd, last)
         gradients += [(t, attn_b) for t in reversed(attention)]
         bwd_done[i] = attn_b
         if fsdp:
             reductions += unit_collectives(Kind.REDUCE_SCATTER, f"{b}rs", block_units, [attn_b])
-        last = chain([attn_b], graph.collective(f"{b}ar_attn_bwd", Kind.ALL_REDUCE, activations, tp_dims, [attn_b]))
+        last = chain([attn_b], graph.tp_sync(b, "attn_bwd", activations, tp_dims, [attn_b]))
     gradients += [(t, last[0] if last else head_b) for t in reversed(embeddings)]
     if fsdp:
         reductions += unit_collectives(Kind.REDUCE_SCATTER, f"{at}rs.root", embeddings + head, [head_b, *last])
@@ -645,13 +666,13 @@ def _pipelined_pass(
 
     def forward(b: str, last: list[str]) -> list[str]:
         attn = graph.compute(f"{b}attn_fwd", attn_fwd, last)
-        last = chain([attn], graph.collective(f"{b}ar_attn_fwd", Kind.ALL_REDUCE, activations, tp_dims, [attn]))
+        last = chain([attn], graph.tp_sync(b, "attn_fwd", activations, tp_dims, [attn]))
         if moe:
             last = chain(last, graph.collective(f"{b}a2a_dispatch_fwd", Kind.ALL_TO_ALL, dispatch, ep_dims, last))
         last = [graph.compute(f"{b}mlp_fwd", mlp_fwd, last)]
         if moe:
             last = chain(last, graph.collective(f"{b}a2a_combine_fwd", Kind.ALL_TO_ALL, dispatch, ep_dims, last))
-        return chain(last, graph.collective(f"{b}ar_mlp_fwd", Kind.ALL_REDUCE, activations, tp_dims, last))
+        return chain(last, graph.tp_sync(b, "mlp_fwd", activations, tp_dims, last))
 
     def backward(b: str, last: list[str], made: list[tuple[Tensor, str]]) -> list[str]:
         if moe:
@@ -661,10 +682,10 @@ def _pipelined_pass(
         last = [mlp_b]
         if moe:
             last = chain(last, graph.collective(f"{b}a2a_dispatch_bwd", Kind.ALL_TO_ALL, dispatch, ep_dims, last))
-        last = chain(last, graph.collective(f"{b}ar_mlp_bwd", Kind.ALL_REDUCE, activations, tp_dims, last))
+        last = chain(last, graph.tp_sync(b, "mlp_bwd", activations, tp_dims, last))
         attn_b = graph.compute(f"{b}attn_bwd", 2 * attn_fwd, last)
         made += [(t, attn_b) for t in reversed(attention)]
-        return chain([attn_b], graph.collective(f"{b}ar_attn_bwd", Kind.ALL_REDUCE, activations, tp_dims, [attn_b]))
+        return chain([attn_b], graph.tp_sync(b, "attn_bwd", activations, tp_dims, [attn_b]))
 
     done: dict[int, list[str]] = {}
     for s in range(stages):
