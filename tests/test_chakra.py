@@ -217,6 +217,8 @@ def test_a_file_that_is_not_a_trace_is_one_line(tmp_path: Path) -> None:
         ({"all-reduce-implementation": ["magic"]}, "not an algorithm ASTRA-sim 2.x knows"),
         ({"endpoint-delay": 0}, "ASTRA-sim 2.x aborts"),
         ({"colective-optimization": "baseline"}, "unknown key"),
+        ({"L": "x"}, "L: must be a number"),
+        ({"local-reduction-delay": True}, "local-reduction-delay: must be a number"),
     ],
 )
 def test_system_keys_are_modelled_or_refused(tmp_path: Path, change: dict[str, Any], message: str) -> None:
@@ -239,6 +241,34 @@ def test_keys_without_effect_are_noted_and_a_halving_doubling_all_to_all_only_fa
     nodes = [_node(0, "COMM_COLL_NODE", comm_type=6, comm_size=MIB)]
     with pytest.raises(InputError, match="all-to-all with halvingDoubling"):
         import_astra(net, sys_file, workload=_traces(tmp_path, nodes))
+
+
+def test_fractions_where_astra_sim_reads_whole_numbers_are_cut_as_there_and_noted(tmp_path: Path) -> None:
+    system = {**SYSTEM, "preferred-dataset-splits": 4.7, "active-chunks-per-dimension": 2.5, "endpoint-delay": 10.9}
+    net, sys_file = _files(tmp_path, system)
+    instance = import_astra(net, sys_file, all_reduce_bytes=MIB)
+    (tmp_path / "whole").mkdir()
+    whole_files = _files(tmp_path / "whole", {**SYSTEM, "active-chunks-per-dimension": 2})
+    whole = import_astra(*whole_files, all_reduce_bytes=MIB)
+    assert instance.collectives[0].chunks == whole.collectives[0].chunks == 4
+    assert instance.network == whole.network and instance.network.active_chunks == 2
+    notes = dict(instance.metadata)["astra_notes"]
+    for key, value, read in (("preferred-dataset-splits", 4.7, 4), ("active-chunks-per-dimension", 2.5, 2)):
+        assert f"{key} {value:g} is read as {read}" in notes
+    assert "endpoint-delay 10.9 is read as 10" in notes
+
+
+def test_involved_dims_past_the_implementation_list_are_noted_as_unread(tmp_path: Path) -> None:
+    net, system = _files(tmp_path)
+    nodes = [_node(0, "COMM_COLL_NODE", comm_type=0, comm_size=MIB, involved_dim=(True, True, False))]
+    instance = import_astra(net, system, workload=_traces(tmp_path, nodes))
+    assert instance.collectives[0].dimensions == (0,)
+    notes = dict(instance.metadata)["astra_notes"]
+    assert "node 0 (node0): involved_dim's entries past the first 1 are not read" in notes
+    (tmp_path / "quiet").mkdir()
+    nodes = [_node(0, "COMM_COLL_NODE", comm_type=0, comm_size=MIB, involved_dim=(True, False))]
+    quiet = import_astra(net, system, workload=_traces(tmp_path / "quiet", nodes))
+    assert "involved_dim" not in dict(quiet.metadata).get("astra_notes", "")
 
 
 def test_the_cli_imports_a_trace_and_says_so_without_the_extra(

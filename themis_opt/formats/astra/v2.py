@@ -169,6 +169,15 @@ def _number(system: dict[str, Any], key: str, where: Path, default: float | None
     return float(value)
 
 
+def _whole(system: dict[str, Any], key: str, where: Path, default: float | None, notes: list[str]) -> int:
+    """A key ASTRA-sim 2.x reads into an ``int``: a fraction is cut off there, and noted here."""
+    value = _number(system, key, where, default)
+    whole = int(value)
+    if whole != value:
+        notes.append(f"{where.name}: {key} {value:g} is read as {whole} (ASTRA-sim 2.x keeps it in an integer)")
+    return whole
+
+
 def _switch(system: dict[str, Any], key: str, where: Path) -> bool:
     """A key ASTRA-sim 2.x reads as ``value != 0``: a JSON ``false`` turns it on, so booleans are refused."""
     value = system.get(key, 0)
@@ -238,20 +247,20 @@ def read_system(path: Path, physical: int, *, ignore_unknown: bool = False, inje
     if optimization not in phases:
         problem = "missing: ASTRA-sim 2.x leaves it undefined" if optimization is None else f"unknown {optimization!r}"
         raise InputError(f"{path}: collective-optimization", f"{problem} (known: baseline, localBWAware)")
-    active = int(_number(system, "active-chunks-per-dimension", path, 1.0))
+    active = _whole(system, "active-chunks-per-dimension", path, 1.0, notes)
     if active < 1:
         raise InputError(
             f"{path}: active-chunks-per-dimension", f"{active}: no chunk ever starts (ASTRA-sim 2.x stalls)"
         )
-    if _number(system, "model-shared-bus", path, 0.0) == 1:
+    if _whole(system, "model-shared-bus", path, 0.0, notes) == 1:
         raise InputError(f"{path}: model-shared-bus", "1 (LogGP buses between NPU and memory) is not modelled")
     for key in ("replay-only", "track-local-mem"):
         if _switch(system, key, path):
             raise InputError(f"{path}: {key}", "on is not modelled")
-    splits = int(_number(system, "preferred-dataset-splits", path, None))
+    splits = _whole(system, "preferred-dataset-splits", path, None, notes)
     if splits < 1:
         raise InputError(f"{path}: preferred-dataset-splits", f"is {splits}: ASTRA-sim 2.x divides by it and crashes")
-    delay = float(int(_number(system, "endpoint-delay", path, 10.0)))
+    delay = float(_whole(system, "endpoint-delay", path, 10.0, notes))
     if "endpoint-delay" in system:
         delay = float(int(delay * injection_scale))
     if delay <= 0:
@@ -267,6 +276,10 @@ def read_system(path: Path, physical: int, *, ignore_unknown: bool = False, inje
     if roofline and (not peak or reduction is None):
         raise InputError(f"{path}: roofline-enabled", "needs peak-perf and local-mem-bw above 0")
     _switch(system, "trace-enabled", path)
+    for key in ("local-reduction-delay", "L", "o", "g", "G"):
+        value = system.get(key, 0)  # read as a number even where it has no effect: anything else stops 2.x
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InputError(f"{path}: {key}", f"must be a number (ASTRA-sim 2.x stops on a type error), got {value!r}")
     for key in ("local-reduction-delay", "L", "o", "g", "G", "boost-mode", "local-mem-trace-filename"):
         if key in system:
             notes.append(f"{path.name}: {key} has no effect here (ASTRA-sim 2.x: {SYSTEM_KEYS[key]})")
@@ -373,6 +386,9 @@ def collective(
     if not dims:
         raise InputError(where, "involves no dimension of more than 1 NPU: ASTRA-sim 2.x never finishes it")
     count, chunk, note = _cut(kind, comm_size, network, system, where)
+    if any(flags[span:]):
+        unread = f"{where}: involved_dim's entries past the first {span} are not read (ASTRA-sim 2.x: {key}'s length)"
+        note = f"{note}; {unread}" if note else unread
     npus = network.num_npus if network.flattened(kind) else math.prod(network.dimensions[d].size for d in dims)
     scale = npus if kind is Kind.ALL_GATHER else 1
     try:
