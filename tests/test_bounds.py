@@ -546,7 +546,7 @@ def test_the_solver_free_bounds_see_through_a_long_chain_in_linear_time() -> Non
 
 
 def test_bounds_of_stages_are_each_stages_own_and_below_every_makespan() -> None:
-    from themis_opt.bounds import critical_path_bound, stage_parts
+    from themis_opt.bounds import critical_path_bound, solver_free_bounds, stage_parts
     from themis_opt.policies import baseline_orders
     from themis_opt.sim import simulate
 
@@ -563,6 +563,11 @@ def test_bounds_of_stages_are_each_stages_own_and_below_every_makespan() -> None
         makespans = [s.makespan for s in heuristic_schedules(instance).values()]
         makespans.append(simulate(instance, baseline_orders(instance), "fifo", baseline=True).makespan)
         for value in bounds.as_dict().values():
+            assert value is None or value <= min(makespans)
+        # the solver-free bounds alone go by the stages' parts too: one compute unit per stage
+        cheap = solver_free_bounds(instance)
+        assert cheap.jackson == max(solver_free_bounds(p).jackson for p in parts)  # type: ignore[type-var]
+        for value in cheap.as_dict().values():
             assert value is None or value <= min(makespans)
     # stage 0's all-reduce waits for the pipeline to come back: its load bound proves the hand-worked 90165
     assert compute_bounds(load("two_stages")).best == pytest.approx(90165.0, rel=1e-7)

@@ -181,6 +181,11 @@ def solver_free_bounds(instance: Instance, deadline: Deadline | None = None) -> 
     not yet known count as 0 (every bound valid, only weaker).
     """
     deadline = deadline or Deadline()
+    if instance.num_stages > 1:
+        parts = stage_parts(instance)
+        return _over_stages(
+            instance, [solver_free_bounds(part, deadline.share(1 / (len(parts) - n))) for n, part in enumerate(parts)]
+        )
     shortest = _shortest(instance, deadline)
     heads, tails = heads_and_tails(instance, shortest, deadline)
     releases = _per_collective(instance, heads)
@@ -273,16 +278,25 @@ def compute_bounds(
 def _stage_bounds(
     instance: Instance, deadline: Deadline, full: bool, iteration: bool, memo: Memo | None, params: BoundsParams
 ) -> Bounds:
-    """The bounds of an instance of several pipeline stages: each load bound the largest over the stages'
-    parts (each part an equal share of the time left), the critical path and the compute bound of the whole.
+    """The bounds of an instance of several pipeline stages, from its stages' parts (each an equal
+    share of the time left): see :func:`_over_stages`.
     """
     parts = stage_parts(instance)
-    found = [
-        compute_bounds(
-            part, deadline.share(1 / (len(parts) - n)), full=full, iteration=iteration, memo=memo, params=params
-        )
-        for n, part in enumerate(parts)
-    ]
+    return _over_stages(
+        instance,
+        [
+            compute_bounds(
+                part, deadline.share(1 / (len(parts) - n)), full=full, iteration=iteration, memo=memo, params=params
+            )
+            for n, part in enumerate(parts)
+        ],
+    )
+
+
+def _over_stages(instance: Instance, found: list[Bounds]) -> Bounds:
+    """Each load bound the largest over the stages' parts' ``found`` (a bound of a part is one of the
+    instance: :func:`stage_parts`), the critical path and the compute bound of the whole.
+    """
 
     def largest(field: str) -> float | None:
         values = [getattr(b, field) for b in found if getattr(b, field) is not None]
@@ -297,5 +311,6 @@ def _stage_bounds(
         critical_path=critical_path_bound(instance),
         compute=compute_bound(instance),
         least_busy=largest("least_busy"),
+        jackson=largest("jackson"),
         iteration=largest("iteration"),
     )
