@@ -217,17 +217,20 @@ CLUSTERS = {
         (4, "switch", 25.0, 10_000.0),
     ),
 }
-# (cluster, model, tp, ep, dp, data parallelism): tensor parallelism inside the fastest dimensions,
-# experts inside the node or the first ring, data parallelism over the rest
+# (cluster, model, tp, ep, dp, data parallelism, pipeline stages, microbatches): tensor parallelism
+# inside the fastest dimensions, experts inside the node or the first ring, pipeline stages on the
+# outermost dimension, data parallelism over the rest
 CLUSTER_LAYOUTS = (
-    ("hgx-h100-8x32x4", "llama3-8b", 8, 1, 128, "ddp"),
-    ("hgx-h100-8x32x4", "llama3-70b", 8, 1, 128, "fsdp"),
-    ("hgx-h100-8x32x4", "mixtral-8x7b", 1, 8, 128, "fsdp"),
-    ("tpu-v4-4x4x4", "llama3-8b", 4, 1, 16, "fsdp"),
-    ("tpu-v4-4x4x4", "mixtral-8x7b", 4, 4, 4, "fsdp"),
-    ("tpu-v4-4x4x4", "gpt3-175b", 16, 1, 4, "fsdp"),
-    ("tpu-v4-4x4x4x4", "llama3-8b", 4, 1, 64, "ddp"),
-    ("tpu-v4-4x4x4x4", "llama3-70b", 16, 1, 16, "fsdp"),
+    ("hgx-h100-8x32x4", "llama3-8b", 8, 1, 128, "ddp", 1, 1),
+    ("hgx-h100-8x32x4", "llama3-70b", 8, 1, 128, "fsdp", 1, 1),
+    ("hgx-h100-8x32x4", "mixtral-8x7b", 1, 8, 128, "fsdp", 1, 1),
+    ("tpu-v4-4x4x4", "llama3-8b", 4, 1, 16, "fsdp", 1, 1),
+    ("tpu-v4-4x4x4", "mixtral-8x7b", 4, 4, 4, "fsdp", 1, 1),
+    ("tpu-v4-4x4x4", "gpt3-175b", 16, 1, 4, "fsdp", 1, 1),
+    ("tpu-v4-4x4x4x4", "llama3-8b", 4, 1, 64, "ddp", 1, 1),
+    ("tpu-v4-4x4x4x4", "llama3-70b", 16, 1, 16, "fsdp", 1, 1),
+    ("hgx-h100-8x32x4", "llama3-70b", 8, 1, 32, "ddp", 4, 8),
+    ("tpu-v4-4x4x4x4", "llama3-8b", 4, 1, 16, "ddp", 4, 8),
 )
 
 
@@ -238,10 +241,13 @@ def clusters() -> list[Instance]:
     from themis_opt.workloads.llm import LLMS, Layout, llm_task_graph
 
     out = []
-    for cluster, model, tp, ep, dp, data_parallel in CLUSTER_LAYOUTS:
+    for cluster, model, tp, ep, dp, data_parallel, pp, microbatches in CLUSTER_LAYOUTS:
         network = Network(tuple(Dimension(n, t, b, lat) for n, t, b, lat in CLUSTERS[cluster]))
-        layout = Layout(tp=tp, ep=ep, dp=dp, data_parallel=data_parallel, sequence=2048)  # type: ignore[arg-type]
-        name = f"{model}-{data_parallel}-tp{tp}-ep{ep}-dp{dp}-{cluster}"
+        layout = Layout(
+            tp=tp, ep=ep, dp=dp, data_parallel=data_parallel, sequence=2048, pp=pp, microbatches=microbatches
+        )  # type: ignore[arg-type]
+        stages = f"-pp{pp}-mb{microbatches}" if pp > 1 else ""
+        name = f"{model}-{data_parallel}-tp{tp}-ep{ep}-dp{dp}{stages}-{cluster}"
         out.append(llm_task_graph(LLMS[model], network, layout, name=name))
     return out
 
