@@ -1,6 +1,6 @@
 """cpsat's certified gap on whole LLM training iterations: the clusters suite and kept-aside layouts.
 
-    python -m bench.figures.clusters_iteration                       # 60 s each, 8 + 4 instances
+    python -m bench.figures.clusters_iteration                       # 60 s each, 10 + 4 instances
     python -m bench.figures.clusters_iteration --time-limit 5 --sets clusters
 
 Each run is ``themis-opt solve FILE --method cpsat --time-limit T`` in a fresh process (its
