@@ -184,6 +184,7 @@ def test_scales_truncate_as_astra_does(tmp_path: Path) -> None:
         ({"collective_optimization": "fast"}, "must be localBWAware or baseline"),
         ({"scheduling_policy": "lifo"}, "must be LIFO or FIFO"),
         ({"endpoint_delay": "4.7"}, "endpoint-delay: must be a whole number >= 0"),
+        ({"all_reduce_implementation": ""}, "all-reduce-implementation: has no value (the next token, 'all-gather"),
     ],
 )
 def test_system_keys_are_modelled_or_refused(

@@ -265,6 +265,9 @@ def _check_memory(
 def _tokens(text: str, path: Path) -> list[tuple[str, str]]:
     """(key, value) pairs of white-space separated tokens, as ASTRA-sim 1.0's parser pairs them."""
     tokens = text.split()
+    for key, value in zip(tokens[::2], tokens[1::2]):
+        if value.endswith(":"):  # a key where a value should be: ASTRA-sim would read it as the value
+            raise InputError(f"{path}: {key.removesuffix(':')}", f"has no value (the next token, {value!r}, is a key)")
     if len(tokens) % 2:
         raise InputError(f"{path}: {tokens[-1]}", "has no value (the file is key: value pairs)")
     return list(zip(tokens[::2], tokens[1::2]))
