@@ -271,6 +271,21 @@ def test_involved_dims_past_the_implementation_list_are_noted_as_unread(tmp_path
     assert "involved_dim" not in dict(quiet.metadata).get("astra_notes", "")
 
 
+def test_traces_past_the_networks_npus_are_noted_as_unread(tmp_path: Path) -> None:
+    net, system = _files(tmp_path)
+    nodes = [_node(0, "COMM_COLL_NODE", comm_type=0, comm_size=MIB)]
+    prefix = _traces(tmp_path, nodes, npus=6)  # two more than the ring of 4
+    (tmp_path / "trace.x.et").write_bytes(b"")  # not an NPU's name: not ASTRA-sim's either
+    instance = import_astra(net, system, workload=prefix)
+    assert (
+        "2 traces past the network's 4 NPUs not read (trace.4.et, trace.5.et)" in dict(instance.metadata)["astra_notes"]
+    )
+    (tmp_path / "four").mkdir()
+    four = import_astra(net, system, workload=_traces(tmp_path / "four", nodes))
+    assert instance.tasks == four.tasks and "not read" not in dict(four.metadata).get("astra_notes", "")
+    assert "involved_dim" not in dict(four.metadata).get("astra_notes", "")  # none given: nothing unread
+
+
 def test_the_cli_imports_a_trace_and_says_so_without_the_extra(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -83,6 +83,19 @@ def trace_files(prefix: str | Path, npus: int) -> list[Path]:
     return files
 
 
+def unread_traces(prefix: str | Path, npus: int) -> list[Path]:
+    """``PREFIX.<n>.et`` files for NPUs the network does not have (``n >= npus``): ASTRA-sim does not open them."""
+    prefix = Path(prefix)
+    if not prefix.parent.is_dir():
+        return []
+    found = []
+    for path in prefix.parent.glob(f"{prefix.name}.*.et"):
+        npu = path.name[len(prefix.name) + 1 : -len(".et")]
+        if npu.isdigit() and int(npu) >= npus:
+            found.append((int(npu), path))
+    return [path for _, path in sorted(found)]
+
+
 def _value(attr: Any) -> Any:
     """An attribute's value, whichever field of its ``oneof`` holds it (lists as tuples)."""
     field = attr.WhichOneof("value")
@@ -452,6 +465,13 @@ def trace_tasks(
         notes.append(
             f"{file}: the groups of {counted(len(ids), 'collective')} run over dimensions {list(spanned)} "
             f"(--groups dimensions: nodes {shown})"
+        )
+    unread = unread_traces(prefix, network.num_npus)
+    if unread:
+        shown = ", ".join(p.name for p in unread[:3]) + (", ..." if len(unread) > 3 else "")
+        notes.append(
+            f"{counted(len(unread), 'trace')} past the network's {network.num_npus} NPUs not read ({shown}): "
+            "ASTRA-sim 2.x opens one per NPU"
         )
     stage_npus = tuple(reps) if multi else ()
     chained, note = serialised(tasks, network, stage_npus)

@@ -386,7 +386,7 @@ def collective(
     if not dims:
         raise InputError(where, "involves no dimension of more than 1 NPU: ASTRA-sim 2.x never finishes it")
     count, chunk, note = _cut(kind, comm_size, network, system, where)
-    if any(flags[span:]):
+    if involved is not None and any(flags[span:]):
         unread = f"{where}: involved_dim's entries past the first {span} are not read (ASTRA-sim 2.x: {key}'s length)"
         note = f"{note}; {unread}" if note else unread
     npus = network.num_npus if network.flattened(kind) else math.prod(network.dimensions[d].size for d in dims)
