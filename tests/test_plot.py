@@ -95,3 +95,14 @@ def test_bench_figures_say_when_and_how_they_were_measured(tmp_path: Path, capsy
     for name in ("speedup", "gaps", "utilization"):
         text = (tmp_path / "f" / f"{name}.svg").read_text()
         assert f"measured {today}" in text and "1 instances, 5 s a method, seed 0" in text
+
+
+def test_bench_figures_of_the_baseline_alone_say_so_without_a_warning(tmp_path: Path) -> None:
+    import warnings
+
+    rows = tmp_path / "rows.jsonl"
+    assert main(["bench", str(DATA / "worked.json"), "--method", "baseline", "--out", str(rows)]) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib's "no artists with labels" would fail here
+        assert main(["plot-bench", str(rows), "--out", str(tmp_path / "f")]) == 0
+    assert "no method besides the baseline" in (tmp_path / "f" / "speedup.svg").read_text()

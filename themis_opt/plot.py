@@ -190,7 +190,10 @@ def bench_figures(records: Sequence[Record], methods: Sequence[str]) -> dict[str
     ax.set_ylabel("speedup over the baseline (x)", fontsize=10)
     ax.set_xlabel("instance", fontsize=10)
     ax.set_title("Speedup over the baseline, per instance (higher is faster)", fontsize=11)
-    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if others:
+        ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    else:  # a figure that says why it is empty, rather than a warning about its legend
+        ax.text(0.5, 0.5, "no method besides the baseline in these rows", ha="center", transform=ax.transAxes)
     figure.supxlabel(caption, fontsize=7, color="dimgray")  # in the layout: never over the axis label
     figures["speedup"] = figure
 
