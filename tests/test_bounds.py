@@ -331,10 +331,10 @@ def test_a_slow_solver_load_is_waited_for_only_until_the_deadline(monkeypatch: p
 
     release = threading.Event()
     monkeypatch.setattr(programs, "_LOADING", {})
-    monkeypatch.setattr(programs, "_load_solvers", lambda: release.wait(10))
-    monkeypatch.delitem(sys.modules, "ortools.sat.python.cp_model", raising=False)
+    monkeypatch.setattr(programs, "_load_solvers", lambda key, modules: release.wait(10))
+    monkeypatch.delitem(sys.modules, "ortools.linear_solver.pywraplp", raising=False)
     assert not programs.solvers_loaded(Deadline.after(0.1))  # less than solver_load (0.6 s) left: not started
-    assert "thread" not in programs._LOADING
+    assert "programs" not in programs._LOADING
     t0 = time.perf_counter()
     assert not programs.solvers_loaded(Deadline.after(0.7))
     assert time.perf_counter() - t0 < 1.5
@@ -348,14 +348,17 @@ def test_a_failed_solver_load_is_raised_where_the_solvers_are_asked_for(monkeypa
     import themis_opt.bounds.programs as programs
     from themis_opt.budget import Deadline
 
-    def broken() -> None:
-        programs._LOADING["error"] = ImportError("no OR-Tools here")
+    def broken(key: str, modules: tuple[str, ...]) -> None:
+        programs._LOADING[f"{key} error"] = ImportError("no OR-Tools here")
 
     monkeypatch.setattr(programs, "_LOADING", {})
     monkeypatch.setattr(programs, "_load_solvers", broken)
-    monkeypatch.delitem(sys.modules, "ortools.sat.python.cp_model", raising=False)
+    monkeypatch.delitem(sys.modules, "ortools.linear_solver.pywraplp", raising=False)
     with pytest.raises(ImportError, match="no OR-Tools here"):
         programs.solvers_loaded(Deadline.after(5.0))
+    monkeypatch.delitem(sys.modules, "ortools.sat.python.cp_model", raising=False)
+    with pytest.raises(ImportError, match="no OR-Tools here"):
+        programs.solvers_loaded(Deadline.after(5.0), cpsat=True)
 
 
 def test_fill_and_drain_finds_an_assignment_even_when_presolve_spends_its_work_limit(

@@ -128,7 +128,7 @@ class Context:
 
     def cpsat(self, start: Schedule, deadline: Deadline, **options: Any) -> CpsatOutcome:
         """CP-SAT from ``start`` with this call's options (see :func:`~themis_opt.cpsat.solve_cpsat`)."""
-        if not solvers_loaded(deadline, self.params.bounds):
+        if not solvers_loaded(deadline, self.params.bounds, cpsat=True):
             raise OutOfTime("cpsat: out of time before CP-SAT was loaded")
         from themis_opt.cpsat import solve_cpsat  # CP-SAT is imported only when it runs
 
@@ -278,7 +278,7 @@ def windows(ctx: Context, budget: Deadline) -> None:
         f"(limits {cpsat.max_order_literals} and {cpsat.max_phases})"
     )
     ctx.done = True
-    if not solvers_loaded(budget, ctx.params.bounds):
+    if not solvers_loaded(budget, ctx.params.bounds, cpsat=True):
         ctx.note = f"{too_large}; out of time before CP-SAT was loaded: the best heuristic schedule is returned"
         return
     from themis_opt.cpsat import improve_by_windows

@@ -5,6 +5,7 @@ a node or work limit and a share of the caller's time; their answers cached per 
 from __future__ import annotations
 
 import functools
+import importlib
 import logging
 import math
 import sys
@@ -226,42 +227,54 @@ class LoadSolution:
     optimal: bool
 
 
-def _load_solvers() -> None:
+# what the load programs import (GLOP and SCIP; CP-SAT's compiled helper, see themis_opt.bounds.sat),
+# and what the exact model adds (CP-SAT's Python layer, with pandas: most of the time)
+_PROGRAM_MODULES = (
+    "ortools.linear_solver.pywraplp",
+    "ortools.sat.python.cp_model_helper",
+    "ortools.util.python.sorted_interval_list",
+)
+_CPSAT_MODULES = (*_PROGRAM_MODULES, "ortools.sat.python.cp_model")
+
+
+def _load_solvers(key: str, modules: tuple[str, ...]) -> None:
     try:
-        import ortools.linear_solver.pywraplp
-        import ortools.sat.python.cp_model  # noqa: F401
+        for name in modules:
+            importlib.import_module(name)
     except BaseException as error:  # re-raised where the solvers are asked for
-        _LOADING["error"] = error
+        _LOADING[f"{key} error"] = error
 
 
-_LOADING: dict[str, Any] = {}  # the loading thread, and what it raised
+_LOADING: dict[str, Any] = {}  # per set of modules, the loading thread and what it raised
 
 
-def solvers_loaded(deadline: Deadline, params: BoundsParams = BOUNDS) -> bool:
-    """Whether OR-Tools' solvers are loaded, loading them until ``deadline`` if need be.
+def solvers_loaded(deadline: Deadline, params: BoundsParams = BOUNDS, *, cpsat: bool = False) -> bool:
+    """Whether OR-Tools' solvers are loaded, loading them until ``deadline`` if need be: those of
+    the load programs, and with ``cpsat`` CP-SAT's Python layer for the exact model too.
 
-    Loading takes about half a second, and several seconds from a cold disk
-    (right after boot), and an import cannot be stopped: it runs in a thread
-    of its own, started only with at least ``params.solver_load`` left, and
-    is waited for until ``deadline``; if it is not done by then, ``False``
-    (the programs and CP-SAT are skipped) and it goes on in the background
-    for a later call.
+    Loading the programs' takes about a tenth of a second and CP-SAT's layer half a second more
+    (several seconds from a cold disk, right after boot), and an import cannot be stopped: it runs
+    in a thread of its own, started only with at least ``params.solver_load`` left, and is waited
+    for until ``deadline``; if it is not done by then, ``False`` (the programs and CP-SAT are
+    skipped) and it goes on in the background for a later call.
     """
-    loader: threading.Thread | None = _LOADING.get("thread")
+    key, modules = ("cpsat", _CPSAT_MODULES) if cpsat else ("programs", _PROGRAM_MODULES)
+    loader: threading.Thread | None = _LOADING.get(key)
     if loader is None:
-        if "ortools.sat.python.cp_model" in sys.modules and "ortools.linear_solver.pywraplp" in sys.modules:
+        if all(name in sys.modules for name in modules):
             return True  # imported by the caller
         if deadline.remaining() < params.solver_load:
             return False
-        loader = _LOADING["thread"] = threading.Thread(target=_load_solvers, name="load OR-Tools", daemon=True)
+        loader = threading.Thread(target=_load_solvers, args=(key, modules), name=f"load OR-Tools ({key})", daemon=True)
+        _LOADING[key] = loader
         loader.start()
     if loader.is_alive():
         loader.join(None if math.isinf(deadline.at) else max(0.0, deadline.remaining()))
         if loader.is_alive():
             logger.info("OR-Tools is still loading at the deadline: its programs are skipped")
             return False
-    if "error" in _LOADING:
-        raise _LOADING["error"]
+    if f"{key} error" in _LOADING:
+        raise _LOADING[f"{key} error"]
     return True
 
 
@@ -397,7 +410,7 @@ def _fill_drain_model(
 
     Without ``heads_tails``, the integer load program: the issue cuts alone, no heads or tails.
     """
-    from ortools.sat.python import cp_model
+    from themis_opt.bounds import sat
 
     origin = _origin(instance)
     profiles = order_profiles(instance)
@@ -411,13 +424,13 @@ def _fill_drain_model(
     def q(ns: float) -> int:
         return math.floor(ns / unit)
 
-    m = cp_model.CpModel()
+    m = sat.Model()
     top = q(span) + 1
     makespan = m.new_int_var(0, top, "makespan")
     if plain is not None:
         m.add(makespan >= q(plain.bound - origin))
-    x: dict[tuple[ChunkClass, tuple[int, ...]], cp_model.IntVar] = {}
-    used: dict[tuple[ChunkClass, tuple[int, ...]], cp_model.IntVar] = {}
+    x: dict[tuple[ChunkClass, tuple[int, ...]], Any] = {}
+    used: dict[tuple[ChunkClass, tuple[int, ...]], Any] = {}
     hint_of: dict[tuple[ChunkClass, tuple[int, ...]], int] = {}
     for cls in instance.chunk_classes:
         if deadline.expired():
@@ -454,7 +467,7 @@ def _fill_drain_model(
             variables = [v for cls in later for v in terms[cls, d][1]]
             if variables:
                 coefficients = [c for cls in later for c in terms[cls, d][2]]
-                m.add(makespan >= q(t - origin) + cp_model.LinearExpr.weighted_sum(variables, coefficients))
+                m.add(makespan >= q(t - origin) + sat.LinearExpr.weighted_sum(variables, coefficients))
     # the hint made complete (CP-SAT often did not complete the counts within the work limit):
     # the makespan the hinted counts give, and each dimension's least head and tail in use
     hinted_busy = {  # each class's load per dimension at the hinted counts
@@ -495,9 +508,9 @@ def _fill_drain_model(
 
 def _fill_drain_solver(deadline: Deadline, params: BoundsParams) -> Any:
     """CP-SAT as the fill-and-drain programs run it: one worker, a work limit (the same answer everywhere)."""
-    from ortools.sat.python import cp_model
+    from themis_opt.bounds import sat
 
-    solver = cp_model.CpSolver()
+    solver = sat.Solver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
     solver.parameters.max_deterministic_time = params.fill_drain_work
@@ -521,7 +534,7 @@ def _fill_drain_program(
     alike). Exact Booleans instead of a big-M let CP-SAT prove what SCIP
     left open after thousands of nodes.
     """
-    from ortools.sat.python import cp_model
+    from themis_opt.bounds import sat
 
     if plain is not None and plain.optimal and fill_drain_value(instance, plain.counts) <= plain.bound / (1 - SAFETY):
         return plain  # the integer optimum pays no head or tail beyond its load: no program to solve
@@ -535,9 +548,9 @@ def _fill_drain_program(
         if not probing:
             solver.parameters.cp_model_probing_level = 0
         code = run_interruptibly(functools.partial(solver.solve, program.model), solver.stop_search, deadline.at)
-        if code != cp_model.UNKNOWN or deadline.expired():
+        if code != sat.UNKNOWN or deadline.expired():
             break
-    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if code not in (sat.OPTIMAL, sat.FEASIBLE):
         status = solver.status_name(code)
         logger.info("the fill-and-drain program found no assignment in time (%s): not computed", status)
         return None
@@ -545,7 +558,7 @@ def _fill_drain_program(
     if plain is not None:
         bound = max(bound, plain.bound)
     logger.debug("fill-and-drain bound: %.3f ns, %s", bound, solver.status_name(code))
-    return LoadSolution(bound, program.read(solver.value), code == cp_model.OPTIMAL)
+    return LoadSolution(bound, program.read(solver.value), code == sat.OPTIMAL)
 
 
 def _adopt_counts(instance: Instance, fd: LoadSolution, plain: LoadSolution, memo: Memo | None) -> LoadSolution:

@@ -118,8 +118,9 @@ def _run(args: argparse.Namespace, console: Console, instance: Instance, params:
     settings = params or SolveParams()
     reserve = min(settings.pipeline.exit_reserve, settings.pipeline.exit_reserve_share * args.time_limit)
     deadline = Deadline(args.started + args.time_limit - reserve)
-    if args.method in ("all", "cpsat") or programs_wanted(instance, args.bounds, settings.bounds):
-        solvers_loaded(deadline, settings.bounds)  # before the stages share out the time that is left
+    exact = args.method in ("all", "cpsat")
+    if exact or programs_wanted(instance, args.bounds, settings.bounds):
+        solvers_loaded(deadline, settings.bounds, cpsat=exact)  # before the stages share out the time that is left
     options = {
         "workers": args.workers,
         "seed": args.seed,

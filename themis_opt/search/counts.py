@@ -33,7 +33,7 @@ def counts_within(
     only some admit a schedule at its bound (16 and 11 on a 16-chunk
     4x4x4x16 all-reduce: see the docs' benchmark page).
     """
-    from ortools.sat.python import cp_model
+    from themis_opt.bounds import sat
 
     deadline = deadline or Deadline()
     if not load_programs_fit(instance, params):
@@ -47,7 +47,7 @@ def counts_within(
     while not deadline.expired():
         solver = _fill_drain_solver(deadline, params)
         code = run_interruptibly(functools.partial(solver.solve, m), solver.stop_search, deadline.at)
-        if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if code not in (sat.OPTIMAL, sat.FEASIBLE):
             return
         found = program.read(solver.value)
         yield found
@@ -76,7 +76,7 @@ def level_counts(
     fewer idle stretches (the docs' benchmark page has the measurements).
     ``None`` if no assignment is found within the limits or before ``deadline``.
     """
-    from ortools.sat.python import cp_model
+    from themis_opt.bounds import sat
 
     deadline = deadline or Deadline()
     if not load_programs_fit(instance, params):
@@ -103,6 +103,6 @@ def level_counts(
     m.minimize(sum(peaks) - credit * sum(program.used.values()))
     solver = _fill_drain_solver(deadline, params)
     code = run_interruptibly(functools.partial(solver.solve, m), solver.stop_search, deadline.at)
-    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if code not in (sat.OPTIMAL, sat.FEASIBLE):
         return None
     return program.read(solver.value)
