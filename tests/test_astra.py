@@ -91,6 +91,7 @@ def test_version_2_network_and_system_map_number_by_number() -> None:
     assert [d.algorithm for d in dims] == [Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING]
     assert dict(instance.metadata)["astra_method"] == "baseline"
     assert instance.collectives[0].chunks == 16
+    assert not instance.network.serial_phase_ends  # a 1.0 rule: 2.x timings stay as they were
 
 
 def test_each_kind_runs_its_own_implementation_list(tmp_path: Path) -> None:
@@ -429,6 +430,7 @@ def test_astra1_runs_several_chunks_at_once_per_dimension(tmp_path: Path, active
     )
     instance = import_astra(ASTRA / "net_v1_ring_switch.json", system, all_reduce_bytes=64 * MIB)
     assert instance.network.active_chunks == active
+    assert instance.network.serial_phase_ends  # 1.0 handles the phases that end at one instant one by one
     result = solve(instance, "baseline", intra="fifo")
     assert result.schedule is not None and validate(instance, result.schedule) == []
     assert result.makespan == pytest.approx(ACTIVE_CHUNKS_TIMES[active], rel=1e-4)

@@ -45,6 +45,16 @@ def test_shipped_schema_accepts_test_instances(name: str) -> None:
     jsonschema.validate(instance_to_dict(load(name)), instance_schema())
 
 
+@pytest.mark.parametrize("name", ["serial_ends", "serial_rs"])
+def test_serial_phase_ends_round_trip_and_match_the_schema(name: str, tmp_path: Path) -> None:
+    instance = load(name)
+    assert instance.network.serial_phase_ends and not load("tiny_rs").network.serial_phase_ends
+    save_instance(instance, tmp_path / "copy.json")
+    assert load_instance(tmp_path / "copy.json") == instance
+    jsonschema.validate(json.loads((DATA / f"{name}.json").read_text()), instance_schema())
+    jsonschema.validate(instance_to_dict(instance), instance_schema())
+
+
 def test_defaults_are_filled_in() -> None:
     inst = load("three_dim")
     assert inst.network.endpoint_delay_ns == 10
@@ -87,6 +97,7 @@ BAD = [
     (["network", "dimensions", 1, "size"], 0, r"network\.dimensions\[1\]\.size: must be >= 1, got 0"),
     (["network", "dimensions", 0, "size"], -4, r"network\.dimensions\[0\]\.size: must be >= 1"),
     (["network", "dimensions", 3, "size"], 6, r"dimensions\[3\]\.size: must be a power of two under halving_doubling"),
+    (["network", "serial_phase_ends"], 1, r"serial_phase_ends: must be true or false"),
     (["network", "dimensions", 0, "topology"], "torus", r"dimensions\[0\]\.topology: must be one of"),
     (["network", "dimensions", 0, "bandwidth_gbps"], "fast", r"bandwidth_gbps: must be a number"),
     (["network", "dimensions", 0, "bandwidth_gbps"], 0, r"bandwidth_gbps: must be >= 1e-06"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -329,3 +330,62 @@ def test_stages_have_their_own_dimensions_and_compute_units() -> None:
         assert [c.start_ns for c in schedule.computes] == [0.0, 0.0]
     with pytest.raises(RuntimeError, match="one stage"):
         simulate(both, baseline_orders(both), "fifo", engine="core")
+
+
+def _serial_ends(serial: bool) -> tuple[Instance, dict[tuple[int, int], tuple[int, ...]]]:
+    """tests/data/serial_ends.json: two equal rings of 2, two phases at once on each; ``long`` (64 MiB,
+    priority 0) runs its chunks on d1 and d0 from 0, ``high`` (1 MiB chunks, priority 1) its chunk A on d1
+    then d0 and B on d0 then d1, ``low`` (1 MiB, priority 0) its chunk X on d1 then d0: X waits at 0.
+    """
+    instance = load("serial_ends")
+    if not serial:
+        instance = Instance(dataclasses.replace(instance.network, serial_phase_ends=False), instance.tasks)
+    return instance, {(0, 0): (1, 0), (0, 1): (0, 1), (1, 0): (1, 0), (1, 1): (0, 1), (2, 0): (1, 0)}
+
+
+@pytest.mark.parametrize("engine", ["python", "core"])
+def test_serial_phase_ends_free_a_place_before_the_next_end_is_queued(engine: Engine) -> None:
+    if engine == "core" and not simcore.available():
+        pytest.skip("the compiled core is not built")
+    # A (d1) and B (d0) start at 0 and end at D together, both reduce-scatters: A started first, so
+    # (ASTRA-sim 1.0's proceed_to_next_vnet_baseline, one call per ended phase) A is handled first:
+    # its next phase queues on d0 (full: long's chunk and B), then d1, one place free, starts the head
+    # of its queue, X (B, though of higher priority, is not queued yet); then B: its next phase queues
+    # on d1 (full: long's chunk and X), and d0 starts A. B waits on d1 until X ends at 2 D.
+    instance, orders = _serial_ends(True)
+    schedule = simulate(instance, orders, "fifo", engine=engine)
+    long, a, b, x = schedule.chunks[0], schedule.chunks[2], schedule.chunks[3], schedule.chunks[4]
+    d = a.phases[0].end_ns
+    assert (a.phases[0].start_ns, b.phases[0].start_ns, b.phases[0].end_ns) == (0.0, 0.0, d)
+    assert x.phases[0].duration == d and long.phases[0].end_ns > 3 * d  # X as long as A; long's outlasts it
+    assert x.phases[0].start_ns == d and a.phases[1].start_ns == d
+    assert b.phases[1].start_ns == 2 * d
+    assert validate(instance, schedule) == []
+    # handled all at once (the default), B, queued before d1 picks again, takes d1 by its priority
+    batch, _ = _serial_ends(False)
+    b_then, x_then = simulate(batch, orders, "fifo", engine=engine).chunks[3:5]
+    assert b_then.phases[1].start_ns == d and x_then.phases[0].start_ns == b_then.phases[1].end_ns
+
+
+@pytest.mark.parametrize("engine", ["python", "core"])
+def test_serial_phase_ends_handle_a_reduce_scatter_last(engine: Engine) -> None:
+    if engine == "core" and not simcore.available():
+        pytest.skip("the compiled core is not built")
+    # tests/data/serial_rs.json: two equal rings of 2, one phase at a time on each. P (reduce-scatter,
+    # priority 1) runs on d0 then d1 and Q (all-gather, twice P's chunk: the same 1 MiB message) on d1
+    # then d0, both from 0 (P first); W (priority 0) waits on d1. P and Q end at D together: P, a
+    # reduce-scatter, is handled last although it started first. So Q's next phase queues on d0 (busy
+    # with P), d1 starts W; then P's next phase queues on d1 (busy with W) and d0 starts Q's.
+    instance = load("serial_rs")
+    orders = {(0, 0): (0, 1), (1, 0): (1, 0), (2, 0): (1, 0)}
+    schedule = simulate(instance, orders, "fifo", engine=engine)
+    p, q, w = (chunk.phases for chunk in schedule.chunks)
+    d = p[0].end_ns
+    assert (p[0].start_ns, q[0].start_ns, q[0].end_ns) == (0.0, 0.0, d)
+    assert w[0].start_ns == d and q[1].start_ns == d
+    assert p[1].start_ns == w[0].end_ns
+    assert validate(instance, schedule) == []
+    # handled all at once (the default), P's next phase, queued before d1 picks, takes d1 by its priority
+    batch = Instance(dataclasses.replace(instance.network, serial_phase_ends=False), instance.tasks)
+    before = simulate(batch, orders, "fifo", engine=engine).chunks
+    assert before[0].phases[1].start_ns == d and before[2].phases[0].start_ns == before[0].phases[1].end_ns

@@ -294,6 +294,15 @@ class Network:
         charged on the innermost of them (ASTRA-sim 2.x's analytical backend)
         rather than the outermost (1.0's); only the flattened ``one_*``
         algorithms send such messages.
+    serial_phase_ends
+        Whether phases that end at the same instant are handled one at a time
+        (ASTRA-sim 1.0's ``proceed_to_next_vnet_baseline``, one call per ended
+        phase): reduce-scatters last (their last step's reduction registers
+        their end after the others'), the others in the order they started;
+        each queues its chunk's next phase, then its dimension starts its next
+        waiting phase, then the next phase's dimension starts one if it has
+        room. By default every phase that ends is handled first and their next
+        phases are queued after (see :mod:`themis_opt.sim.engine`).
     """
 
     dimensions: tuple[Dimension, ...]
@@ -306,6 +315,7 @@ class Network:
     reduction_gbps: float | None = None
     active_chunks: int = 1
     innermost_charge: bool = False
+    serial_phase_ends: bool = False
 
     def __post_init__(self) -> None:
         dims = self.dimensions
@@ -334,7 +344,14 @@ class Network:
         check_int("active_chunks", self.active_chunks, 1, MAX_ACTIVE_CHUNKS)
         if self.active_chunks > 1 and not self.congestion_unaware:
             raise InputError("active_chunks", "above 1 needs congestion_unaware: chunks at once would share bandwidth")
-        for flag in ("congestion_unaware", "integer_messages", "integer_message_sums", "innermost_charge"):
+        flags = (
+            "congestion_unaware",
+            "integer_messages",
+            "integer_message_sums",
+            "innermost_charge",
+            "serial_phase_ends",
+        )
+        for flag in flags:
             if not isinstance(getattr(self, flag), bool):
                 raise InputError(flag, f"must be true or false, got {getattr(self, flag)!r}")
         object.__setattr__(

@@ -235,6 +235,7 @@ def _network(raw: Any) -> Network:
             "reduction_gbps",
             "active_chunks",
             "innermost_charge",
+            "serial_phase_ends",
         },
     )
     dims = []
@@ -286,6 +287,7 @@ def _network(raw: Any) -> Network:
         net.get("reduction_gbps"),
         net.get("active_chunks", 1),
         net.get("innermost_charge", False),
+        net.get("serial_phase_ends", False),
     )
     return network
 
@@ -412,6 +414,7 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
             **({"integer_message_sums": True} if network.integer_message_sums else {}),
             **({"active_chunks": network.active_chunks} if network.active_chunks != 1 else {}),
             **({"innermost_charge": True} if network.innermost_charge else {}),
+            **({"serial_phase_ends": True} if network.serial_phase_ends else {}),
             **({"reduction_gbps": _num(network.reduction_gbps)} if network.reduction_gbps is not None else {}),
             **(
                 {"all_reduce_phases": network.all_reduce_phases.value}

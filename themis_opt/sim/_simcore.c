@@ -286,7 +286,8 @@ typedef struct {
     unsigned char *held;
     int *left;
     unsigned char *released; /* per collective */
-    int *next_phase, *coll_of, *table_of, *busy, *arrivals, *freed, *compute_ready;
+    int *next_phase, *coll_of, *table_of, *busy, *arrivals, *freed, *ended, *compute_ready;
+    int64_t *start_seq; /* per chunk: how many phases started before its running one */
     unsigned char *running; /* per chunk, made when a run resumes */
     FifoEntry *fifo;
     int64_t *fifo_len;
@@ -310,6 +311,8 @@ static void work_free(Work *w) {
     free(w->busy);
     free(w->arrivals);
     free(w->freed);
+    free(w->ended);
+    free(w->start_seq);
     free(w->compute_ready);
     free(w->running);
     free(w->fifo);
@@ -349,6 +352,8 @@ static int work_alloc(Work *w, int num_tasks, int num_colls, int num_chunks, int
     w->busy = malloc(sizeof(int) * dims);
     w->arrivals = malloc(sizeof(int) * n);
     w->freed = malloc(sizeof(int) * 2 * n);
+    w->ended = malloc(sizeof(int) * n);
+    w->start_seq = malloc(sizeof(int64_t) * n);
     w->compute_ready = malloc(sizeof(int) * ((size_t)num_computes + 1));
     w->running = malloc(n);
     w->fifo = malloc(sizeof(FifoEntry) * dims * n);
@@ -361,7 +366,8 @@ static int work_alloc(Work *w, int num_tasks, int num_colls, int num_chunks, int
     w->events.cap = (int64_t)tasks + (int64_t)n + 1; /* a release per task, a phase per chunk, a compute task */
     w->events.data = malloc(sizeof(Event) * (size_t)w->events.cap);
     int ok = w->pending && w->earliest && w->held && w->left && w->released && w->next_phase && w->coll_of &&
-             w->table_of && w->busy && w->arrivals && w->freed && w->compute_ready && w->running && w->fifo &&
+             w->table_of && w->busy && w->arrivals && w->freed && w->ended && w->start_seq && w->compute_ready &&
+             w->running && w->fifo &&
              w->fifo_len && w->queues && w->entry_dim && w->load && w->unstarted && w->rel && w->events.data;
     for (int d = 0; ok && d < num_dims; d++) {
         int64_t cap = 2 * (int64_t)num_chunks + 2;
@@ -411,7 +417,8 @@ typedef struct {
     double *earliest;
     unsigned char *held, *released;
     int *left, *next_phase, *table_of, *busy, *compute_ready;
-    int64_t num_ready, seq, handled;
+    int64_t *start_seq;
+    int64_t num_ready, seq, handled, starts;
     int compute_busy, waited;
     int64_t *queue_len; /* per dimension: its queue's entries, one queue after another in fifo or keys/items */
     FifoEntry *fifo;
@@ -430,6 +437,7 @@ static void snapshot_free(Snapshot *s) {
     free(s->left);
     free(s->next_phase);
     free(s->table_of);
+    free(s->start_seq);
     free(s->busy);
     free(s->compute_ready);
     free(s->queue_len);
@@ -453,6 +461,7 @@ static Snapshot *snapshot_new(const Work *w) {
     s->left = malloc(sizeof(int) * colls);
     s->next_phase = malloc(sizeof(int) * n);
     s->table_of = malloc(sizeof(int) * n);
+    s->start_seq = malloc(sizeof(int64_t) * n);
     s->busy = malloc(sizeof(int) * dims);
     s->compute_ready = malloc(sizeof(int) * ((size_t)w->num_computes + 1));
     s->queue_len = malloc(sizeof(int64_t) * dims);
@@ -460,7 +469,7 @@ static Snapshot *snapshot_new(const Work *w) {
     s->keys = malloc(sizeof(double) * n);
     s->items = malloc(sizeof(int) * n);
     if (!s->events || !s->rel || !s->pending || !s->earliest || !s->held || !s->released || !s->left ||
-        !s->next_phase || !s->table_of || !s->busy || !s->compute_ready || !s->queue_len || !s->fifo || !s->keys ||
+        !s->next_phase || !s->table_of || !s->start_seq || !s->busy || !s->compute_ready || !s->queue_len || !s->fifo || !s->keys ||
         !s->items) {
         snapshot_free(s);
         return NULL;
@@ -470,7 +479,7 @@ static Snapshot *snapshot_new(const Work *w) {
 
 /* The scalars of a run that a snapshot keeps besides w's arrays. */
 typedef struct {
-    int64_t num_ready, seq, handled;
+    int64_t num_ready, seq, handled, starts;
     int compute_busy, waited;
 } Scalars;
 
@@ -484,6 +493,7 @@ static void snapshot_copy(Snapshot *s, Work *w, Scalars *v, int scf, int take) {
         s->num_ready = v->num_ready;
         s->seq = v->seq;
         s->handled = v->handled;
+        s->starts = v->starts;
         s->compute_busy = v->compute_busy;
         s->waited = v->waited;
     } else {
@@ -492,6 +502,7 @@ static void snapshot_copy(Snapshot *s, Work *w, Scalars *v, int scf, int take) {
         v->num_ready = s->num_ready;
         v->seq = s->seq;
         v->handled = s->handled;
+        v->starts = s->starts;
         v->compute_busy = s->compute_busy;
         v->waited = s->waited;
     }
@@ -504,6 +515,7 @@ static void snapshot_copy(Snapshot *s, Work *w, Scalars *v, int scf, int take) {
     COPY(s->left, w->left, sizeof(int) * colls);
     COPY(s->next_phase, w->next_phase, sizeof(int) * n);
     COPY(s->table_of, w->table_of, sizeof(int) * n);
+    COPY(s->start_seq, w->start_seq, sizeof(int64_t) * n);
     COPY(s->busy, w->busy, sizeof(int) * (size_t)w->num_dims);
     COPY(s->compute_ready, w->compute_ready, sizeof(int) * (size_t)s->num_ready);
     int64_t at = 0;
@@ -556,7 +568,7 @@ typedef struct {
     int num_dims;
     const int64_t *dim_size;
     const double *dim_bandwidth;
-    int capacity;
+    int capacity, serial;
     const int64_t *table_ptr;
     const int *ph_dim;
     const double *ph_dur, *ph_key;
@@ -674,7 +686,9 @@ void core_counts(void *handle, int64_t *out) {
  * Collectives: chunks, first_chunk, priority, kind, task_of_coll; active dimensions at
  * active_ptr[c]..; fixed tables per chunk (fixed_table[i]) unless use_planner, then
  * perm_table[perm_ptr[c] + size_class * k! + rank] (size_class 1: the last chunk).
- * Tables: table_ptr[x]..table_ptr[x+1] into ph_dim, ph_dur, ph_key, ph_rule.
+ * Tables: table_ptr[x]..table_ptr[x+1] into ph_dim, ph_dur, ph_key, ph_rule (bit 0: scf queues it as
+ * fifo does, an all-to-all or all-reduce; bit 1: a reduce-scatter, its last step reduces).
+ * serial: the network's serial_phase_ends (the phases that end at an instant are handled one at a time).
  * Out: table_of[i] per chunk, starts[i * max_phases + p], compute_starts[j]; makespan[0] the
  * last event's time, makespan[1] the last end of a phase or compute task; busy_out[d] each
  * dimension's busy time, coll_end[c] each collective's end.
@@ -686,7 +700,7 @@ int simulate_core(
     int num_colls, const int *chunks, const int *first_chunk, const int64_t *priority, const int *kind,
     const int *task_of_coll, const int64_t *active_ptr, const int *active, const int64_t *nominal,
     int num_computes, const double *compute_dur, const int *task_of_compute,
-    int num_dims, const int64_t *dim_size, const double *dim_bandwidth, int capacity,
+    int num_dims, const int64_t *dim_size, const double *dim_bandwidth, int capacity, int serial,
     const int64_t *table_ptr, const int *ph_dim, const double *ph_dur, const double *ph_key,
     const unsigned char *ph_rule,
     int use_planner, const int *fixed_table, const int64_t *perm_ptr, const int *perm_table,
@@ -709,7 +723,8 @@ int simulate_core(
     }
     int *pending = w->pending, *left = w->left, *next_phase = w->next_phase, *coll_of = w->coll_of;
     int *table_of = ctx ? w->table_of : table_of_out, *busy = w->busy, *arrivals = w->arrivals;
-    int *freed = w->freed, *compute_ready = w->compute_ready;
+    int *freed = w->freed, *ended_at = w->ended, *compute_ready = w->compute_ready;
+    int64_t *start_seq = w->start_seq;
     double *earliest = w->earliest, *unstarted = w->unstarted;
     unsigned char *held = w->held, *released = w->released;
     FifoEntry *fifo = w->fifo;
@@ -740,7 +755,7 @@ int simulate_core(
     /* the cutoff needs every chunk's table before its release: with fixed tables only */
     int cut = !use_planner && cutoff < INFINITY;
     double per_lane = 1.0 / (double)capacity;
-    Scalars v = {0, 0, 0, 0, 0};
+    Scalars v = {0, 0, 0, 0, 0, 0};
     Planner planner = {num_dims, dim_size, dim_bandwidth, w->entry_dim, w->load, 0, 0.0};
     planner_reset(&planner);
     for (int c = 0; c < num_colls; c++)
@@ -805,10 +820,28 @@ int simulate_core(
         if (scf && queues[dim].len) i = scf_pop(&queues[dim]);                                       \
         if (i < 0) break;                                                                             \
         if (starts) starts[(int64_t)i * max_phases + next_phase[i]] = now;                            \
+        start_seq[i] = v.starts++;                                                                    \
         busy[dim]++;                                                                                  \
         unstarted[dim] -= ph_dur[table_ptr[table_of[i]] + next_phase[i]] * per_lane;                  \
         if (heap_push(events, now + ph_dur[table_ptr[table_of[i]] + next_phase[i]], PHASE_DONE, dim, i)) \
             goto done;                                                                                \
+    } while (0)
+/* chunk i's next phase joins its dimension's queue under the intra-dimension policy */
+#define ENQUEUE(chunk_expr)                                                                           \
+    do {                                                                                              \
+        int q_i = (chunk_expr), q_p = next_phase[q_i];                                                \
+        int64_t q_at = table_ptr[table_of[q_i]] + q_p;                                                \
+        int q_c = coll_of[q_i], q_d = ph_dim[q_at];                                                   \
+        if (!scf) {                                                                                   \
+            fifo_push(fifo + (size_t)q_d * (size_t)(num_chunks + 1), &fifo_len[q_d],                  \
+                      (FifoEntry){-priority[q_c], v.seq++, q_i});                                     \
+        } else if (ph_rule[q_at] & 1) {                                                               \
+            scf_insert_before_lower_rank(&queues[q_d], priority[q_c], ph_key[q_at], q_i, priority, coll_of); \
+        } else if (q_p == table_ptr[table_of[q_i] + 1] - table_ptr[table_of[q_i]] - 2) { /* one after */ \
+            scf_insert(&queues[q_d], queues[q_d].len, ph_key[q_at], q_i);                             \
+        } else {                                                                                      \
+            scf_insert_before_ge(&queues[q_d], ph_key[q_at], q_i);                                    \
+        }                                                                                             \
     } while (0)
     while (events->len) {
         now = events->data[0].t;
@@ -826,7 +859,7 @@ int simulate_core(
                     status = -3;
                     goto done;
                 }
-        int num_arrivals = 0, num_freed = 0;
+        int num_arrivals = 0, num_freed = 0, num_ended = 0;
         while (events->len && events->data[0].t == now) {
             Event e = heap_pop(events);
             if (!(++v.handled & 4095) && monotonic() >= deadline) {
@@ -835,13 +868,17 @@ int simulate_core(
             }
             int ended = -1;
             if (e.what == PHASE_DONE) {
-                busy[e.a]--;
-                freed[num_freed++] = e.a;
                 int i = e.b;
                 next_phase[i]++;
+                if (serial) {
+                    ended_at[num_ended++] = i;
+                } else {
+                    busy[e.a]--;
+                    freed[num_freed++] = e.a;
+                }
                 int x = table_of[i];
                 if (next_phase[i] < table_ptr[x + 1] - table_ptr[x]) {
-                    arrivals[num_arrivals++] = i;
+                    if (!serial) arrivals[num_arrivals++] = i;
                 } else if (!--left[coll_of[i]]) {
                     ended = task_of_coll[coll_of[i]];
                 }
@@ -901,6 +938,29 @@ int simulate_core(
                 }
             }
         }
+        /* serial: one ended phase at a time, reduce-scatters last, else in the order they started */
+        for (int a = 1; a < num_ended; a++) { /* insertion sort: a few at an instant */
+            int x = ended_at[a], b = a - 1;
+            int x_rs = (ph_rule[table_ptr[table_of[x]] + next_phase[x] - 1] & 2) != 0;
+            while (b >= 0) {
+                int y = ended_at[b];
+                int y_rs = (ph_rule[table_ptr[table_of[y]] + next_phase[y] - 1] & 2) != 0;
+                if (y_rs < x_rs || (y_rs == x_rs && start_seq[y] < start_seq[x])) break;
+                ended_at[b + 1] = y;
+                b--;
+            }
+            ended_at[b + 1] = x;
+        }
+        for (int a = 0; a < num_ended; a++) {
+            int i = ended_at[a];
+            int64_t base = table_ptr[table_of[i]];
+            int lane = ph_dim[base + next_phase[i] - 1];
+            int goes_on = next_phase[i] < table_ptr[table_of[i] + 1] - base;
+            busy[lane]--;
+            if (goes_on) ENQUEUE(i);
+            START_HEAD(lane); /* its dimension takes its next waiting phase */
+            if (goes_on) START_HEAD(ph_dim[base + next_phase[i]]);
+        }
         /* (collective, chunk) order, except that a chunk going on on the dimension it frees goes first */
         int stay_end = 0;
         for (int a = 0; a < num_arrivals; a++) {
@@ -924,19 +984,9 @@ int simulate_core(
             }
         }
         for (int a = 0; a < num_arrivals; a++) {
-            int i = arrivals[a], p = next_phase[i];
-            int64_t at = table_ptr[table_of[i]] + p;
-            int c = coll_of[i], d = ph_dim[at];
-            if (!scf) {
-                fifo_push(fifo + (size_t)d * (size_t)(num_chunks + 1), &fifo_len[d], (FifoEntry){-priority[c], v.seq++, i});
-            } else if (ph_rule[at]) {
-                scf_insert_before_lower_rank(&queues[d], priority[c], ph_key[at], i, priority, coll_of);
-            } else if (p == table_ptr[table_of[i] + 1] - table_ptr[table_of[i]] - 2) { /* one phase after it */
-                scf_insert(&queues[d], queues[d].len, ph_key[at], i);
-            } else {
-                scf_insert_before_ge(&queues[d], ph_key[at], i);
-            }
-            START_HEAD(d); /* an idle dimension starts at once */
+            int i = arrivals[a];
+            ENQUEUE(i);
+            START_HEAD(ph_dim[table_ptr[table_of[i]] + next_phase[i]]); /* an idle dimension starts at once */
         }
         /* then every freed dimension, by index (a dimension freed twice is tried twice) */
         for (int f = 1; f < num_freed; f++) {
@@ -967,6 +1017,7 @@ int simulate_core(
             if (heap_push(events, now + compute_dur[j], COMPUTE_DONE, j, 0)) goto done;
         }
     }
+#undef ENQUEUE
 #undef START_HEAD
     makespan[0] = now;
     status = 0;
@@ -1072,7 +1123,8 @@ void core_bind(void *handle, int num_tasks, const unsigned char *is_coll, const 
                int num_colls, const int *chunks, const int *first_chunk, const int64_t *priority, const int *kind,
                const int *task_of_coll, const int64_t *active_ptr, const int *active, const int64_t *nominal,
                int num_computes, const double *compute_dur, const int *task_of_compute, int num_dims,
-               const int64_t *dim_size, const double *dim_bandwidth, int capacity, const int64_t *table_ptr,
+               const int64_t *dim_size, const double *dim_bandwidth, int capacity, int serial,
+               const int64_t *table_ptr,
                const int *ph_dim, const double *ph_dur, const double *ph_key, const unsigned char *ph_rule,
                int max_phases) {
     Core *ctx = handle;
@@ -1080,7 +1132,8 @@ void core_bind(void *handle, int num_tasks, const unsigned char *is_coll, const 
                succ_task,   succ_lag,     num_colls,  chunks,        first_chunk,     priority,
                kind,        task_of_coll, active_ptr, active,        nominal,         num_computes,
                compute_dur, task_of_compute, num_dims, dim_size,     dim_bandwidth,   capacity,
-               table_ptr,   ph_dim,       ph_dur,     ph_key,        ph_rule,         max_phases};
+               serial,      table_ptr,    ph_dim,     ph_dur,        ph_key,          ph_rule,
+               max_phases};
     ctx->bound = b;
     ctx->bound_ok = 1;
 }
@@ -1094,7 +1147,7 @@ int core_run(void *handle, const int *tables, int scf, double deadline, double c
                          b->succ_task, b->succ_lag, b->num_colls, b->chunks, b->first_chunk, b->priority, b->kind,
                          b->task_of_coll, b->active_ptr, b->active, b->nominal, b->num_computes, b->compute_dur,
                          b->task_of_compute, b->num_dims, b->dim_size, b->dim_bandwidth, b->capacity,
-                         b->table_ptr, b->ph_dim, b->ph_dur, b->ph_key, b->ph_rule, 0, tables, NULL, NULL, scf,
+                         b->serial, b->table_ptr, b->ph_dim, b->ph_dur, b->ph_key, b->ph_rule, 0, tables, NULL, NULL, scf,
                          deadline, cutoff, b->max_phases, NULL, NULL, NULL, makespan, NULL, NULL);
 }
 

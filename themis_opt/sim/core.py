@@ -71,7 +71,7 @@ _ARGTYPES: list[Any] = [
     ctypes.c_int, _P, _P, _P, _P, _P, _P, _P,  # tasks
     ctypes.c_int, _P, _P, _P, _P, _P, _P, _P, _P,  # collectives
     ctypes.c_int, _P, _P,  # computes
-    ctypes.c_int, _P, _P, ctypes.c_int,  # dimensions
+    ctypes.c_int, _P, _P, ctypes.c_int, ctypes.c_int,  # dimensions (and their lanes, serial_phase_ends)
     _P, _P, _P, _P, _P,  # phase tables
     ctypes.c_int, _P, _P, _P,  # orders
     ctypes.c_int, ctypes.c_double, ctypes.c_double, ctypes.c_int,  # policy, deadline, cutoff, row width
@@ -104,7 +104,7 @@ def _load() -> Any:
     library.core_adopt.restype = ctypes.c_int
     library.core_counts.argtypes = [_P, _P]
     library.core_counts.restype = None
-    library.core_bind.argtypes = [_P, *_ARGTYPES[1:30], ctypes.c_int]
+    library.core_bind.argtypes = [_P, *_ARGTYPES[1:31], ctypes.c_int]
     library.core_bind.restype = None
     library.core_run.argtypes = [_P, _P, ctypes.c_int, ctypes.c_double, ctypes.c_double, _P]
     library.core_run.restype = ctypes.c_int
@@ -143,6 +143,13 @@ def pointer(values: array[Any]) -> int:
 def offsets(lengths: list[int]) -> array[int]:
     """Where each of ``lengths`` starts, and the total (CSR offsets)."""
     return array("q", [0, *itertools.accumulate(lengths)])
+
+
+def _rule_bits(op: Op) -> int:
+    """A phase's rules for the core: bit 0, scf queues it as fifo does (an all-to-all or all-reduce);
+    bit 1, a reduce-scatter (its last step reduces: ``serial_phase_ends`` handles its end last).
+    """
+    return int(op in (Op.ALL_TO_ALL, Op.ALL_REDUCE)) | int(op is Op.REDUCE_SCATTER) << 1
 
 
 @dataclass
@@ -189,7 +196,7 @@ class _Tables:
                 array("i", [p.dim for p in phases]),
                 array("d", [p.duration for p in phases]),
                 array("d", [max(p.bytes_in, p.bytes_out) for p in phases]),
-                array("B", [p.op in (Op.ALL_TO_ALL, Op.ALL_REDUCE) for p in phases]),
+                array("B", [_rule_bits(p.op) for p in phases]),
             )
         return self.arrays
 
@@ -368,7 +375,7 @@ def _instance_arguments(instance: Instance, prepared: _Prepared, columns: tuple[
         len(instance.tasks), *s[0:7],
         len(instance.collectives), *s[7:15],
         len(instance.computes), *s[15:17],
-        network.num_dims, *s[17:19], network.active_chunks,
+        network.num_dims, *s[17:19], network.active_chunks, int(network.serial_phase_ends),
         *(pointer(a) for a in columns),
     ]
     # fmt: on

@@ -33,6 +33,16 @@ every dimension still idle starts the head of its queue, and the compute unit
 starts the first ready compute task. Both queues cost O(log Q) an operation,
 so a run costs O(P log P) for P phases.
 
+With the network's ``serial_phase_ends`` (ASTRA-sim 1.0, whose
+``proceed_to_next_vnet_baseline`` runs once for each phase that ends, in the
+order their final events fire) the phases that end at one instant are
+instead handled one at a time: reduce-scatters last (the reduction of their
+last step registers their final event after the others'), the others in the
+order they started. Each queues its chunk's next phase, then its dimension
+(one place freed) starts the head of its queue, then the next phase's
+dimension starts its head if it has room. The released collectives' chunks
+are queued after them, as above.
+
 Orders are either fixed per chunk (a mapping) or chosen by a planner when a
 collective is released (Themis plans then, from the loads so far).
 
@@ -268,6 +278,9 @@ def run_python(
     scf: list[ScfQueue] = [ScfQueue() for _ in range(num_lanes)]
     busy = [0] * num_lanes  # phases running on each stage's dimension
     capacity = instance.network.active_chunks
+    serial = instance.network.serial_phase_ends
+    started = [0] * len(ids)  # when each chunk's running phase started, as a count of the starts before it
+    num_started = 0
     compute_busy = [False] * num_stages
     compute_ready: list[list[int]] = [[] for _ in range(num_stages)]
     seq = 0
@@ -312,7 +325,29 @@ def run_python(
         p = next_phase[i]
         return p > 0 and plan[i][p - 1].dim == plan[i][p].dim
 
+    def enqueue(i: int) -> None:
+        """Queue chunk ``i``'s next phase on its lane under the intra-dimension policy."""
+        nonlocal seq
+        p = next_phase[i]
+        spec = plan[i][p]
+        c = ids[i][0]
+        lane = lane0[i] + spec.dim
+        if intra is Intra.FIFO:
+            heapq.heappush(fifo[lane], (-priority[c], seq, i))
+            seq += 1
+        elif spec.op in (Op.ALL_TO_ALL, Op.ALL_REDUCE, Op.SEND):
+            scf[lane].insert_before_lower_rank(priority[c], max(spec.bytes_in, spec.bytes_out), i)
+        elif p == len(plan[i]) - 2:  # second-to-last: exactly one phase after it
+            scf[lane].append(max(spec.bytes_in, spec.bytes_out), i, priority[c])
+        else:
+            scf[lane].insert_before_ge(max(spec.bytes_in, spec.bytes_out), i, priority[c])
+
+    def end_order(i: int) -> tuple[bool, int]:
+        """Where chunk ``i``'s ended phase comes among those ending at one instant (``serial``)."""
+        return plan[i][next_phase[i] - 1].op is Op.REDUCE_SCATTER, started[i]
+
     def start_head(d: int) -> None:  # d: a lane (stage * num_dims + dimension)
+        nonlocal num_started
         if busy[d] >= capacity:
             return
         if intra is Intra.FIFO:
@@ -324,6 +359,8 @@ def run_python(
                 return
             i = scf[d].pop()
         starts[i].append(now)
+        started[i] = num_started
+        num_started += 1
         busy[d] += 1
         heapq.heappush(events, (now + plan[i][next_phase[i]].duration, _PHASE_DONE, d, i))
 
@@ -332,17 +369,22 @@ def run_python(
         now = events[0][0]
         arrivals: list[int] = []
         freed: list[int] = []
+        ended: list[int] = []  # serial: the chunks whose phase ended (the lane is its dimension's)
         while events and events[0][0] == now:
             _, what, a, b = heapq.heappop(events)
             handled += 1
             if not handled & 4095:
                 deadline.check("simulator")
             if what == _PHASE_DONE:
-                busy[a] -= 1
-                freed.append(a)
                 next_phase[b] += 1
+                if serial:
+                    ended.append(b)
+                else:
+                    busy[a] -= 1
+                    freed.append(a)
                 if next_phase[b] < len(plan[b]):
-                    arrivals.append(b)
+                    if not serial:
+                        arrivals.append(b)
                 else:
                     c = ids[b][0]
                     left[c] -= 1
@@ -357,26 +399,24 @@ def run_python(
                     arrivals += release(n)
                 else:
                     heapq.heappush(compute_ready[compute_stage[n]], n)
+        # serial: one ended phase at a time, reduce-scatters last, else as they started (ASTRA-sim 1.0)
+        for i in sorted(ended, key=end_order) if ended else ():
+            lane = lane0[i] + plan[i][next_phase[i] - 1].dim
+            busy[lane] -= 1
+            goes_on = next_phase[i] < len(plan[i])
+            if goes_on:
+                enqueue(i)
+            start_head(lane)  # its dimension takes its next waiting phase
+            if goes_on:
+                start_head(lane0[i] + plan[i][next_phase[i]].dim)
         # (collective, chunk) order, except that a chunk going on on the dimension it frees goes first:
         # ASTRA-sim queues its next phase there before that dimension picks the next one
         for i in sorted(
             arrivals,
             key=lambda i: (not (next_phase[i] and plan[i][next_phase[i] - 1].dim == plan[i][next_phase[i]].dim), i),
         ):
-            p = next_phase[i]
-            spec = plan[i][p]
-            c = ids[i][0]
-            lane = lane0[i] + spec.dim
-            if intra is Intra.FIFO:
-                heapq.heappush(fifo[lane], (-priority[c], seq, i))
-                seq += 1
-            elif spec.op in (Op.ALL_TO_ALL, Op.ALL_REDUCE, Op.SEND):
-                scf[lane].insert_before_lower_rank(priority[c], max(spec.bytes_in, spec.bytes_out), i)
-            elif p == len(plan[i]) - 2:  # second-to-last: exactly one phase after it
-                scf[lane].append(max(spec.bytes_in, spec.bytes_out), i, priority[c])
-            else:
-                scf[lane].insert_before_ge(max(spec.bytes_in, spec.bytes_out), i, priority[c])
-            start_head(lane)  # an idle dimension starts at once
+            enqueue(i)
+            start_head(lane0[i] + plan[i][next_phase[i]].dim)  # an idle dimension starts at once
         # an idle dimension has an empty queue (arrivals start theirs at once): only freed ones may start
         for d in sorted(freed):
             start_head(d)

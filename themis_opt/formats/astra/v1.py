@@ -434,6 +434,7 @@ def network_of(net: NetworkFile, system: SystemFile, injection_scale: float = 1.
         phase_delay_ns=delay,  # a phase ends with one more endpoint delay than it has steps
         integer_messages=True,
         active_chunks=system.active_chunks,
+        serial_phase_ends=True,  # proceed_to_next_vnet_baseline (Sys.cc:1410-1521) runs once per ended phase
     )
 
 
