@@ -289,6 +289,19 @@ def test_solve_all_keeps_one_time_limit_for_the_whole_call() -> None:
     assert time.perf_counter() - t0 <= 3 * 1.1 + 1.5 and all(r.schedule is not None for r in results)
 
 
+def test_cpsat_starting_after_the_deadline_returns_the_best_schedule_before_it_at_once() -> None:
+    from themis_opt.bounds import compute_bounds
+    from themis_opt.solving import solve_all
+    from themis_opt.validator import validate
+
+    instance = load("worked")
+    # the baseline has its millisecond to report (it needs less on this instance), cpsat none
+    baseline, cpsat = solve_all(instance, ["baseline", "cpsat"], time_limit=1e-6, bounds=compute_bounds(instance))
+    assert baseline.schedule is not None and cpsat.schedule is baseline.schedule
+    assert cpsat.method == "cpsat" and "out of time before it started" in cpsat.note
+    assert not validate(instance, cpsat.schedule)
+
+
 def test_balanced_short_search_lands_within_a_tenth_of_a_percent_of_the_bound_on_the_paper_network() -> None:
     from themis_opt.formats.native import load_instance
     from themis_opt.params import PipelineParams, SolveParams

@@ -111,7 +111,10 @@ def load_counts(
         return solution.counts if solution is not None else None
     index = {coll.id: c for c, coll in enumerate(instance.collectives)}
     counts: Counts = {}
-    parts = stage_parts(instance)
+    try:
+        parts = stage_parts(instance, deadline)
+    except OutOfTime:
+        return None
     for n, part in enumerate(parts):
         share = deadline.share(1 / (len(parts) - n))
         solution = integer_load_bound(part, fill_drain=fill_drain, deadline=share, memo=memo, params=params.bounds)

@@ -85,7 +85,7 @@ from themis_opt.bounds.programs import (
     lp_bound,
     solvers_loaded,
 )
-from themis_opt.budget import Deadline
+from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.errors import InputError
 from themis_opt.instance import Instance
 from themis_opt.orders import Counts
@@ -182,7 +182,10 @@ def solver_free_bounds(instance: Instance, deadline: Deadline | None = None) -> 
     """
     deadline = deadline or Deadline()
     if instance.num_stages > 1:
-        parts = stage_parts(instance)
+        try:
+            parts = stage_parts(instance, deadline)
+        except OutOfTime:  # the whole graph's own bounds only: valid, weaker
+            return _over_stages(instance, [])
         return _over_stages(
             instance, [solver_free_bounds(part, deadline.share(1 / (len(parts) - n))) for n, part in enumerate(parts)]
         )
@@ -281,7 +284,10 @@ def _stage_bounds(
     """The bounds of an instance of several pipeline stages, from its stages' parts (each an equal
     share of the time left): see :func:`_over_stages`.
     """
-    parts = stage_parts(instance)
+    try:
+        parts = stage_parts(instance, deadline)
+    except OutOfTime:  # the whole graph's own bounds only: valid, weaker
+        return _over_stages(instance, [])
     return _over_stages(
         instance,
         [

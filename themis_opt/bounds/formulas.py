@@ -629,20 +629,27 @@ def load_programs_fit(instance: Instance, params: BoundsParams = BOUNDS) -> bool
     return instance.num_stages == 1 and load_variables(instance) <= params.max_load_variables
 
 
-def stage_parts(instance: Instance) -> list[Instance]:
+def stage_parts(instance: Instance, deadline: Deadline | None = None) -> list[Instance]:
     """Each pipeline stage with a collective, as a one-stage instance of its tasks alone
     (:meth:`~themis_opt.instance.Instance.stage_part`), every task issued no earlier than its earliest
     release in the whole graph (:func:`earliest_releases`, which bounds it in every schedule). A valid
     schedule restricted to a stage's tasks is a valid schedule of its part (the stages share no
     resource, and the dependencies between them become these issue times, which it meets), so every
-    lower bound of a part is one of the instance.
+    lower bound of a part is one of the instance. Kept per instance once complete; ``deadline`` is
+    checked between parts (:class:`~themis_opt.budget.OutOfTime` when it passes first).
     """
     memo = _memo(instance)
     found: list[Instance] | None = memo.get("stage_parts")
     if found is None:  # kept: the bounds and balanced each split the stages (0.1-0.2 s on 24,000 phases)
+        deadline = deadline or Deadline()
         releases = earliest_releases(instance)
-        parts = (instance.stage_part(s, releases) for s in range(instance.num_stages))
-        found = memo["stage_parts"] = [part for part in parts if part is not None]
+        found = []
+        for stage in range(instance.num_stages):
+            deadline.check("splitting the pipeline stages")
+            part = instance.stage_part(stage, releases)
+            if part is not None:
+                found.append(part)
+        memo["stage_parts"] = found
     return list(found)
 
 
