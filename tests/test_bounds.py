@@ -550,12 +550,14 @@ def test_the_solver_free_bounds_see_through_a_long_chain_in_linear_time() -> Non
 
 def test_bounds_of_stages_are_each_stages_own_and_below_every_makespan() -> None:
     from themis_opt.bounds import critical_path_bound, solver_free_bounds, stage_parts
+    from themis_opt.budget import Deadline
     from themis_opt.policies import baseline_orders
     from themis_opt.sim import simulate
 
     from .conftest import load, pipelined
 
-    for instance in (load("two_stages"), pipelined()):
+    for fresh in (lambda: load("two_stages"), pipelined):
+        instance = fresh()
         bounds = compute_bounds(instance)
         assert integer_load_bound(instance, fill_drain=True) is None  # the programs run per stage
         parts = stage_parts(instance)
@@ -567,6 +569,10 @@ def test_bounds_of_stages_are_each_stages_own_and_below_every_makespan() -> None
         makespans.append(simulate(instance, baseline_orders(instance), "fifo", baseline=True).makespan)
         for value in bounds.as_dict().values():
             assert value is None or value <= min(makespans)
+        # out of time before the stages are split: the whole graph's own bounds, valid and weaker
+        late = solver_free_bounds(fresh(), Deadline.after(0))  # a new instance: its stages not split yet
+        assert late.critical_path == bounds.critical_path and late.least_busy is None and late.jackson is None
+        assert all(value is None or value <= min(makespans) for value in late.as_dict().values())
         # the solver-free bounds alone go by the stages' parts too: one compute unit per stage
         cheap = solver_free_bounds(instance)
         assert cheap.jackson == max(solver_free_bounds(p).jackson for p in parts)  # type: ignore[type-var]
