@@ -81,3 +81,45 @@ def test_the_phase_count_is_what_a_schedule_holds_with_groups() -> None:
     assert instance.num_phases == 4 + 16 + 1
     for method in ("baseline", "themis"):
         assert len(solve(instance, method).schedule.columns().dim) == instance.num_phases
+
+
+def test_dependencies_on_tasks_listed_later_are_accepted_and_cycles_named_either_way() -> None:
+    import pytest
+
+    from themis_opt.errors import InputError
+    from themis_opt.instance import After, Compute
+
+    network = Network((Dimension(4, "ring", 100.0, 500.0),))
+    ar = Collective("all_reduce", 2**20, 2, id="ar", after=(After("late"),))
+    late = Compute(100.0, "late")
+    later_first = Instance(network, (ar, late, Compute(5.0, "last", after=(After("ar"),))))
+    assert [t.id for t in later_first.tasks] == ["ar", "late", "last"]  # acyclic, though not in order
+    looped = (ar, Compute(100.0, "late", after=(After("last"),)), Compute(5.0, "last", after=(After("ar"),)))
+    with pytest.raises(InputError, match=r"dependency cycle \(each waits for the next\): ar -> late -> last -> ar"):
+        Instance(network, looped)
+
+
+def test_an_instance_hashed_here_and_unpickled_elsewhere_hashes_as_its_equal_there(tmp_path: object) -> None:
+    # the hash is kept once computed (hashing visits every dependency); a string's hash differs
+    # between processes, so the kept one must not travel with the instance
+    import os
+    import pickle
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from .conftest import DATA, load
+
+    instance = load("worked")
+    assert hash(instance) == hash(instance) and hash(instance) == hash(load("worked"))
+    path = Path(str(tmp_path)) / "instance.pickle"
+    path.write_bytes(pickle.dumps(instance))
+    code = (
+        "import pickle, sys\n"
+        "from themis_opt import load_instance\n"
+        "there = pickle.loads(open(sys.argv[1], 'rb').read())\n"
+        "fresh = load_instance(sys.argv[2])\n"
+        "assert there == fresh and hash(there) == hash(fresh) and {fresh: 1}[there] == 1\n"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    subprocess.run([sys.executable, "-c", code, str(path), str(DATA / "worked.json")], env=env, check=True)

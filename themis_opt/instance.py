@@ -660,6 +660,18 @@ class Instance:
     metadata: tuple[tuple[str, str], ...] = ()
     stage_npus: tuple[int, ...] = ()
 
+    def __hash__(self) -> int:
+        # computed once: instances key the load programs' caches, and a hash visits every dependency
+        found: int | None = self.__dict__.get("_hash")
+        if found is None:
+            found = hash((self.network, self.tasks, self.name, self.metadata, self.stage_npus))
+            object.__setattr__(self, "_hash", found)
+        return found
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a string's hash differs between processes: the kept one stays in this process
+        return {key: value for key, value in self.__dict__.items() if key != "_hash"}
+
     def __post_init__(self) -> None:
         check_name("name", self.name)
         if not isinstance(self.metadata, (tuple, list)) or not all(
@@ -929,6 +941,8 @@ def _find_cycle(preds: list[list[int]]) -> list[int]:
     """A cycle of the graph whose node i waits for ``preds[i]``: nodes, each waiting
     for the next, ending where it starts; [] if there is none.
     """
+    if all(max(before, default=-1) < node for node, before in enumerate(preds)):
+        return []  # every task waits only for tasks listed before it (as generated graphs are): no cycle
     state = [0] * len(preds)  # 0 new, 1 on the stack, 2 done
     for root in range(len(preds)):
         if state[root]:
