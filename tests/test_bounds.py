@@ -727,3 +727,19 @@ def test_the_iteration_bound_is_below_cpsats_schedules_of_the_clusters_suite(nam
     instance = load_instance(Path(__file__).parents[1] / "instances" / "clusters" / f"{name}.json")
     bound = iteration_bound(instance)
     assert bound is not None and 0.95 * CPSAT_CLUSTERS[name] < bound <= CPSAT_CLUSTERS[name]
+
+
+def test_earliest_releases_by_a_deadline_are_complete_or_refused() -> None:
+    # the load programs are built from them: on a million dependencies they take a second, so the
+    # programs ask for them by their deadline, and releases cut short (issue times) are never used
+    from themis_opt.bounds import earliest_releases, fluid_bound, lp_bound
+    from themis_opt.budget import Deadline, OutOfTime
+
+    instance = _chain()
+    with pytest.raises(OutOfTime):
+        earliest_releases(instance, Deadline.after(0))
+    assert lp_bound(instance, Deadline.after(0)) is None and fluid_bound(instance, 1.0, Deadline.after(0)) is None
+    releases = earliest_releases(instance)
+    assert releases[1] > instance.tasks[1].issue_ns  # the all-reduce waits for the compute task
+    assert earliest_releases(_chain(), Deadline.after(60)) == releases
+    assert earliest_releases(instance, Deadline.after(0)) == releases  # known: no deadline needed

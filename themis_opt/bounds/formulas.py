@@ -333,13 +333,16 @@ def _class_cost(instance: Instance, cls: ChunkClass) -> ClassCost:
     return ClassCost(sum(p.duration for p in smallest), tuple(busy), edge, edge)
 
 
-def earliest_releases(instance: Instance) -> tuple[float, ...]:
+def earliest_releases(instance: Instance, deadline: Deadline | None = None) -> tuple[float, ...]:
     """Per task, a lower bound on its release: its issue time, and each
-    dependency's earliest release plus shortest duration plus lag.
+    dependency's earliest release plus shortest duration plus lag;
+    :class:`~themis_opt.budget.OutOfTime` if ``deadline`` passes first.
     """
     found: tuple[float, ...] | None = _memo(instance).get("heads")
     if found is None:
-        found = heads_and_tails(instance, shortest_durations(instance), Deadline())[0]
+        deadline = deadline or Deadline()
+        found = heads_and_tails(instance, shortest_durations(instance), deadline)[0]
+        deadline.check("earliest releases")  # else they may be the issue times alone
     return found
 
 
@@ -561,16 +564,26 @@ def order_profiles(instance: Instance) -> dict[ChunkClass, dict[tuple[int, ...],
     num_dims = instance.network.num_dims
     at_once = instance.network.active_chunks
     profiles: dict[ChunkClass, dict[tuple[int, ...], OrderProfile]] = {}
+    # a chunk's phases depend on its collective only through these (the layers of a model share a few)
+    shapes: dict[tuple[Any, ...], dict[tuple[int, ...], OrderProfile]] = {}
     for cls in instance.chunk_classes:
-        issue = releases[cls.collective]
-        per_order = {}
-        for order in instance.orders[cls.collective]:
-            ways = [chunk_phases(instance, cls.collective, cls.chunk_bytes, order)]
-            if order == baseline_order(instance, cls.collective) and merges(instance, cls.collective, baseline=True):
-                # the baseline's way to run that order: its least costs count too
-                ways.append(chunk_phases(instance, cls.collective, cls.chunk_bytes, order, merged=True))
-            per_order[order] = _least_profile([_profile(phases, issue, num_dims, at_once) for phases in ways])
-        profiles[cls] = per_order
+        c = cls.collective
+        coll = instance.collectives[c]
+        key = (coll.kind, coll.group, coll.size_bytes, coll.chunks, instance.active_dims[c], cls.chunk_bytes)
+        shape = shapes.get(key)
+        if shape is None:
+            shape = shapes[key] = {}
+            for order in instance.orders[c]:
+                ways = [chunk_phases(instance, c, cls.chunk_bytes, order)]
+                if order == baseline_order(instance, c) and merges(instance, c, baseline=True):
+                    # the baseline's way to run that order: its least costs count too
+                    ways.append(chunk_phases(instance, c, cls.chunk_bytes, order, merged=True))
+                shape[order] = _least_profile([_profile(phases, 0.0, num_dims, at_once) for phases in ways])
+        issue = releases[c]
+        profiles[cls] = {
+            order: OrderProfile(p.busy, tuple(None if h is None else issue + h for h in p.head), p.tail)
+            for order, p in shape.items()
+        }
     return profiles
 
 

@@ -22,11 +22,13 @@ from themis_opt.bounds.formulas import (
     _origin,
     _variants,
     collective_releases,
+    earliest_releases,
     fill_drain_value,
     load_programs_fit,
     order_profiles,
 )
 from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
+from themis_opt.cost import PhaseSpec
 from themis_opt.instance import ChunkClass, Instance
 from themis_opt.orders import Counts
 from themis_opt.params import BoundsParams
@@ -53,6 +55,8 @@ def _load_model(
     deadline = deadline or Deadline()
     from ortools.linear_solver import pywraplp
 
+    # the releases the program is built from, known by the deadline (over a million dependencies: a second)
+    earliest_releases(instance, deadline)
     origin = _origin(instance)
     profiles = order_profiles(instance)
     solver = pywraplp.Solver.CreateSolver(backend)
@@ -152,10 +156,21 @@ def fluid_bound(
         The bound in ns; ``None`` when the program is too large or not solved in time.
     """
     deadline = deadline or Deadline()
+    try:  # the releases the grid is made of, known by the deadline
+        earliest_releases(instance, deadline)
+    except OutOfTime:
+        return None
     points = fluid_points(instance, floor, params)
-    ways = {cls: list(_variants(instance, cls.collective, cls.chunk_bytes)) for cls in instance.chunk_classes}
-    variables = sum(len(way) for found in ways.values() for way in found) * len(points)  # at most
-    if variables > params.max_fluid_variables or not solvers_loaded(deadline, params):
+    ways: dict[ChunkClass, list[tuple[PhaseSpec, ...]]] = {}
+    variables = 0  # at most
+    for cls in instance.chunk_classes:  # counted as they are made: a program too large stops here
+        if deadline.expired():
+            return None
+        ways[cls] = list(_variants(instance, cls.collective, cls.chunk_bytes))
+        variables += sum(len(way) for way in ways[cls]) * len(points)
+        if variables > params.max_fluid_variables:
+            return None
+    if not solvers_loaded(deadline, params):
         return None
     from ortools.linear_solver import pywraplp
 
@@ -412,6 +427,10 @@ def _fill_drain_model(
     """
     from themis_opt.bounds import sat
 
+    try:  # the releases the program is built from, known by the deadline
+        earliest_releases(instance, deadline)
+    except OutOfTime:
+        return None
     origin = _origin(instance)
     profiles = order_profiles(instance)
     cuts = _issue_cuts(instance)
