@@ -655,7 +655,7 @@ def stage_parts(instance: Instance, deadline: Deadline | None = None) -> list[In
     found: list[Instance] | None = memo.get("stage_parts")
     if found is None:  # kept: the bounds and balanced each split the stages (0.1-0.2 s on 24,000 phases)
         deadline = deadline or Deadline()
-        releases = earliest_releases(instance)
+        releases = earliest_releases(instance, deadline)
         found = []
         for stage in range(instance.num_stages):
             deadline.check("splitting the pipeline stages")
@@ -666,9 +666,11 @@ def stage_parts(instance: Instance, deadline: Deadline | None = None) -> list[In
     return list(found)
 
 
-def _origin(instance: Instance) -> float:
-    """The earliest release of a collective: the load programs measure time from here."""
-    return min(collective_releases(instance))
+def _origin(instance: Instance, deadline: Deadline | None = None) -> float:
+    """The earliest release of a collective: the load programs measure time from here
+    (:class:`~themis_opt.budget.OutOfTime` if the releases are not known by ``deadline``).
+    """
+    return min(_per_collective(instance, earliest_releases(instance, deadline)))
 
 
 def load_value(instance: Instance, counts: Counts) -> float:

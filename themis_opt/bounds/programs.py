@@ -55,9 +55,7 @@ def _load_model(
     deadline = deadline or Deadline()
     from ortools.linear_solver import pywraplp
 
-    # the releases the program is built from, known by the deadline (over a million dependencies: a second)
-    earliest_releases(instance, deadline)
-    origin = _origin(instance)
+    origin = _origin(instance, deadline)  # the releases, known by the deadline (a million dependencies: a second)
     profiles = order_profiles(instance)
     solver = pywraplp.Solver.CreateSolver(backend)
     if solver is None:  # pragma: no cover - both backends ship with ortools
@@ -427,11 +425,10 @@ def _fill_drain_model(
     """
     from themis_opt.bounds import sat
 
-    try:  # the releases the program is built from, known by the deadline
-        earliest_releases(instance, deadline)
+    try:
+        origin = _origin(instance, deadline)  # the releases, known by the deadline
     except OutOfTime:
         return None
-    origin = _origin(instance)
     profiles = order_profiles(instance)
     cuts = _issue_cuts(instance)
     # a unit fine enough to lose nothing that matters, coarse enough for 64-bit sums
