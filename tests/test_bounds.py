@@ -640,10 +640,42 @@ def test_a_collective_span_alone_is_the_brute_force_optimum_and_at_least_its_sho
     instance = _chain()
     spans, shortest = collective_spans(instance, Deadline()), shortest_durations(instance)
     assert all(s >= w for s, w in zip(spans, shortest)) and spans[1] > shortest[1]
-    # too many assignments to enumerate: not known, and the span is the shortest duration
-    few = BoundsParams(iteration_assignments=1)
+    # too many assignments to enumerate: not known, and without CP-SAT's solve alone the span is the
+    # shortest duration
+    few = BoundsParams(iteration_assignments=1, span_phases=0)
     assert alone_span(instance, list(instance.chunk_classes), few) is None
     assert collective_spans(Instance(instance.network, instance.tasks), Deadline(), few) == shortest
+
+
+def _rail_and_spine(chunks: int = 3) -> Instance:
+    """An all-gather of few chunks over a fast wide switch and a slow narrow one: each chunk's
+    orders load one or the other, and the integer split of so few chunks with their pipelining
+    costs more than fill and drain tell.
+    """
+    network = Network((Dimension(8, "switch", 50.0, 500.0), Dimension(2, "switch", 25.0, 500.0)))
+    return Instance(network, (Collective("all_gather", 2**20 * chunks, chunks),))
+
+
+def test_a_collective_solved_alone_by_cpsat_is_its_brute_force_optimum_where_fill_and_drain_falls_short() -> None:
+    from themis_opt.bounds import alone_span, collective_spans, exact_span, iteration_bound
+    from themis_opt.budget import Deadline
+
+    from .conftest import brute_force
+
+    instance = _rail_and_spine()
+    optimum = brute_force(instance)
+    exact = exact_span(instance, 0, Deadline())
+    span = alone_span(instance, list(instance.chunk_classes))
+    assert span is not None and span < 0.9 * optimum
+    assert exact is not None and exact <= optimum and exact == pytest.approx(optimum, rel=1e-7)
+    assert collective_spans(instance, Deadline())[0] == exact
+    bound = iteration_bound(instance)
+    assert bound is not None and bound <= optimum and bound == pytest.approx(optimum, rel=1e-7)
+    # more phases than span_phases, no work, or no time: not solved, and the span is fill and drain's
+    for params in (BoundsParams(span_phases=5), BoundsParams(span_work=0.0)):
+        assert exact_span(instance, 0, Deadline(), params) is None
+        assert collective_spans(Instance(instance.network, instance.tasks), Deadline(), params)[0] == span
+    assert exact_span(instance, 0, Deadline.after(0.0)) is None
 
 
 def test_the_iteration_bound_is_never_above_the_exact_suites_optima() -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 from themis_opt.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from themis_opt.bounds import Memo
+    from themis_opt.bounds.programs import Memo
     from themis_opt.budget import Deadline
     from themis_opt.instance import Instance
     from themis_opt.params import SolveParams

@@ -97,6 +97,10 @@ class BoundsParams(_Group):
     iteration_assignments: int = knob(
         20_000, "integer assignments enumerated per collective for its span alone: 4 chunks on 24 orders, 17,550", 1
     )
+    span_phases: int = knob(
+        16, "a collective of at most this many phases solved alone by CP-SAT too: 8 and 12 proven in ms, 24 not in s", 0
+    )
+    span_work: float = knob(0.5, "CP-SAT deterministic time for each collective solved alone: the same everywhere", 0)
     iteration_rounds: int = knob(200, "rounds of cuts of the iteration bound at most: each one per dimension", 1)
     iteration_tolerance: float = knob(
         1e-7, "a cut or a round that raises the program less, relatively, counts as none", 0, 1

@@ -75,7 +75,7 @@ from themis_opt.bounds.formulas import (
     traffic_bytes,
 )
 from themis_opt.bounds.graph import jackson_bound, jackson_value, preemptive_makespan, resource_jobs
-from themis_opt.bounds.iteration import alone_span, collective_spans, iteration_bound, iteration_fits
+from themis_opt.bounds.iteration import alone_span, collective_spans, exact_span, iteration_bound, iteration_fits
 from themis_opt.bounds.programs import (
     LoadSolution,
     Memo,
@@ -109,6 +109,7 @@ __all__ = [
     "compute_bounds",
     "critical_path_bound",
     "earliest_releases",
+    "exact_span",
     "fill_drain_value",
     "fluid_bound",
     "heads_and_tails",

@@ -3,13 +3,14 @@
 (:mod:`~themis_opt.cpsat.windows`). Importing it loads OR-Tools' CP-SAT.
 """
 
-from themis_opt.cpsat.driver import CpsatOutcome, solve_cpsat
+from themis_opt.cpsat.driver import CpsatOutcome, alone_bound, solve_cpsat
 from themis_opt.cpsat.model import CpsatModel, default_quantum, exact_quantum, quanta, relabel
 from themis_opt.cpsat.windows import improve_by_windows
 
 __all__ = [
     "CpsatModel",
     "CpsatOutcome",
+    "alone_bound",
     "default_quantum",
     "exact_quantum",
     "improve_by_windows",

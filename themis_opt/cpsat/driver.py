@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
+from themis_opt.cost import merging_shortens
 from themis_opt.cpsat.model import CPSAT, CpsatModel, default_quantum, exact_quantum
 from themis_opt.errors import InputError
 from themis_opt.instance import ChunkClass, Instance
@@ -209,3 +210,34 @@ def solve_cpsat(
     )
     logger.debug("cpsat: %s, makespan %.3f ns", stats.solver_status, recorder.best.makespan)
     return CpsatOutcome(status, recorder.best, bound, stats, tuple(recorder.trajectory))
+
+
+def alone_bound(instance: Instance, upper: Schedule, *, deadline: Deadline, work: float) -> float | None:
+    """CP-SAT's lower bound on ``instance``'s makespan with one worker and at most ``work`` seconds
+    of deterministic time (the same answer on every machine, unless ``deadline`` stops it first: the
+    bound is valid either way); ``upper``, a valid schedule, is hinted and sets the horizon.
+
+    ``None`` where the baseline's merged phases are shorter than split ones (the model's bound holds
+    for split schedules only), or when the deadline passes before CP-SAT has a solution. For the
+    iteration bound, a collective alone (:func:`~themis_opt.bounds.iteration.collective_spans`).
+    """
+    if merging_shortens(instance):
+        return None
+    quantum = exact_quantum(instance, upper.makespan, deadline) or default_quantum(upper.makespan)
+    try:
+        model = CpsatModel(instance, quantum, math.ceil(upper.makespan / quantum) + 1, deadline)
+    except OutOfTime:
+        return None
+    model.hint(upper)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    solver.parameters.max_deterministic_time = work
+    solver.parameters.use_strong_propagation_in_disjunctive = True
+    solver.parameters.catch_sigint_signal = False
+    if not math.isinf(deadline.at):
+        solver.parameters.max_time_in_seconds = max(0.0, deadline.remaining())
+    code = run_interruptibly(lambda: solver.solve(model.model), solver.stop_search, deadline.at)
+    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    return max(0.0, solver.best_objective_bound * quantum * (1 - BOUND_MARGIN))
