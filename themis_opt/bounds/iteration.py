@@ -200,6 +200,8 @@ def exact_span(instance: Instance, collective: int, deadline: Deadline, params: 
     cost more than :func:`alone_span`'s fill and drain tell (4 chunks of an all-gather over a
     rail and a spine: 3.2168 ms, not 3.1462).
     """
+    from themis_opt.bounds.programs import solvers_loaded
+
     if instance.order_count(collective) < 2 or params.span_work <= 0 or deadline.expired():
         return None
     coll = instance.collectives[collective]
@@ -209,8 +211,8 @@ def exact_span(instance: Instance, collective: int, deadline: Deadline, params: 
         f"{instance.name}-alone",
         stage_npus=instance.stage_npus,
     )
-    if alone.num_phases > params.span_phases:
-        return None
+    if alone.num_phases > params.span_phases or not solvers_loaded(deadline, params, cpsat=True):
+        return None  # too many phases, or CP-SAT's Python layer not loaded in time (its import cannot be cut)
     from themis_opt.cpsat import alone_bound
     from themis_opt.methods import Intra
     from themis_opt.sim import simulate
