@@ -9,7 +9,7 @@
     [pipeline.at_bound]
     enabled = false
 
-How each default was measured is on the docs' benchmark page, not here.
+How each default was measured is in the changelog, not here.
 """
 
 from __future__ import annotations
