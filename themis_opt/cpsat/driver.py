@@ -223,8 +223,8 @@ def alone_bound(instance: Instance, upper: Schedule, *, deadline: Deadline, work
     """
     if merging_shortens(instance):
         return None
-    quantum = exact_quantum(instance, upper.makespan, deadline) or default_quantum(upper.makespan)
     try:
+        quantum = exact_quantum(instance, upper.makespan, deadline) or default_quantum(upper.makespan)
         model = CpsatModel(instance, quantum, math.ceil(upper.makespan / quantum) + 1, deadline)
     except OutOfTime:
         return None
