@@ -46,6 +46,9 @@ def test_parameters_are_frozen() -> None:
         (lambda: Stage(0.0), "share: must be a number > 0"),
         (lambda: Stage(0.5, max_phases=2.5), "max_phases: must be an integer"),
         (lambda: Stage(0.5, enabled="no"), "enabled: must be true or false"),  # type: ignore[arg-type]
+        (lambda: SearchParams(walk_policies="tail"), "walk_policies: must be a nonempty list of fifo, scf, tail"),
+        (lambda: SearchParams(walk_policies=()), "walk_policies: must be a nonempty list"),
+        (lambda: SearchParams(walk_policies=("tail", "lifo")), "walk_policies: .* got 'lifo' in it"),
     ],
 )
 def test_a_number_out_of_range_is_refused_on_construction(build: object, message: str) -> None:
@@ -55,12 +58,16 @@ def test_a_number_out_of_range_is_refused_on_construction(build: object, message
 
 def test_a_toml_file_sets_nested_values(tmp_path: Path) -> None:
     path = tmp_path / "p.toml"
-    path.write_text("[search]\nevaluations = 500\n\n[pipeline.at_bound]\nenabled = false\ncap = 2.0\n")
+    path.write_text(
+        '[search]\nevaluations = 500\nwalk_policies = ["scf"]\n\n[pipeline.at_bound]\nenabled = false\ncap = 2.0\n'
+    )
     params = SolveParams.from_file(path)
     assert params.search.evaluations == 500
+    assert params.search.walk_policies == ("scf",)  # a TOML list, kept as a tuple
     assert params.pipeline.at_bound == Stage(0.75, cap=2.0, max_phases=128, max_literals=4096, enabled=False)
     assert changes(params) == {
         "search.evaluations": 500,
+        "search.walk_policies": ("scf",),
         "pipeline.at_bound.cap": 2.0,
         "pipeline.at_bound.enabled": False,
     }

@@ -156,8 +156,8 @@ def test_two_workers_walk_one_policy_each() -> None:
     starts = [baseline_orders(instance)]
     timer = AssignmentTimer(instance)
     walks = [
-        localsearch._search(timer, starts, seed=4 + n, strategy=DESCENT, evaluations=80, walk=policy, **NO_LIMITS)
-        for n, policy in enumerate(Intra)
+        localsearch._search(timer, starts, seed=4 + n, strategy=DESCENT, evaluations=80, walk=Intra(p), **NO_LIMITS)
+        for n, p in enumerate(SEARCH.walk_policies)  # tail, then scf
     ]
     assert walks[0] is not None and walks[1] is not None and walks[0] != walks[1]
     both = improve_assignment(instance, starts, seed=4, evaluations=80, workers=2, strategy=DESCENT)
@@ -243,7 +243,8 @@ def test_a_helper_that_dies_leaves_the_own_search(monkeypatch: pytest.MonkeyPatc
     starts = [baseline_orders(instance)]
     found = improve_assignment(instance, starts, seed=0, evaluations=80, workers=2)
     timer = AssignmentTimer(instance)
-    alone = search(timer, starts, seed=0, strategy=DESCENT, evaluations=80, walk=Intra.FIFO, **NO_LIMITS)
+    first = Intra(SEARCH.walk_policies[0])  # worker 0's walk
+    alone = search(timer, starts, seed=0, strategy=DESCENT, evaluations=80, walk=first, **NO_LIMITS)
     assert found == alone
 
 
@@ -469,7 +470,9 @@ def _moves(
     return found, timer.counts(), len(timer.made)
 
 
-@pytest.mark.parametrize("case", ["annealing", "hot", "descent", "keep counts", "new orders", "issued over time"])
+@pytest.mark.parametrize(
+    "case", ["annealing", "hot", "descent", "keep counts", "new orders", "issued over time", "tail"]
+)
 def test_the_walk_in_the_core_is_the_walk_in_python(case: str, caplog: pytest.LogCaptureFixture) -> None:
     # the same draws, the same simulations (runs and events), the same schedule
     instance = _issued_over_time() if case == "issued over time" else _three_dims(16 if case == "new orders" else 8)
@@ -478,6 +481,7 @@ def test_the_walk_in_the_core_is_the_walk_in_python(case: str, caplog: pytest.Lo
         "hot": {"strategy": Strategy(0.1, 0.02)},  # many worse moves kept: the Metropolis rule decides often
         "descent": {"strategy": DESCENT},
         "keep counts": {"keep_counts": True},
+        "tail": {"walk": Intra.TAIL},
     }.get(case, {})
     with caplog.at_level("INFO", logger="themis_opt.search.assignment"):
         core = _moves(instance, True, starts, **options)

@@ -11,7 +11,7 @@ from hypothesis import given, strategies as st
 
 from themis_opt.budget import Deadline
 from themis_opt.errors import InputError
-from themis_opt.instance import Collective, Dimension, Instance, Network
+from themis_opt.instance import After, Collective, Compute, Dimension, Instance, Network
 from themis_opt.methods import Intra
 from themis_opt.policies import ThemisTracker, baseline_orders, themis_orders
 from themis_opt.schedule import Schedule
@@ -75,6 +75,30 @@ def test_scf_same_instant_arrival_starts_an_idle_dimension_at_once() -> None:
         Collective("reduce_scatter", MIB, 1, issue_ns=20),
     )
     assert _service(simulate(three, baseline_orders(three), "scf")) == [(0, "r"), (2, "r"), (1, "r")]
+
+
+@pytest.mark.parametrize("engine", ["core", "python"])
+def test_tail_serves_the_phase_with_the_longest_tail_first(engine: Engine) -> None:
+    # c0 holds d0 from 0; c1 then c2 queue behind it. c2 has the longer tail: a compute task of
+    # 1 ms waits for it; c3 (queued last, on d0 then d1) has its phase on d1 still to run.
+    instance = Instance(
+        Network((Dimension(2, "ring", 100.0, 500.0), Dimension(2, "ring", 10.0, 500.0))),
+        (
+            Collective("reduce_scatter", 8 * MIB, 1, dimensions=(0,)),
+            Collective("reduce_scatter", MIB, 1, issue_ns=1000, dimensions=(0,)),
+            Collective("reduce_scatter", MIB, 1, issue_ns=2000, dimensions=(0,), id="c2"),
+            Collective("reduce_scatter", MIB, 1, issue_ns=3000, dimensions=(0, 1)),
+            Compute(1e6, after=(After("c2"),)),
+        ),
+    )
+    orders = baseline_orders(instance)
+    fifo = simulate(instance, orders, "fifo", engine=engine)
+    tail = simulate(instance, orders, "tail", engine=engine)
+    assert _service(fifo) == [(0, "r"), (1, "r"), (2, "r"), (3, "r")]
+    # c2's tail (1 ms) > c3's (its phase on the 10 GB/s ring) > c1's (nothing)
+    assert _service(tail) == [(0, "r"), (2, "r"), (3, "r"), (1, "r")]
+    assert tail.makespan < fifo.makespan
+    assert validate(instance, tail) == []
 
 
 def test_every_simulated_schedule_is_valid_and_left_shifted(instance: Instance) -> None:

@@ -288,6 +288,13 @@ def test_a_run_resumed_from_its_base_times_as_a_run_from_the_start(seed: int) ->
     _walk_resumed(instance, Intra.SCF if which & 1 else Intra.FIFO, seed, random.Random(seed).choice([1, 2, 64]), 20)
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2**32))
+def test_a_run_resumed_under_tail_times_as_a_run_from_the_start(seed: int) -> None:
+    instance, _ = random_task_graph(seed)  # tail reads the collectives' tails, which compute tasks make
+    _walk_resumed(instance, Intra.TAIL, seed, random.Random(seed).choice([1, 2, 64]), 20)
+
+
 @pytest.mark.parametrize("intra", list(Intra))
 def test_moves_from_the_base_resume_and_skip_work(intra: Intra) -> None:
     # collectives issued over time: a move of a later one resumes from a snapshot past the earlier ones'

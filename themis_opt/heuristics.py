@@ -181,13 +181,14 @@ def _short_search(
                 deadline=deadline.share(settings.balanced_search_share),
                 workers=1,
                 strategy=Strategy(settings.balanced_restart_share, temperature),
+                policies=tuple(dict.fromkeys([Intra.FIFO, Intra.SCF, *policies])),  # ASTRA-sim's, and tail if asked
                 params=params.search,
             )
             if found is None:
                 break
             if found.makespan < lead.makespan:
                 lead = found
-            # the search times both policies: keep what ``policies`` (balanced-fifo, -scf, or both) give
+            # the search times fifo and scf: keep what ``policies`` (balanced-fifo, -scf, or both) give
             timed = min(
                 ((simulate(instance, found.orders, p, deadline), p) for p in policies), key=lambda e: e[0].makespan
             )

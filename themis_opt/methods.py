@@ -26,10 +26,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class Intra(StrEnum):
-    """Intra-dimension policy: which waiting phase a free dimension serves next."""
+    """Intra-dimension policy: which waiting phase a free dimension serves next.
+
+    ``fifo`` and ``scf`` are ASTRA-sim's; ``tail`` (the longest tail first) is this project's,
+    for the searches (see :mod:`themis_opt.sim.engine`).
+    """
 
     FIFO = "fifo"
     SCF = "scf"
+    TAIL = "tail"
 
 
 MethodName = Literal["baseline", "themis", "balanced", "cpsat"]

@@ -24,13 +24,21 @@ from themis_opt.errors import InputError
 
 
 def knob(
-    default: Any, why: str, low: float | None = None, high: float | None = None, *, integer: bool | None = None
+    default: Any,
+    why: str,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    integer: bool | None = None,
+    choices: tuple[str, ...] = (),
 ) -> Any:
     """A parameter: its default, one line of why, the range it must lie in (``None``: none) and
-    whether it is a whole number (default: as its default is).
+    whether it is a whole number (default: as its default is); or, with ``choices``, a nonempty
+    sequence of them (a TOML list), kept as a tuple.
     """
     whole = isinstance(default, int) and not isinstance(default, bool) if integer is None else integer
-    return field(default=default, metadata={"why": why, "low": low, "high": high, "integer": whole})
+    metadata = {"why": why, "low": low, "high": high, "integer": whole, "choices": choices}
+    return field(default=default, metadata=metadata)
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,15 @@ class _Group:
             if isinstance(value, _Group | Stage) or "why" not in f.metadata:
                 continue
             if value is None and f.default is None:
+                continue
+            if f.metadata["choices"]:
+                choices = f.metadata["choices"]
+                if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value:
+                    raise InputError(f.name, f"must be a nonempty list of {', '.join(choices)}, got {value!r}")
+                for item in value:
+                    if item not in choices:
+                        raise InputError(f.name, f"must be a list of {', '.join(choices)}, got {item!r} in it")
+                object.__setattr__(self, f.name, tuple(value))
                 continue
             low, high = f.metadata["low"], f.metadata["high"]
             if isinstance(f.default, bool):
@@ -140,6 +157,11 @@ class SearchParams(_Group):
     swap_share: float = knob(0.6, "of the assignment moves a swap of two chunks' orders, the rest a new order", 0, 1)
     known_share: float = knob(0.8, "of the new orders one a start gives the class: the load programs chose well", 0, 1)
     walk_in_core: bool = knob(True, "the assignment moves drawn and timed in C: the same walk, no Python per move")
+    walk_policies: tuple[str, ...] = knob(
+        ("tail", "scf"),
+        "with several workers, worker n walks under the (n mod length)th: tail led on task graphs, scf on all-reduces",
+        choices=("fifo", "scf", "tail"),
+    )
     draws_per_evaluation: int = knob(4, "assignment moves drawn per simulation at most: a no-op is drawn again", 1)
     room_simulations: float = knob(2.0, "x the longest simulation kept at the deadline, to build the best schedule", 0)
     handover_room_simulations: float = knob(

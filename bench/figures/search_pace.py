@@ -46,7 +46,7 @@ def main() -> None:
     orders = start.orders
     timer = AssignmentTimer(instance)
     tokens = timer.tokens(orders)
-    print("| one simulation | fifo | scf |\n|---|---|---|")
+    print(f"| one simulation | {' | '.join(p.value for p in Intra)} |\n|---{'|---' * len(Intra)}|")
     for what, run in (
         ("orders as a dict", lambda intra: simulate_makespan(instance, orders, intra, Deadline(), {})),
         ("orders as tokens", lambda intra: timer.makespan(tokens, intra, Deadline())),

@@ -388,6 +388,14 @@ def heads_and_tails(
     return heads, tails
 
 
+def collective_tails(instance: Instance) -> tuple[float, ...]:
+    """Per collective, its task's tail (:func:`heads_and_tails` with :func:`shortest_durations`): the
+    least time from its end to the makespan. The tail policy's priorities (see the simulator).
+    """
+    _, tails = heads_and_tails(instance, shortest_durations(instance), Deadline())
+    return tuple(tails[t] for t, task in enumerate(instance.tasks) if isinstance(task, Collective))
+
+
 def _topological(instance: Instance) -> list[int]:
     """The tasks, each after the tasks it waits for."""
     index = instance.task_index

@@ -10,8 +10,9 @@ balanced policy's even spread (see the docs' benchmark page).
 The search:
 
 1. restarts: the orders of every chunk class are shuffled over its chunks
-   (starting from each given assignment in turn) and timed with fifo and
-   scf, for a share of the simulations (or of the time, if that is shorter);
+   (starting from each given assignment in turn) and timed under each of
+   the search's policies (fifo, scf and tail by default), for a share of
+   the simulations (or of the time, if that is shorter);
 2. moves from the best: swap the orders of two chunks of one class, or give
    one chunk another order, keeping a move that is no worse and, at a
    temperature above 0, a worse one with probability
@@ -24,8 +25,8 @@ the simulations for one collective and annealing after restarts for a tenth
 for several (:func:`strategy_for`; the shares and the temperature are
 :class:`~themis_opt.params.SearchParams`).
 With several workers, the search runs once per worker, worker ``n`` seeded
-``seed + n`` and walking under policy ``n`` mod 2 (fifo, scf), and the
-shortest schedule wins. A ``shared`` strategy runs one
+``seed + n`` and walking under the ``n``-th of ``search.walk_policies``
+(cyclically: tail, then scf), and the shortest schedule wins. A ``shared`` strategy runs one
 walk instead, its candidates timed by all workers at once (``workers``
 candidates drawn from the current assignment, the first accepted taken); with
 the compiled core a simulation is shorter than a round trip to another
@@ -93,10 +94,11 @@ class Strategy:
         time (a longer walk) rather than one search each (more walks).
     split_policies
         With several workers and one search each, search ``n`` restarts and
-        moves under policy ``n`` mod 2 (fifo, scf) alone rather than under
-        the policy of its best restart: both policies are walked (a walk
-        keeps its policy, and walks that all took the one that ends worse
-        from their restarts fell behind; see the docs' benchmark page).
+        moves under the ``n``-th of ``search.walk_policies`` (cyclically)
+        alone rather than under the policy of its best restart: several
+        policies are walked (a walk keeps its policy, and walks that all took
+        the one that ends worse from their restarts fell behind; see the
+        docs' benchmark page).
     """
 
     restart_share: float
@@ -137,6 +139,7 @@ def improve_assignment(
     target: float | None = None,
     workers: int = 1,
     strategy: Strategy | None = None,
+    policies: Sequence[Intra] = tuple(Intra),
     params: SearchParams = SEARCH,
 ) -> Schedule | None:
     """The best schedule found by rearranging and changing chunks' orders.
@@ -174,6 +177,11 @@ def improve_assignment(
     strategy
         How each search spends its simulations; by default
         :func:`strategy_for` the instance.
+    policies
+        The intra-dimension policies the starts and restarts are timed under
+        (a walk keeps one: with several workers and ``split_policies``,
+        worker ``n`` the ``n``-th of ``params.walk_policies``, cyclically,
+        else that of the best restart).
     params
         The searches' tuning numbers.
 
@@ -191,12 +199,14 @@ def improve_assignment(
         "deadline": deadline,
         "keep_counts": keep_counts,
         "target": target,
+        "policies": tuple(policies),
         "params": params,
     }
 
     def run(n: int) -> dict[str, Any]:
         split = strategy.split_policies and not strategy.shared and workers > 1 and can_fork()
-        return {"seed": seed + n, "walk": list(Intra)[n % len(Intra)] if split else None, **options}
+        walks = params.walk_policies
+        return {"seed": seed + n, "walk": Intra(walks[n % len(walks)]) if split else None, **options}
 
     timer = AssignmentTimer(instance, snapshots=params.snapshots)
     if strategy.shared and workers > 1 and can_fork():
@@ -267,13 +277,14 @@ def _search(
     handover: bool = False,
     timers: Sequence[Helper] = (),
     walk: Intra | None = None,
+    policies: tuple[Intra, ...] = tuple(Intra),
     params: SearchParams = SEARCH,
 ) -> Schedule | None:
     """One search with ``strategy`` (:func:`improve_assignment` with one worker).
 
     With ``walk``, the restarts and moves time that policy alone (the starts are timed under
-    both), and the moves begin from its best restart; by default they keep the policy of
-    the best restart under either.
+    each of ``policies``), and the moves begin from its best restart; by default the restarts
+    are timed under each of ``policies`` and the moves keep the policy of the best restart.
 
     Assignments are arrays of the ``timer``'s tokens. It stops while the time left is still
     twice its longest simulation (four times with ``handover``, in a helper), so that its
@@ -385,7 +396,7 @@ def _search(
     searched = time.perf_counter()
     try:
         for tokens in begun:
-            for policy in Intra:
+            for policy in policies:
                 time_it(tokens[:], policy)
         if not classes:
             return None if best is None else timer.schedule(best[1], best[2])
@@ -401,13 +412,13 @@ def _search(
                 rng.shuffle(taken)
                 for i, token in zip(where, taken):
                     tokens[i] = token
-            policies = [walk] if walk is not None else list(Intra)
-            for k in range(0, len(policies), 1 + len(timers)):
+            timing = [walk] if walk is not None else list(policies)
+            for k in range(0, len(timing), 1 + len(timers)):
                 # only a new best (of the walk's policy) matters here: a run stops once it cannot be one
                 cutoff = best[0] if best is not None else math.inf
                 if walk is not None:
                     cutoff = leading[walk][0] if walk in leading else math.inf
-                time_all([(tokens, policy, cutoff) for policy in policies[k : k + 1 + len(timers)]])
+                time_all([(tokens, policy, cutoff) for policy in timing[k : k + 1 + len(timers)]])
         assert best is not None
         current_makespan, current, policy = best
         if walk is not None:

@@ -76,14 +76,20 @@ static Event heap_pop(EventHeap *h) {
     return top;
 }
 
-/* fifo: a heap per dimension on (-priority, arrival sequence) */
+/* the policies' codes (themis_opt/sim/core.py's policy_code) */
+enum { FIFO = 0, SCF = 1, TAIL = 2 };
+
+/* fifo and tail: a heap per dimension on (-priority, key, arrival sequence); fifo's key is 0,
+ * tail's priority 0 and its key minus the phase's tail */
 typedef struct {
     int64_t neg_priority, seq;
+    double key;
     int item;
 } FifoEntry;
 
 static int fifo_less(const FifoEntry *x, const FifoEntry *y) {
     if (x->neg_priority != y->neg_priority) return x->neg_priority < y->neg_priority;
+    if (x->key != y->key) return x->key < y->key;
     return x->seq < y->seq;
 }
 
@@ -520,7 +526,7 @@ static void snapshot_copy(Snapshot *s, Work *w, Scalars *v, int scf, int take) {
     COPY(s->compute_ready, w->compute_ready, sizeof(int) * (size_t)s->num_ready);
     int64_t at = 0;
     for (int d = 0; d < w->num_dims; d++) {
-        if (!scf) {
+        if (scf != SCF) {
             if (take) s->queue_len[d] = w->fifo_len[d];
             else w->fifo_len[d] = s->queue_len[d];
             COPY(s->fifo + at, w->fifo + (size_t)d * (n + 1), sizeof(FifoEntry) * (size_t)s->queue_len[d]);
@@ -558,6 +564,7 @@ typedef struct {
     int num_colls;
     const int *chunks, *first_chunk;
     const int64_t *priority;
+    const double *coll_tail;
     const int *kind, *task_of_coll;
     const int64_t *active_ptr;
     const int *active;
@@ -683,7 +690,8 @@ void core_counts(void *handle, int64_t *out) {
  * such a run resumes from the Core's base run where it can (core_adopt).
  * Tasks: is_coll[t], which[t] (collective or compute index), issue[t], pending[t]
  * (dependencies), successors of t at succ_ptr[t]..succ_ptr[t+1] (succ_task, succ_lag).
- * Collectives: chunks, first_chunk, priority, kind, task_of_coll; active dimensions at
+ * Collectives: chunks, first_chunk, priority, coll_tail (the tail policy's: the time after the
+ * collective's end on its longest chain of tasks), kind, task_of_coll; active dimensions at
  * active_ptr[c]..; fixed tables per chunk (fixed_table[i]) unless use_planner, then
  * perm_table[perm_ptr[c] + size_class * k! + rank] (size_class 1: the last chunk).
  * Tables: table_ptr[x]..table_ptr[x+1] into ph_dim, ph_dur, ph_key, ph_rule (bit 0: scf queues it as
@@ -697,7 +705,8 @@ int simulate_core(
     void *handle,
     int num_tasks, const unsigned char *is_coll, const int *which, const double *issue, const int *pending_in,
     const int64_t *succ_ptr, const int *succ_task, const double *succ_lag,
-    int num_colls, const int *chunks, const int *first_chunk, const int64_t *priority, const int *kind,
+    int num_colls, const int *chunks, const int *first_chunk, const int64_t *priority, const double *coll_tail,
+    const int *kind,
     const int *task_of_coll, const int64_t *active_ptr, const int *active, const int64_t *nominal,
     int num_computes, const double *compute_dur, const int *task_of_compute,
     int num_dims, const int64_t *dim_size, const double *dim_bandwidth, int capacity, int serial,
@@ -816,8 +825,8 @@ int simulate_core(
     do {                                                                                              \
         int dim = (dim_expr), i = -1;                                                                 \
         if (busy[dim] >= capacity) break;                                                             \
-        if (!scf && fifo_len[dim]) i = fifo_pop(fifo + (size_t)dim * (size_t)(num_chunks + 1), &fifo_len[dim]); \
-        if (scf && queues[dim].len) i = scf_pop(&queues[dim]);                                       \
+        if (scf != SCF && fifo_len[dim]) i = fifo_pop(fifo + (size_t)dim * (size_t)(num_chunks + 1), &fifo_len[dim]); \
+        if (scf == SCF && queues[dim].len) i = scf_pop(&queues[dim]);                                \
         if (i < 0) break;                                                                             \
         if (starts) starts[(int64_t)i * max_phases + next_phase[i]] = now;                            \
         start_seq[i] = v.starts++;                                                                    \
@@ -832,9 +841,14 @@ int simulate_core(
         int q_i = (chunk_expr), q_p = next_phase[q_i];                                                \
         int64_t q_at = table_ptr[table_of[q_i]] + q_p;                                                \
         int q_c = coll_of[q_i], q_d = ph_dim[q_at];                                                   \
-        if (!scf) {                                                                                   \
+        if (scf == FIFO) {                                                                            \
             fifo_push(fifo + (size_t)q_d * (size_t)(num_chunks + 1), &fifo_len[q_d],                  \
-                      (FifoEntry){-priority[q_c], v.seq++, q_i});                                     \
+                      (FifoEntry){-priority[q_c], v.seq++, 0.0, q_i});                                \
+        } else if (scf == TAIL) { /* the chunk's phases after this one, then its collective's tail */ \
+            double q_rest = 0.0;                                                                      \
+            for (int64_t q_k = q_at + 1; q_k < table_ptr[table_of[q_i] + 1]; q_k++) q_rest += ph_dur[q_k]; \
+            fifo_push(fifo + (size_t)q_d * (size_t)(num_chunks + 1), &fifo_len[q_d],                  \
+                      (FifoEntry){0, v.seq++, -(q_rest + coll_tail[q_c]), q_i});                      \
         } else if (ph_rule[q_at] & 1) {                                                               \
             scf_insert_before_lower_rank(&queues[q_d], priority[q_c], ph_key[q_at], q_i, priority, coll_of); \
         } else if (q_p == table_ptr[table_of[q_i] + 1] - table_ptr[table_of[q_i]] - 2) { /* one after */ \
@@ -1120,7 +1134,8 @@ done:
 /* Keeps simulate_core's instance arguments for core_run and core_walk (again whenever a table was added). */
 void core_bind(void *handle, int num_tasks, const unsigned char *is_coll, const int *which, const double *issue,
                const int *pending_in, const int64_t *succ_ptr, const int *succ_task, const double *succ_lag,
-               int num_colls, const int *chunks, const int *first_chunk, const int64_t *priority, const int *kind,
+               int num_colls, const int *chunks, const int *first_chunk, const int64_t *priority,
+               const double *coll_tail, const int *kind,
                const int *task_of_coll, const int64_t *active_ptr, const int *active, const int64_t *nominal,
                int num_computes, const double *compute_dur, const int *task_of_compute, int num_dims,
                const int64_t *dim_size, const double *dim_bandwidth, int capacity, int serial,
@@ -1130,7 +1145,7 @@ void core_bind(void *handle, int num_tasks, const unsigned char *is_coll, const 
     Core *ctx = handle;
     Bound b = {num_tasks,   is_coll,      which,      issue,         pending_in,      succ_ptr,
                succ_task,   succ_lag,     num_colls,  chunks,        first_chunk,     priority,
-               kind,        task_of_coll, active_ptr, active,        nominal,         num_computes,
+               coll_tail,   kind,        task_of_coll, active_ptr, active,        nominal,         num_computes,
                compute_dur, task_of_compute, num_dims, dim_size,     dim_bandwidth,   capacity,
                serial,      table_ptr,    ph_dim,     ph_dur,        ph_key,          ph_rule,
                max_phases};
@@ -1144,7 +1159,8 @@ int core_run(void *handle, const int *tables, int scf, double deadline, double c
     const Bound *b = &ctx->bound;
     if (!ctx->bound_ok) return -2;
     return simulate_core(ctx, b->num_tasks, b->is_coll, b->which, b->issue, b->pending_in, b->succ_ptr,
-                         b->succ_task, b->succ_lag, b->num_colls, b->chunks, b->first_chunk, b->priority, b->kind,
+                         b->succ_task, b->succ_lag, b->num_colls, b->chunks, b->first_chunk, b->priority, b->coll_tail,
+                         b->kind,
                          b->task_of_coll, b->active_ptr, b->active, b->nominal, b->num_computes, b->compute_dur,
                          b->task_of_compute, b->num_dims, b->dim_size, b->dim_bandwidth, b->capacity,
                          b->serial, b->table_ptr, b->ph_dim, b->ph_dur, b->ph_key, b->ph_rule, 0, tables, NULL, NULL, scf,

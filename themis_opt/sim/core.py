@@ -69,7 +69,7 @@ _P = ctypes.c_void_p
 _ARGTYPES: list[Any] = [
     _P,  # a Core (core_new) for makespan-only runs that resume where they can, or None
     ctypes.c_int, _P, _P, _P, _P, _P, _P, _P,  # tasks
-    ctypes.c_int, _P, _P, _P, _P, _P, _P, _P, _P,  # collectives
+    ctypes.c_int, _P, _P, _P, _P, _P, _P, _P, _P, _P,  # collectives
     ctypes.c_int, _P, _P,  # computes
     ctypes.c_int, _P, _P, ctypes.c_int, ctypes.c_int,  # dimensions (and their lanes, serial_phase_ends)
     _P, _P, _P, _P, _P,  # phase tables
@@ -104,7 +104,7 @@ def _load() -> Any:
     library.core_adopt.restype = ctypes.c_int
     library.core_counts.argtypes = [_P, _P]
     library.core_counts.restype = None
-    library.core_bind.argtypes = [_P, *_ARGTYPES[1:31], ctypes.c_int]
+    library.core_bind.argtypes = [_P, *_ARGTYPES[1:32], ctypes.c_int]
     library.core_bind.restype = None
     library.core_run.argtypes = [_P, _P, ctypes.c_int, ctypes.c_double, ctypes.c_double, _P]
     library.core_run.restype = ctypes.c_int
@@ -209,6 +209,20 @@ class _Prepared:
     tables: _Tables
     by_order: dict[tuple[int, bool, int], dict[Order, int]]  # (collective, merged, chunk bytes) -> order -> table
     planned: tuple[array[int], array[int]] | None = None  # every order's table per collective, for Themis
+    tails_filled: bool = False
+
+    def prime(self, instance: Instance, intra: Intra) -> None:
+        """Fill the collectives' tails in :attr:`static` (in place: a bound Core keeps their
+        address) the first time ``intra`` is tail, which alone reads them.
+        """
+        if intra is Intra.TAIL and not self.tails_filled:
+            from themis_opt.bounds.formulas import collective_tails
+
+            tails = self.static[_TAILS]
+            address = tails.buffer_info()[0]
+            tails[:] = array("d", collective_tails(instance))
+            assert tails.buffer_info()[0] == address, "filled in place"
+            self.tails_filled = True
 
     @property
     def pointers(self) -> list[int]:
@@ -220,6 +234,7 @@ class _Prepared:
 
 
 _PREPARED: dict[int, tuple[weakref.ref[Instance], _Prepared]] = {}
+_TAILS = 10  # where the collectives' tails are in _Prepared.static
 
 
 def _prepared(instance: Instance) -> _Prepared:
@@ -260,6 +275,7 @@ def _static(instance: Instance) -> tuple[array[Any], ...]:
         array("i", chunks),
         array("i", offsets(chunks)[:-1]),
         array("q", [c.priority for c in colls]),
+        array("d", [0.0]) * len(colls),  # the collectives' tails, filled in place when tail first runs
         array("i", [_kind_code(c.kind) for c in colls]),
         array("i", [t for t, flag in enumerate(is_coll) if flag]),
         offsets([len(a) for a in active]),
@@ -373,9 +389,9 @@ def _instance_arguments(instance: Instance, prepared: _Prepared, columns: tuple[
     # fmt: off
     return [
         len(instance.tasks), *s[0:7],
-        len(instance.collectives), *s[7:15],
-        len(instance.computes), *s[15:17],
-        network.num_dims, *s[17:19], network.active_chunks, int(network.serial_phase_ends),
+        len(instance.collectives), *s[7:16],
+        len(instance.computes), *s[16:18],
+        network.num_dims, *s[18:20], network.active_chunks, int(network.serial_phase_ends),
         *(pointer(a) for a in columns),
     ]
     # fmt: on
@@ -444,6 +460,7 @@ def run(
     core = _core()
     assert core is not None, "the compiled core is not available"
     prepared = _prepared(instance)
+    prepared.prime(instance, intra)
     tables = prepared.tables
     ids = instance.chunk_ids
     n = len(ids)
@@ -532,6 +549,8 @@ def policy_code(intra: Intra) -> int:
             return 0
         case Intra.SCF:
             return 1
+        case Intra.TAIL:
+            return 2
         case _ as unreachable:
             assert_never(unreachable)
 
@@ -627,8 +646,12 @@ class TableTimer:
             self._free = weakref.finalize(self, library.core_free, self._handle)
         return self._handle
 
-    def bound(self) -> int:
-        """The Core, bound to the instance's arguments and its tables as they are now."""
+    def bound(self, intra: Intra | None = None) -> int:
+        """The Core, bound to the instance's arguments and its tables as they are now (and ready
+        for runs under ``intra``).
+        """
+        if intra is not None:
+            self._prepared.prime(self.instance, intra)
         if self._prepared.tables.columns() is not self._columns or self._handle is None:
             self._bind()
         assert self._handle is not None
@@ -645,7 +668,7 @@ class TableTimer:
         OutOfTime
             If ``deadline`` passes first.
         """
-        handle = self.bound()
+        handle = self.bound(intra)
         margin = cutoff + abs(cutoff) * CUTOFF_MARGIN
         out = self._makespan.buffer_info()[0]
         status = c_library().core_run(handle, tables.buffer_info()[0], policy_code(intra), deadline.at, margin, out)

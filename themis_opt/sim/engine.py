@@ -20,6 +20,13 @@ intra-dimension policy (ASTRA-sim's ``Sys::insert_stream``):
   being queued, so the last phase is inserted by size. Priorities are ignored,
   except that all-to-all and all-reduce phases (a double binary tree's, the
   baseline's merged last dimension) are queued as under fifo.
+* ``tail`` (this project's, not ASTRA-sim's; the searches time candidates
+  under it): the waiting phase with the longest tail goes first, the tail
+  being the chunk's phases after it plus its collective's tail in the task
+  graph (the least time from the collective's end to the makespan, from the
+  bounds' heads and tails); ties by arrival, priorities ignored. It is
+  Jackson's rule (the longest delivery time first), which meets the
+  one-machine bound with heads and tails when phases could be preempted.
 
 Same-instant events follow ASTRA-sim's ``notify_stream_added``: at one
 instant the phases and compute tasks that end are processed first (their
@@ -265,6 +272,11 @@ def run_python(
         first_chunk[c] = first_chunk[c - 1] + collectives[c - 1].chunks
     left = [coll.chunks for coll in collectives]
     priority = [coll.priority for coll in collectives]
+    tails: tuple[float, ...] = ()
+    if intra is Intra.TAIL:
+        from themis_opt.bounds.formulas import collective_tails
+
+        tails = collective_tails(instance)
     lane0 = [collectives[c].stage * num_dims for c, _ in ids]  # each chunk's stage's first lane
     compute_stage = [task.stage for task in instance.computes]
     num_stages = instance.num_stages
@@ -274,7 +286,7 @@ def run_python(
     starts: list[list[float]] = [[] for _ in ids]
     compute_starts = [0.0] * len(instance.computes)
     next_phase = [0] * len(ids)
-    fifo: list[list[tuple[int, int, int]]] = [[] for _ in range(num_lanes)]
+    fifo: list[list[tuple[int, float, int, int]]] = [[] for _ in range(num_lanes)]  # fifo's and tail's
     scf: list[ScfQueue] = [ScfQueue() for _ in range(num_lanes)]
     busy = [0] * num_lanes  # phases running on each stage's dimension
     capacity = instance.network.active_chunks
@@ -333,7 +345,13 @@ def run_python(
         c = ids[i][0]
         lane = lane0[i] + spec.dim
         if intra is Intra.FIFO:
-            heapq.heappush(fifo[lane], (-priority[c], seq, i))
+            heapq.heappush(fifo[lane], (-priority[c], 0.0, seq, i))
+            seq += 1
+        elif intra is Intra.TAIL:
+            rest = 0.0  # the chunk's phases after this one, summed as the core sums them
+            for later in plan[i][p + 1 :]:
+                rest += later.duration
+            heapq.heappush(fifo[lane], (0, -(rest + tails[c]), seq, i))
             seq += 1
         elif spec.op in (Op.ALL_TO_ALL, Op.ALL_REDUCE, Op.SEND):
             scf[lane].insert_before_lower_rank(priority[c], max(spec.bytes_in, spec.bytes_out), i)
@@ -350,10 +368,10 @@ def run_python(
         nonlocal num_started
         if busy[d] >= capacity:
             return
-        if intra is Intra.FIFO:
+        if intra is not Intra.SCF:
             if not fifo[d]:
                 return
-            i = heapq.heappop(fifo[d])[2]
+            i = heapq.heappop(fifo[d])[3]
         else:
             if not scf[d]:
                 return
