@@ -159,7 +159,7 @@ class SearchParams(_Group):
     walk_in_core: bool = knob(True, "the assignment moves drawn and timed in C: the same walk, no Python per move")
     walk_policies: tuple[str, ...] = knob(
         ("tail", "scf"),
-        "with several workers, worker n walks under the (n mod length)th: tail led on task graphs, scf on all-reduces",
+        "worker n of several walks under the (n mod length)th: tail led on FSDP iterations, scf never far behind",
         choices=("fifo", "scf", "tail"),
     )
     draws_per_evaluation: int = knob(4, "assignment moves drawn per simulation at most: a no-op is drawn again", 1)

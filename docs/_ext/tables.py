@@ -30,6 +30,8 @@ def _value(value: Any) -> str:
         return str(value)
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return f"{value:.1f}"
+    if isinstance(value, tuple):  # a TOML list
+        return "[" + ", ".join(f'"{item}"' if isinstance(item, str) else _value(item) for item in value) + "]"
     return repr(value)
 
 
