@@ -188,7 +188,7 @@ def _short_search(
                 break
             if found.makespan < lead.makespan:
                 lead = found
-            # the search times fifo and scf: keep what ``policies`` (balanced-fifo, -scf, or both) give
+            # the search times fifo and scf (tail too if asked): keep what ``policies`` give (balanced-fifo, ...)
             timed = min(
                 ((simulate(instance, found.orders, p, deadline), p) for p in policies), key=lambda e: e[0].makespan
             )
