@@ -9,7 +9,7 @@ import random
 import pytest
 from hypothesis import given, strategies as st
 
-from themis_opt.budget import Deadline
+from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.errors import InputError
 from themis_opt.instance import After, Collective, Compute, Dimension, Instance, Network
 from themis_opt.methods import Intra
@@ -99,6 +99,10 @@ def test_tail_serves_the_phase_with_the_longest_tail_first(engine: Engine) -> No
     assert _service(tail) == [(0, "r"), (2, "r"), (3, "r"), (1, "r")]
     assert tail.makespan < fifo.makespan
     assert validate(instance, tail) == []
+    # its priorities come from the task graph's tails: worked out within the deadline, or not at all
+    fresh = dataclasses.replace(instance)  # a new instance: nothing worked out for it yet
+    with pytest.raises(OutOfTime, match="the tail policy's priorities"):
+        simulate(fresh, orders, "tail", Deadline.after(0), engine=engine)
 
 
 def test_every_simulated_schedule_is_valid_and_left_shifted(instance: Instance) -> None:

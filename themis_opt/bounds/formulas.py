@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, assert_never
 
-from themis_opt.budget import Deadline
+from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.cost import (
     PhaseSpec,
     chunk_phases,
@@ -388,11 +388,20 @@ def heads_and_tails(
     return heads, tails
 
 
-def collective_tails(instance: Instance) -> tuple[float, ...]:
+def collective_tails(instance: Instance, deadline: Deadline | None = None) -> tuple[float, ...]:
     """Per collective, its task's tail (:func:`heads_and_tails` with :func:`shortest_durations`): the
     least time from its end to the makespan. The tail policy's priorities (see the simulator).
+
+    Raises
+    ------
+    OutOfTime
+        If ``deadline`` passes first (weaker tails would be other priorities, not a slower answer).
     """
-    _, tails = heads_and_tails(instance, shortest_durations(instance), Deadline())
+    deadline = deadline or Deadline()
+    shortest = _memo(instance).get("shortest") or _shortest(instance, deadline)
+    _, tails = heads_and_tails(instance, shortest, deadline)
+    if deadline.expired():
+        raise OutOfTime("the tail policy's priorities: out of time")
     return tuple(tails[t] for t, task in enumerate(instance.tasks) if isinstance(task, Collective))
 
 

@@ -240,7 +240,7 @@ def walk_in_core(
     )
     try:
         while True:  # back in Python every slice, so that Ctrl-C is seen
-            status = library.core_walk(timer.bound(rules.intra), ctypes.addressof(walk))
+            status = library.core_walk(timer.bound(rules.intra, rules.deadline), ctypes.addressof(walk))
             if status == _WALK_PAUSED:
                 continue
             if status != _WALK_NEED_TOKEN:

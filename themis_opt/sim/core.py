@@ -211,16 +211,21 @@ class _Prepared:
     planned: tuple[array[int], array[int]] | None = None  # every order's table per collective, for Themis
     tails_filled: bool = False
 
-    def prime(self, instance: Instance, intra: Intra) -> None:
+    def prime(self, instance: Instance, intra: Intra, deadline: Deadline) -> None:
         """Fill the collectives' tails in :attr:`static` (in place: a bound Core keeps their
         address) the first time ``intra`` is tail, which alone reads them.
+
+        Raises
+        ------
+        OutOfTime
+            If ``deadline`` passes first.
         """
         if intra is Intra.TAIL and not self.tails_filled:
             from themis_opt.bounds.formulas import collective_tails
 
             tails = self.static[_TAILS]
             address = tails.buffer_info()[0]
-            tails[:] = array("d", collective_tails(instance))
+            tails[:] = array("d", collective_tails(instance, deadline))
             assert tails.buffer_info()[0] == address, "filled in place"
             self.tails_filled = True
 
@@ -460,7 +465,7 @@ def run(
     core = _core()
     assert core is not None, "the compiled core is not available"
     prepared = _prepared(instance)
-    prepared.prime(instance, intra)
+    prepared.prime(instance, intra, deadline)
     tables = prepared.tables
     ids = instance.chunk_ids
     n = len(ids)
@@ -646,12 +651,12 @@ class TableTimer:
             self._free = weakref.finalize(self, library.core_free, self._handle)
         return self._handle
 
-    def bound(self, intra: Intra | None = None) -> int:
+    def bound(self, intra: Intra | None = None, deadline: Deadline | None = None) -> int:
         """The Core, bound to the instance's arguments and its tables as they are now (and ready
-        for runs under ``intra``).
+        for runs under ``intra``; :class:`OutOfTime` if ``deadline`` passes while it gets ready).
         """
         if intra is not None:
-            self._prepared.prime(self.instance, intra)
+            self._prepared.prime(self.instance, intra, deadline or Deadline())
         if self._prepared.tables.columns() is not self._columns or self._handle is None:
             self._bind()
         assert self._handle is not None
@@ -668,7 +673,7 @@ class TableTimer:
         OutOfTime
             If ``deadline`` passes first.
         """
-        handle = self.bound(intra)
+        handle = self.bound(intra, deadline)
         margin = cutoff + abs(cutoff) * CUTOFF_MARGIN
         out = self._makespan.buffer_info()[0]
         status = c_library().core_run(handle, tables.buffer_info()[0], policy_code(intra), deadline.at, margin, out)

@@ -276,7 +276,7 @@ def run_python(
     if intra is Intra.TAIL:
         from themis_opt.bounds.formulas import collective_tails
 
-        tails = collective_tails(instance)
+        tails = collective_tails(instance, deadline)
     lane0 = [collectives[c].stage * num_dims for c, _ in ids]  # each chunk's stage's first lane
     compute_stage = [task.stage for task in instance.computes]
     num_stages = instance.num_stages
