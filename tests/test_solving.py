@@ -79,7 +79,7 @@ def test_cpsat_runs_the_search_when_heuristics_fall_short() -> None:
     ("options", "message"),
     [
         ({"method": "magic"}, "method: must be one of"),
-        ({"intra": "lifo"}, "intra: must be fifo or scf"),
+        ({"intra": "lifo"}, "intra: must be fifo, scf, tail"),
         ({"time_limit": -1}, "time_limit: must be a number > 0"),
         ({"time_limit": 0}, "time_limit: must be a number > 0"),
         ({"time_limit": math.inf}, "time_limit: must be at most 1e6 seconds"),

@@ -45,7 +45,7 @@ def balanced_schedule(
     Order counts come from the integer fill-and-drain bound and, as a second
     candidate, from the plain integer load bound (its assignment often
     interleaves better); each is spread evenly over every class's chunks and
-    timed with ``intra``, or with both policies. The shortest schedule wins
+    timed with ``intra``, or with fifo and scf. The shortest schedule wins
     (ties: fill-and-drain counts first, then fifo). When neither program
     yields counts (too large, or out of time) Themis's orders and the
     baseline's (every chunk on the baseline order, its phases not merged)

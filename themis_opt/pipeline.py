@@ -238,7 +238,7 @@ def at_bound(ctx: Context, budget: Deadline) -> None:
 
 
 def spread(instance: Instance, counts: Counts, deadline: Deadline) -> Schedule:
-    """Order ``counts`` spread evenly over the chunks, timed with fifo and scf: the shorter."""
+    """Order ``counts`` spread evenly over the chunks, timed under every policy: the shortest."""
     orders = spread_orders(instance, counts)
     return min((simulate(instance, orders, p, deadline) for p in Intra), key=lambda s: s.makespan)
 

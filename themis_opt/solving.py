@@ -32,7 +32,7 @@ def check_options(
     if method not in METHODS:
         raise InputError("method", f"must be one of {', '.join(METHODS)}, got {method!r}")
     if intra is not None and intra not in {i.value for i in Intra}:
-        raise InputError("intra", f"must be fifo or scf, got {intra!r}")
+        raise InputError("intra", f"must be {', '.join(i.value for i in Intra)}, got {intra!r}")
     if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit > 0:
         raise InputError("time_limit", f"must be a number > 0, got {time_limit!r}")
     if not math.isfinite(time_limit) or time_limit > 1e6:
