@@ -580,6 +580,7 @@ typedef struct {
     const int *ph_dim;
     const double *ph_dur, *ph_key;
     const unsigned char *ph_rule;
+    const double *ph_rest;
     int max_phases;
 } Bound;
 
@@ -695,7 +696,8 @@ void core_counts(void *handle, int64_t *out) {
  * active_ptr[c]..; fixed tables per chunk (fixed_table[i]) unless use_planner, then
  * perm_table[perm_ptr[c] + size_class * k! + rank] (size_class 1: the last chunk).
  * Tables: table_ptr[x]..table_ptr[x+1] into ph_dim, ph_dur, ph_key, ph_rule (bit 0: scf queues it as
- * fifo does, an all-to-all or all-reduce; bit 1: a reduce-scatter, its last step reduces).
+ * fifo does, an all-to-all or all-reduce; bit 1: a reduce-scatter, its last step reduces) and ph_rest
+ * (the durations of the table's later phases, summed first to last: tail's key, as Python sums it).
  * serial: the network's serial_phase_ends (the phases that end at an instant are handled one at a time).
  * Out: table_of[i] per chunk, starts[i * max_phases + p], compute_starts[j]; makespan[0] the
  * last event's time, makespan[1] the last end of a phase or compute task; busy_out[d] each
@@ -711,7 +713,7 @@ int simulate_core(
     int num_computes, const double *compute_dur, const int *task_of_compute,
     int num_dims, const int64_t *dim_size, const double *dim_bandwidth, int capacity, int serial,
     const int64_t *table_ptr, const int *ph_dim, const double *ph_dur, const double *ph_key,
-    const unsigned char *ph_rule,
+    const unsigned char *ph_rule, const double *ph_rest,
     int use_planner, const int *fixed_table, const int64_t *perm_ptr, const int *perm_table,
     int scf, double deadline, double cutoff, int max_phases,
     int *table_of_out, double *starts, double *compute_starts, double *makespan, double *busy_out, double *coll_end) {
@@ -845,10 +847,8 @@ int simulate_core(
             fifo_push(fifo + (size_t)q_d * (size_t)(num_chunks + 1), &fifo_len[q_d],                  \
                       (FifoEntry){-priority[q_c], v.seq++, 0.0, q_i});                                \
         } else if (scf == TAIL) { /* the chunk's phases after this one, then its collective's tail */ \
-            double q_rest = 0.0;                                                                      \
-            for (int64_t q_k = q_at + 1; q_k < table_ptr[table_of[q_i] + 1]; q_k++) q_rest += ph_dur[q_k]; \
             fifo_push(fifo + (size_t)q_d * (size_t)(num_chunks + 1), &fifo_len[q_d],                  \
-                      (FifoEntry){0, v.seq++, -(q_rest + coll_tail[q_c]), q_i});                      \
+                      (FifoEntry){0, v.seq++, -(ph_rest[q_at] + coll_tail[q_c]), q_i});               \
         } else if (ph_rule[q_at] & 1) {                                                               \
             scf_insert_before_lower_rank(&queues[q_d], priority[q_c], ph_key[q_at], q_i, priority, coll_of); \
         } else if (q_p == table_ptr[table_of[q_i] + 1] - table_ptr[table_of[q_i]] - 2) { /* one after */ \
@@ -1141,14 +1141,13 @@ void core_bind(void *handle, int num_tasks, const unsigned char *is_coll, const 
                const int64_t *dim_size, const double *dim_bandwidth, int capacity, int serial,
                const int64_t *table_ptr,
                const int *ph_dim, const double *ph_dur, const double *ph_key, const unsigned char *ph_rule,
-               int max_phases) {
+               const double *ph_rest, int max_phases) {
     Core *ctx = handle;
-    Bound b = {num_tasks,   is_coll,      which,      issue,         pending_in,      succ_ptr,
-               succ_task,   succ_lag,     num_colls,  chunks,        first_chunk,     priority,
-               coll_tail,   kind,        task_of_coll, active_ptr, active,        nominal,         num_computes,
-               compute_dur, task_of_compute, num_dims, dim_size,     dim_bandwidth,   capacity,
-               serial,      table_ptr,    ph_dim,     ph_dur,        ph_key,          ph_rule,
-               max_phases};
+    Bound b = {num_tasks,   is_coll,         which,      issue,      pending_in,    succ_ptr,     succ_task,
+               succ_lag,    num_colls,       chunks,     first_chunk, priority,     coll_tail,    kind,
+               task_of_coll, active_ptr,     active,     nominal,    num_computes,  compute_dur,  task_of_compute,
+               num_dims,    dim_size,        dim_bandwidth, capacity, serial,       table_ptr,    ph_dim,
+               ph_dur,      ph_key,          ph_rule,    ph_rest,    max_phases};
     ctx->bound = b;
     ctx->bound_ok = 1;
 }
@@ -1163,7 +1162,8 @@ int core_run(void *handle, const int *tables, int scf, double deadline, double c
                          b->kind,
                          b->task_of_coll, b->active_ptr, b->active, b->nominal, b->num_computes, b->compute_dur,
                          b->task_of_compute, b->num_dims, b->dim_size, b->dim_bandwidth, b->capacity,
-                         b->serial, b->table_ptr, b->ph_dim, b->ph_dur, b->ph_key, b->ph_rule, 0, tables, NULL, NULL, scf,
+                         b->serial, b->table_ptr, b->ph_dim, b->ph_dur, b->ph_key, b->ph_rule, b->ph_rest, 0, tables,
+                         NULL, NULL, scf,
                          deadline, cutoff, b->max_phases, NULL, NULL, NULL, makespan, NULL, NULL);
 }
 

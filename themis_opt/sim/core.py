@@ -72,7 +72,7 @@ _ARGTYPES: list[Any] = [
     ctypes.c_int, _P, _P, _P, _P, _P, _P, _P, _P, _P,  # collectives
     ctypes.c_int, _P, _P,  # computes
     ctypes.c_int, _P, _P, ctypes.c_int, ctypes.c_int,  # dimensions (and their lanes, serial_phase_ends)
-    _P, _P, _P, _P, _P,  # phase tables
+    _P, _P, _P, _P, _P, _P,  # phase tables
     ctypes.c_int, _P, _P, _P,  # orders
     ctypes.c_int, ctypes.c_double, ctypes.c_double, ctypes.c_int,  # policy, deadline, cutoff, row width
     _P, _P, _P, _P, _P, _P,  # out
@@ -104,7 +104,7 @@ def _load() -> Any:
     library.core_adopt.restype = ctypes.c_int
     library.core_counts.argtypes = [_P, _P]
     library.core_counts.restype = None
-    library.core_bind.argtypes = [_P, *_ARGTYPES[1:32], ctypes.c_int]
+    library.core_bind.argtypes = [_P, *_ARGTYPES[1:33], ctypes.c_int]
     library.core_bind.restype = None
     library.core_run.argtypes = [_P, _P, ctypes.c_int, ctypes.c_double, ctypes.c_double, _P]
     library.core_run.restype = ctypes.c_int
@@ -152,6 +152,19 @@ def _rule_bits(op: Op) -> int:
     return int(op in (Op.ALL_TO_ALL, Op.ALL_REDUCE)) | int(op is Op.REDUCE_SCATTER) << 1
 
 
+def _rests(table: tuple[PhaseSpec, ...]) -> list[float]:
+    """Per phase of ``table``, the durations of the phases after it, summed first to last (as the
+    Python engine sums them for the tail policy, so that both give the same keys).
+    """
+    rests = []
+    for p in range(len(table)):
+        rest = 0.0
+        for later in table[p + 1 :]:
+            rest += later.duration
+        rests.append(rest)
+    return rests
+
+
 @dataclass
 class _Tables:
     """Phase tables in the order they were made, and the arrays the core reads."""
@@ -197,6 +210,7 @@ class _Tables:
                 array("d", [p.duration for p in phases]),
                 array("d", [max(p.bytes_in, p.bytes_out) for p in phases]),
                 array("B", [_rule_bits(p.op) for p in phases]),
+                array("d", [rest for table in self.specs for rest in _rests(table)]),
             )
         return self.arrays
 
