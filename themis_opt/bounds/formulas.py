@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, assert_never
 
-from themis_opt.budget import Deadline, OutOfTime
+from themis_opt.budget import Deadline
 from themis_opt.cost import (
     PhaseSpec,
     chunk_phases,
@@ -398,10 +398,8 @@ def collective_tails(instance: Instance, deadline: Deadline | None = None) -> tu
         If ``deadline`` passes first (weaker tails would be other priorities, not a slower answer).
     """
     deadline = deadline or Deadline()
-    shortest = _memo(instance).get("shortest") or _shortest(instance, deadline)
-    _, tails = heads_and_tails(instance, shortest, deadline)
-    if deadline.expired():
-        raise OutOfTime("the tail policy's priorities: out of time")
+    tails = heads_and_tails(instance, shortest_durations(instance), deadline)[1]
+    deadline.check("the tail policy's priorities")  # else they may be the fallback's zeros
     return tuple(tails[t] for t, task in enumerate(instance.tasks) if isinstance(task, Collective))
 
 

@@ -40,6 +40,7 @@ from themis_opt.orders import Order, Orders, check_order
 from themis_opt.params import SearchParams
 from themis_opt.policies import planned_bytes
 from themis_opt.schedule import PhaseColumns
+from themis_opt.sim.engine import later_durations
 
 logger = logging.getLogger(__name__)
 
@@ -152,19 +153,6 @@ def _rule_bits(op: Op) -> int:
     return int(op in (Op.ALL_TO_ALL, Op.ALL_REDUCE)) | int(op is Op.REDUCE_SCATTER) << 1
 
 
-def _rests(table: tuple[PhaseSpec, ...]) -> list[float]:
-    """Per phase of ``table``, the durations of the phases after it, summed first to last (as the
-    Python engine sums them for the tail policy, so that both give the same keys).
-    """
-    rests = []
-    for p in range(len(table)):
-        rest = 0.0
-        for later in table[p + 1 :]:
-            rest += later.duration
-        rests.append(rest)
-    return rests
-
-
 @dataclass
 class _Tables:
     """Phase tables in the order they were made, and the arrays the core reads."""
@@ -210,7 +198,7 @@ class _Tables:
                 array("d", [p.duration for p in phases]),
                 array("d", [max(p.bytes_in, p.bytes_out) for p in phases]),
                 array("B", [_rule_bits(p.op) for p in phases]),
-                array("d", [rest for table in self.specs for rest in _rests(table)]),
+                array("d", [rest for table in self.specs for rest in later_durations(table)]),
             )
         return self.arrays
 

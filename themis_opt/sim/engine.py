@@ -77,6 +77,20 @@ from themis_opt.schedule import ChunkSchedule, ComputeSchedule, Phase, Schedule
 PhaseMemo = dict[tuple[int, int, tuple[int, ...]], tuple[PhaseSpec, ...]]
 
 
+@functools.lru_cache(maxsize=4096)
+def later_durations(phases: tuple[PhaseSpec, ...]) -> tuple[float, ...]:
+    """Per phase of a chunk's ``phases``, the durations of the phases after it, summed first to last
+    (the tail policy's key within a chunk; the compiled core reads the same sums from its tables).
+    """
+    rests = []
+    for p in range(len(phases)):
+        rest = 0.0
+        for later in phases[p + 1 :]:
+            rest += later.duration
+        rests.append(rest)
+    return tuple(rests)
+
+
 class ScfQueue:
     """ASTRA-sim's smallest-chunk-first queue as a blocked list.
 
@@ -282,6 +296,7 @@ def run_python(
     num_stages = instance.num_stages
 
     plan: list[tuple[PhaseSpec, ...]] = [()] * len(ids)
+    rests: list[tuple[float, ...]] = [()] * len(ids)  # tail's: each chunk's later durations
     chosen: dict[tuple[int, int], tuple[int, ...]] = {}
     starts: list[list[float]] = [[] for _ in ids]
     compute_starts = [0.0] * len(instance.computes)
@@ -328,6 +343,8 @@ def run_python(
                 memo[key] = chunk_phases(instance, c, key[1], order, merges(instance, c, baseline))
             i = first_chunk[c] + k
             plan[i] = memo[key]
+            if intra is Intra.TAIL:
+                rests[i] = later_durations(plan[i])
             chosen[(c, k)] = order
             chunks.append(i)
         return chunks
@@ -348,10 +365,7 @@ def run_python(
             heapq.heappush(fifo[lane], (-priority[c], 0.0, seq, i))
             seq += 1
         elif intra is Intra.TAIL:
-            rest = 0.0  # the chunk's phases after this one, summed as the core sums them
-            for later in plan[i][p + 1 :]:
-                rest += later.duration
-            heapq.heappush(fifo[lane], (0, -(rest + tails[c]), seq, i))
+            heapq.heappush(fifo[lane], (0, -(rests[i][p] + tails[c]), seq, i))
             seq += 1
         elif spec.op in (Op.ALL_TO_ALL, Op.ALL_REDUCE, Op.SEND):
             scf[lane].insert_before_lower_rank(priority[c], max(spec.bytes_in, spec.bytes_out), i)
