@@ -1,0 +1,78 @@
+"""Large language models as they are trained now: tensor, expert and data parallelism on a network.
+
+:data:`~themis_opt.workloads.llm.LLMS` holds five published configurations;
+:func:`~themis_opt.workloads.llm.parameter_count` counts their parameters from the shapes.
+:func:`~themis_opt.workloads.llm.llm_task_graph` lays one out on a network and writes one
+training iteration (or several) as a task graph:
+
+* the **tensor-parallel** group (``tp`` NPUs) takes the innermost dimensions,
+  the **expert-parallel** group (``ep``) the next ones and **data
+  parallelism** (``dp``) the rest; each group must be a product of whole
+  consecutive dimensions (else :class:`~themis_opt.errors.InputError` naming
+  it);
+* tensor parallelism (Megatron): a block's parameters and compute are divided
+  by ``tp``; per block two all-reduces in the forward pass (after attention,
+  after the MLP) and two in the backward, of batch x sequence x hidden x
+  bytes, over the tensor-parallel dimensions, each blocking the next
+  compute; embeddings, the output layer and the norms are replicated;
+* expert parallelism (mixture-of-experts blocks): the experts are divided by
+  ``ep``; per block two all-to-alls in the forward pass (dispatch, combine)
+  and two in the backward, of batch x sequence x hidden x top-k x bytes,
+  over the expert-parallel dimensions;
+* a parameter's data-parallel group is every NPU holding the same copy of
+  it: the data-parallel dimensions for expert parameters, the expert- and
+  data-parallel dimensions together for the others;
+* ``ddp`` (PyTorch DistributedDataParallel): weight gradients in buckets of
+  25 MiB in the order the backward pass makes them (a tensor larger than
+  that is a bucket of its own; expert and other parameters in buckets of
+  their own, one per group), each bucket's all-reduce issued when its last
+  gradient is computed;
+* ``fsdp`` (FullyShardedDataParallel, ZeRO-3): one unit per block and one
+  for the embeddings, output layer and final norm; each unit all-gathered
+  before its forward and before its backward, and reduce-scattered after its
+  backward, with one unit of prefetch either way;
+* compute from the shapes: 2 FLOPs a multiply-add, attention scores included
+  (4 x tokens x sequence x hidden a block), the backward twice the forward;
+  time = FLOPs / (peak x MFU).
+
+The next pass starts when the last one's gradients are all reduced (its
+optimizer step).
+
+**Pipeline parallelism** (``pp`` stages, ``microbatches`` of ``batch``
+sequences each): the stages take the outermost dimensions (or
+``stage_dims``), the other groups the rest, innermost first; the blocks are
+shared out in order (the first stages take one more where they do not
+divide), the embeddings go with the first stage, the final norm and the
+output layer with the last. Each stage is a pipeline stage of the instance
+(its NPU: coordinate 0 outside the stage dimensions) and runs the 1F1B
+schedule: ``pp - s - 1`` warm-up forwards (at most ``microbatches``), then
+one forward and one backward in turn, then the cool-down backwards, each
+after the one before; a microbatch's activations go to the next stage and
+its activation gradients to the stage before as sends of batch x sequence x
+hidden x bytes, each forward waiting for its activations and each backward
+for its gradients. A stage all-reduces its gradients in DDP buckets as the
+last microbatch's backward makes them. FSDP with pipeline stages or
+microbatches is not modelled; a tied output layer's gradients are not
+exchanged between the first and last stage.
+"""
+
+from themis_opt.workloads.llm.builders import BUCKET_BYTES, MIB, llm_task_graph, one_f_one_b
+from themis_opt.workloads.llm.layouts import Layout, group_dims, stage_dims, stage_npus
+from themis_opt.workloads.llm.models import LLMS, LlmConfig, Tensor, block_tensors, outer_tensors, parameter_count
+
+__all__ = [
+    "BUCKET_BYTES",
+    "LLMS",
+    "MIB",
+    "Layout",
+    "LlmConfig",
+    "Tensor",
+    "block_tensors",
+    "group_dims",
+    "llm_task_graph",
+    "one_f_one_b",
+    "outer_tensors",
+    "parameter_count",
+    "stage_dims",
+    "stage_npus",
+]

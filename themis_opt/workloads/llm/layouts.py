@@ -1,0 +1,211 @@
+"""How a model is laid out on a network: the parallel groups, the pipeline stages and their dimensions.
+
+:class:`Layout` holds the group sizes, the data parallelism and the training
+settings; :func:`stage_dims` gives the pipeline stages their dimensions (the
+outermost, or ``stage_dims``) and :func:`stage_npus` each stage its NPU;
+:func:`group_dims` gives the tensor-, expert- and data-parallel groups theirs,
+innermost first, among the dimensions the stages leave. What each group
+exchanges is in the package's docstring (:mod:`themis_opt.workloads.llm`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from themis_opt.errors import InputError
+from themis_opt.instance import Network
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a model is laid out and trained on a network.
+
+    Parameters
+    ----------
+    tp, ep, dp
+        The tensor-, expert- and data-parallel group sizes; their product is
+        the network's NPUs.
+    data_parallel
+        ``ddp`` (gradient all-reduces in buckets) or ``fsdp`` (sharded: all-gathers and reduce-scatters).
+    batch
+        Sequences per data-parallel rank.
+    sequence
+        Tokens a sequence (``None``: the model's).
+    bytes_per_element
+        2 for bf16 or fp16, 4 for fp32.
+    peak_tflops, mfu
+        The NPU's peak rate and the share of it the compute reaches.
+    passes
+        Training iterations.
+    chunks
+        Chunks per collective.
+    pp
+        Pipeline stages.
+    microbatches
+        Microbatches of ``batch`` sequences a pass (1F1B with pipeline
+        stages, gradient accumulation without).
+    stage_dims
+        The dimensions the pipeline stages take (``None``: the outermost
+        whose sizes multiply to ``pp``).
+    sequence_parallel
+        Megatron's sequence parallelism: each tensor-parallel all-reduce of
+        activations becomes a reduce-scatter to the sequence shards and the
+        all-gather the next matrix product needs (the same bytes, two
+        collectives each scheduled on its own).
+    """
+
+    tp: int = 1
+    ep: int = 1
+    dp: int = 1
+    data_parallel: Literal["ddp", "fsdp"] = "ddp"
+    batch: int = 1
+    sequence: int | None = None
+    bytes_per_element: int = 2
+    peak_tflops: float = 989.0
+    mfu: float = 0.4
+    passes: int = 1
+    chunks: int = 4
+    pp: int = 1
+    microbatches: int = 1
+    stage_dims: tuple[int, ...] | None = None
+    sequence_parallel: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "ep", "dp", "batch", "passes", "chunks", "pp", "microbatches"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(name, f"must be an integer >= 1, got {value!r}")
+        if self.sequence is not None and (not isinstance(self.sequence, int) or self.sequence < 1):
+            raise InputError("sequence", f"must be an integer >= 1, got {self.sequence!r}")
+        if self.data_parallel not in ("ddp", "fsdp"):
+            raise InputError("data_parallel", f"must be ddp or fsdp, got {self.data_parallel!r}")
+        if self.bytes_per_element not in (2, 4):
+            raise InputError("bytes_per_element", f"must be 2 or 4 bytes an element, got {self.bytes_per_element!r}")
+        if not (math.isfinite(self.peak_tflops) and self.peak_tflops > 0):
+            raise InputError("peak_tflops", f"must be a number > 0, got {self.peak_tflops!r}")
+        if not (math.isfinite(self.mfu) and 0 < self.mfu <= 1):
+            raise InputError("mfu", f"must be in (0, 1], got {self.mfu!r}")
+        if self.stage_dims is not None:
+            if not isinstance(self.stage_dims, (tuple, list)) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in self.stage_dims
+            ):
+                raise InputError("stage_dims", f"must be dimension indices, got {self.stage_dims!r}")
+            if len(set(self.stage_dims)) != len(self.stage_dims):
+                raise InputError("stage_dims", f"names a dimension twice: {list(self.stage_dims)}")
+            object.__setattr__(self, "stage_dims", tuple(sorted(self.stage_dims)))
+        if not isinstance(self.sequence_parallel, bool):
+            raise InputError("sequence_parallel", f"must be true or false, got {self.sequence_parallel!r}")
+        if self.sequence_parallel and self.tp == 1:
+            raise InputError("sequence_parallel", "shards the tensor-parallel group's activations: needs tp > 1")
+        if self.data_parallel == "fsdp" and (self.pp > 1 or self.microbatches > 1):
+            raise InputError("data_parallel", "fsdp with pipeline stages or microbatches is not modelled: use ddp")
+
+    @property
+    def pipelined(self) -> bool:
+        """Whether a pass runs microbatches (pipeline stages, or gradient accumulation)."""
+        return self.pp > 1 or self.microbatches > 1
+
+    def ns(self, flops: float) -> float:
+        """Compute time of ``flops`` floating-point operations, ns (1 TFLOP/s is 1e3 FLOPs a ns)."""
+        return flops / (self.peak_tflops * 1e3 * self.mfu)
+
+
+def stage_dims(network: Network, layout: Layout) -> tuple[int, ...]:
+    """The dimensions the pipeline stages take: ``layout.stage_dims``, or the outermost whose sizes
+    multiply to ``pp`` (none for one stage).
+
+    Raises
+    ------
+    InputError
+        If they do not multiply to ``pp``, or name a dimension the network does not have.
+    """
+    sizes = [d.size for d in network.dimensions]
+    shape = "x".join(map(str, sizes))
+    if layout.stage_dims is not None:
+        outside = [d for d in layout.stage_dims if d >= len(sizes)]
+        if outside:
+            raise InputError("stage_dims", f"names dimension {outside[0]}, but the network has {len(sizes)}")
+        product = math.prod(sizes[d] for d in layout.stage_dims)
+        if product != layout.pp:
+            raise InputError(
+                "stage_dims", f"dimensions {list(layout.stage_dims)} of {shape} hold {product} NPUs, not pp {layout.pp}"
+            )
+        return layout.stage_dims
+    if layout.pp == 1:
+        return ()
+    dims: list[int] = []
+    product = 1
+    for d in reversed(range(len(sizes))):
+        if product >= layout.pp:
+            break
+        product *= sizes[d]
+        dims.append(d)
+    if product != layout.pp:
+        raise InputError(
+            "pp",
+            f"{layout.pp} stages are not a product of whole outermost dimensions of {shape} "
+            "(give the stage dimensions)",
+        )
+    return tuple(sorted(dims))
+
+
+def stage_npus(network: Network, dims: tuple[int, ...]) -> tuple[int, ...]:
+    """Per pipeline stage, its NPU: coordinate 0 outside ``dims``, the stage's index (innermost
+    fastest) within them.
+    """
+    strides = [math.prod(d.size for d in network.dimensions[:k]) for k in range(network.num_dims)]
+    npus = []
+    for stage in range(math.prod(network.dimensions[d].size for d in dims)):
+        npu = 0
+        for d in dims:
+            stage, at = divmod(stage, network.dimensions[d].size)
+            npu += at * strides[d]
+        npus.append(npu)
+    return tuple(npus)
+
+
+def group_dims(network: Network, layout: Layout) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """The tensor-, expert- and data-parallel groups' dimensions, innermost first, among the dimensions
+    the pipeline stages leave (:func:`stage_dims`).
+
+    Raises
+    ------
+    InputError
+        If the groups do not multiply to the network's NPUs, or one is not a
+        product of whole consecutive dimensions.
+    """
+    sizes = [d.size for d in network.dimensions]
+    total = layout.tp * layout.ep * layout.dp * layout.pp
+    if total != math.prod(sizes):
+        if layout.pp > 1:
+            raise InputError(
+                "tp x ep x dp x pp",
+                f"{layout.tp} x {layout.ep} x {layout.dp} x {layout.pp} = {total}, "
+                f"but the network has {math.prod(sizes)} NPUs",
+            )
+        raise InputError(
+            "tp x ep x dp",
+            f"{layout.tp} x {layout.ep} x {layout.dp} = {total}, but the network has {math.prod(sizes)} NPUs",
+        )
+    staged = stage_dims(network, layout)
+    left = [d for d in range(len(sizes)) if d not in staged]
+    groups: list[tuple[int, ...]] = []
+    at = 0
+    for name, size in (("tp", layout.tp), ("ep", layout.ep), ("dp", layout.dp)):
+        dims: list[int] = []
+        product = 1
+        start = left[at] if at < len(left) else len(sizes)
+        while product < size and at < len(left):
+            product *= sizes[left[at]]
+            dims.append(left[at])
+            at += 1
+        if product != size:
+            raise InputError(
+                name,
+                f"a group of {size} NPUs is not a product of whole consecutive dimensions of "
+                f"{'x'.join(map(str, sizes))} (from dimension {start})",
+            )
+        groups.append(tuple(dims))
+    return groups[0], groups[1], groups[2]
