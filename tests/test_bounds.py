@@ -628,8 +628,9 @@ def test_the_iteration_bound_never_exceeds_the_brute_force_optimum(name: str) ->
 
 
 def test_a_collective_span_alone_is_the_brute_force_optimum_and_at_least_its_shortest_duration() -> None:
-    from themis_opt.bounds import alone_span, collective_spans, shortest_durations
+    from themis_opt.bounds import alone_span, collective_spans
     from themis_opt.budget import Deadline
+    from themis_opt.sim.model import shortest_durations
 
     from .conftest import brute_force, load
 
@@ -764,8 +765,9 @@ def test_the_iteration_bound_is_below_cpsats_schedules_of_the_clusters_suite(nam
 def test_earliest_releases_by_a_deadline_are_complete_or_refused() -> None:
     # the load programs are built from them: on a million dependencies they take a second, so the
     # programs ask for them by their deadline, and releases cut short (issue times) are never used
-    from themis_opt.bounds import earliest_releases, fluid_bound, lp_bound
+    from themis_opt.bounds import fluid_bound, lp_bound
     from themis_opt.budget import Deadline, OutOfTime
+    from themis_opt.sim.model import earliest_releases
 
     instance = _chain()
     with pytest.raises(OutOfTime):

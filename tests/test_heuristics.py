@@ -10,10 +10,10 @@ import pytest
 from themis_opt import heuristics
 from themis_opt.budget import OutOfTime
 from themis_opt.instance import Instance
-from themis_opt.methods import Intra
 from themis_opt.params import BoundsParams, PipelineParams, SolveParams
 from themis_opt.policies import baseline_orders
 from themis_opt.sim import simulate
+from themis_opt.sim.queues import Intra
 from themis_opt.solving import solve
 from themis_opt.validator import validate
 

@@ -107,3 +107,75 @@ def test_the_package_lists_its_names_and_version() -> None:
     assert dir(themis_opt) == sorted([*themis_opt.__all__, "__version__"])
     assert "solve" in themis_opt.__all__ and "Any" not in dir(themis_opt)
     assert themis_opt.__version__.count(".") == 2
+
+
+def _unit(module: str) -> str:
+    """The subpackage or top-level module that holds ``module`` (``themis_opt.sim.core``: ``themis_opt.sim``)."""
+    return ".".join(module.split(".")[:2])
+
+
+def _units() -> dict[str, set[str]]:
+    """Each subpackage (or top-level module) and the others it imports."""
+    graph: dict[str, set[str]] = {}
+    for module, imported in _imports().items():
+        graph.setdefault(_unit(module), set()).update(
+            _unit(i) for i in imported if _unit(i) != _unit(module) and i != "themis_opt"
+        )
+    return graph
+
+
+def test_no_cycle_between_subpackages() -> None:
+    import networkx as nx
+
+    graph = nx.DiGraph([(a, b) for a, imported in _units().items() for b in imported])
+    assert sorted(nx.simple_cycles(graph)) == []
+
+
+def test_the_simulator_imports_nothing_above_it() -> None:
+    above = {"methods", "bounds", "search", "cpsat", "pipeline", "heuristics", "solving", "formats", "workloads"}
+    above |= {"cli", "bench", "report", "plot"}
+    assert _units()["themis_opt.sim"] & {f"themis_opt.{name}" for name in above} == set()
+
+
+def test_no_file_format_runs_the_simulator() -> None:
+    # a format may read the queue policies' names; no simulator runs from a file format
+    graph = _imports()
+    formats = {m: imported for m, imported in graph.items() if m.startswith("themis_opt.formats")}
+    running = {i for imported in formats.values() for i in imported if _unit(i) == "themis_opt.sim"}
+    assert running <= {"themis_opt.sim.queues"}
+
+
+def test_no_private_name_is_imported_across_subpackages() -> None:
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent / "themis_opt"
+    crossing = []
+    for path in root.rglob("*.py"):
+        module = ".".join(("themis_opt", *path.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("themis_opt"):
+                private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                if private and _unit(node.module or "") != _unit(module):
+                    crossing.append((module, node.module, private))
+    assert crossing == []
+
+
+def test_cpsat_is_set_up_and_run_in_one_place() -> None:
+    # one adapter (cpsat/solver.py) constructs CP-SAT's solver and its parameters for every run
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent / "themis_opt"
+    made = {
+        call: sorted(str(p.relative_to(root)) for p in root.rglob("*.py") for _ in range(p.read_text().count(call)))
+        for call in ("CpSolver(", "SolveWrapper(", "SatParameters(")
+    }
+    assert made == {"CpSolver(": [], "SolveWrapper(": ["cpsat/solver.py"], "SatParameters(": ["cpsat/solver.py"]}
+
+
+def test_no_python_module_is_over_600_lines() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent / "themis_opt"
+    long = {str(p.relative_to(root)): n for p in root.rglob("*.py") if (n := len(p.read_text().splitlines())) > 600}
+    assert long == {}

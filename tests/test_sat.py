@@ -9,7 +9,8 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from themis_opt.bounds import sat
+from themis_opt.budget import Deadline
+from themis_opt.cpsat import solver as sat
 
 
 def _build(model: Any, linear_expr: Any) -> tuple[Any, list[Any]]:
@@ -38,11 +39,10 @@ def test_the_light_model_writes_cp_models_proto_and_solves_to_the_same_answer() 
     reference, ys = _build(theirs, cp_model.LinearExpr)
     assert str(ours.model_proto) == str(theirs.proto)
 
-    solver, other = sat.Solver(), cp_model.CpSolver()
-    for s in (solver, other):
-        s.parameters.num_workers = 1
-        s.parameters.random_seed = 0
-    assert solver.solve(ours) == sat.OPTIMAL
+    solver, other = sat.Solver(sat.SolverSettings()), cp_model.CpSolver()
+    other.parameters.num_workers = 1
+    other.parameters.random_seed = 0
+    assert solver.run(ours, Deadline()) == sat.OPTIMAL
     assert other.solve(theirs) == cp_model.OPTIMAL
     assert solver.value(mine) == other.value(reference) and solver.best_objective_bound == other.best_objective_bound
     assert [solver.value(x) for x in xs] == [other.value(y) for y in ys]

@@ -12,7 +12,6 @@ import pytest
 
 from themis_opt.budget import Deadline
 from themis_opt.instance import Collective, Dimension, Instance, Network
-from themis_opt.methods import Intra
 from themis_opt.orders import Orders
 from themis_opt.params import SearchParams
 from themis_opt.policies import baseline_orders, themis_orders
@@ -29,6 +28,7 @@ from themis_opt.search import (
 from themis_opt.search.sequence import _Sequences
 from themis_opt.search.timer import AssignmentTimer
 from themis_opt.sim import retime, sequences_of, simulate
+from themis_opt.sim.queues import Intra
 from themis_opt.validator import validate
 
 from .conftest import load

@@ -12,12 +12,12 @@ from hypothesis import given, strategies as st
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.errors import InputError
 from themis_opt.instance import After, Collective, Compute, Dimension, Instance, Network
-from themis_opt.methods import Intra
 from themis_opt.policies import ThemisTracker, baseline_orders, themis_orders
 from themis_opt.schedule import Schedule
 from themis_opt.search.timer import AssignmentTimer
 from themis_opt.sim import Engine, PhaseMemo, core as simcore, retime, sequences_of, simulate, simulate_makespan
 from themis_opt.sim.engine import ScfQueue
+from themis_opt.sim.queues import Intra
 from themis_opt.validator import critical_path, validate
 
 from .conftest import heuristic_schedules, load

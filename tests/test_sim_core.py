@@ -25,11 +25,11 @@ from themis_opt.instance import (
     Instance,
     Network,
 )
-from themis_opt.methods import Intra
 from themis_opt.policies import ThemisTracker, baseline_orders
 from themis_opt.schedule import Schedule
 from themis_opt.search.timer import AssignmentTimer
-from themis_opt.sim import core as simcore, phase_plan, sequences_of, simulate, simulate_makespan
+from themis_opt.sim import core as simcore, phase_plan, sequences_of, simulate, simulate_makespan, timers
+from themis_opt.sim.queues import Intra
 from themis_opt.suites import SUITES, suite_folder
 from themis_opt.validator import validate
 
@@ -208,7 +208,7 @@ def test_random_task_graphs_get_the_same_valid_schedules(seed: int) -> None:
     assert build() == simulate(instance, baseline_orders(instance), intra, engine="python")
 
 
-def _phase_graph(instance: Instance, schedule: Schedule) -> tuple[simcore.PhaseGraph, list[list[int]], list[float]]:
+def _phase_graph(instance: Instance, schedule: Schedule) -> tuple[timers.PhaseGraph, list[list[int]], list[float]]:
     plan = phase_plan(instance, schedule.orders)
     offset, length, release, job_next, job_prev = [], [], [], [], []
     for i, (c, _) in enumerate(instance.chunk_ids):
@@ -221,7 +221,7 @@ def _phase_graph(instance: Instance, schedule: Schedule) -> tuple[simcore.PhaseG
             job_next.append(node + 1 if p + 1 < len(plan[i]) else -1)
     sequences = [[offset[i] + p for i, p in seq] for seq in sequences_of(instance, schedule).values()]
     starts = [phase.start_ns for chunk in schedule.chunks for phase in chunk.phases]
-    return simcore.PhaseGraph(length, release, job_next, job_prev), sequences, starts
+    return timers.PhaseGraph(length, release, job_next, job_prev), sequences, starts
 
 
 def test_the_phase_graph_times_a_simulated_schedule_as_the_simulator_did() -> None:

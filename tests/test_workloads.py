@@ -9,13 +9,14 @@ import pytest
 from themis_opt.cli import main
 from themis_opt.errors import InputError
 from themis_opt.formats.native import load_instance
-from themis_opt.formats.workload_text import HIGHEST_PRIORITY, Workload, parse_workload
+from themis_opt.formats.workload_text import parse_workload
 from themis_opt.instance import After, Collective, Compute, Dimension, Instance, Kind, Network
 from themis_opt.metrics import iteration_metrics
 from themis_opt.policies import ThemisTracker
 from themis_opt.solving import solve
 from themis_opt.validator import validate
 from themis_opt.workloads.astra1 import task_graph
+from themis_opt.workloads.layers import HIGHEST_PRIORITY, Workload
 from themis_opt.workloads.zoo import ARCHITECTURES, ZooOptions, model_workload, parameters
 
 from .conftest import DATA

@@ -11,13 +11,14 @@ from collections.abc import Callable
 from themis_opt.bounds import Memo, integer_load_bound, reported, stage_parts
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.instance import ChunkClass, Instance
-from themis_opt.methods import METHODS, Intra, MethodCall
+from themis_opt.methods import METHODS, MethodCall
 from themis_opt.orders import Counts, Orders, Planner
 from themis_opt.params import DEFAULT, SolveParams
 from themis_opt.policies import ThemisTracker, baseline_orders, spread_orders
 from themis_opt.result import Result, result_of
 from themis_opt.schedule import Schedule
 from themis_opt.sim import simulate
+from themis_opt.sim.queues import Intra
 
 
 def baseline_schedule(instance: Instance, intra: Intra, deadline: Deadline, *, merged: bool = True) -> Schedule:

@@ -1,4 +1,4 @@
-"""The registry of scheduling methods, and the intra-dimension policies that time them.
+"""The registry of scheduling methods.
 
 ``solve``, the command line, ``bench`` and the reports read methods from here
 and nowhere else; this module imports nothing heavy, so the command line can
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING, Literal, get_args
 
 from themis_opt.errors import InputError
+from themis_opt.sim.queues import QUEUE_POLICIES, Intra
 
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.bounds.programs import Memo
@@ -23,18 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.params import SolveParams
     from themis_opt.result import Bounds, Result
     from themis_opt.schedule import Schedule
-
-
-class Intra(StrEnum):
-    """Intra-dimension policy: which waiting phase a free dimension serves next.
-
-    ``fifo`` and ``scf`` are ASTRA-sim's; ``tail`` (the longest tail first) is this project's,
-    for the searches (see :mod:`themis_opt.sim.engine`).
-    """
-
-    FIFO = "fifo"
-    SCF = "scf"
-    TAIL = "tail"
 
 
 MethodName = Literal["baseline", "themis", "balanced", "cpsat"]
@@ -192,5 +180,5 @@ def method_names() -> tuple[str, ...]:
     """
     names = list(METHODS)
     for m in METHODS.values():
-        names += [f"{m.name}-{intra.value}" for intra in Intra if not m.searches]
+        names += [f"{m.name}-{intra}" for intra in QUEUE_POLICIES if not m.searches]
     return tuple(names)

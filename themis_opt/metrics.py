@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from themis_opt.bounds.formulas import traffic_bytes
 from themis_opt.instance import Instance
 from themis_opt.schedule import Schedule
+from themis_opt.sim.model import traffic_bytes
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from themis_opt.cost import merging_shortens
 from themis_opt.errors import counted
 from themis_opt.heuristics import balanced_schedule, baseline_schedule, themis_schedule
 from themis_opt.instance import Instance
-from themis_opt.methods import Intra, MethodCall
+from themis_opt.methods import MethodCall
 from themis_opt.orders import Counts, Orders
 from themis_opt.params import SolveParams, Stage
 from themis_opt.policies import counts_match, spread_orders
@@ -52,6 +52,7 @@ from themis_opt.result import Bounds, Result, SolverStats, Status, is_proven, op
 from themis_opt.schedule import Schedule
 from themis_opt.search.counts import counts_within, level_counts
 from themis_opt.sim import simulate
+from themis_opt.sim.queues import Intra
 
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.cpsat import CpsatOutcome

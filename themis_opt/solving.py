@@ -11,11 +11,12 @@ from themis_opt.bounds import Memo, compute_bounds, iteration_wanted, programs_w
 from themis_opt.budget import Deadline
 from themis_opt.errors import InputError
 from themis_opt.instance import Instance
-from themis_opt.methods import METHODS, VARIANTS, Intra, MethodCall, resolve_method
+from themis_opt.methods import METHODS, VARIANTS, MethodCall, resolve_method
 from themis_opt.params import DEFAULT, SolveParams
 from themis_opt.resolution import checked  # a schedule floats cannot resolve is marked invalid
 from themis_opt.result import Bounds, Result, result_of
 from themis_opt.schedule import Schedule
+from themis_opt.sim.queues import Intra, queue_policy
 
 logger = logging.getLogger(__name__)
 
@@ -31,8 +32,8 @@ def check_options(
     """Raise :class:`InputError` on an option out of range."""
     if method not in METHODS:
         raise InputError("method", f"must be one of {', '.join(METHODS)}, got {method!r}")
-    if intra is not None and intra not in {i.value for i in Intra}:
-        raise InputError("intra", f"must be {', '.join(i.value for i in Intra)}, got {intra!r}")
+    if intra is not None:
+        queue_policy(intra)
     if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit > 0:
         raise InputError("time_limit", f"must be a number > 0, got {time_limit!r}")
     if not math.isfinite(time_limit) or time_limit > 1e6:
@@ -77,9 +78,10 @@ def solve(
         CP-SAT of :mod:`themis_opt.pipeline`, from the best of the others);
         or a variant such as ``themis-fifo`` (the method with that ``intra``).
     intra
-        ``fifo`` or ``scf``: how a free dimension picks the next waiting
-        phase. Defaults: fifo for baseline, scf for themis (as published),
-        the better of both for balanced; ignored by cpsat.
+        A queue policy of :data:`~themis_opt.sim.queues.QUEUE_POLICIES` (``fifo``, ``scf``,
+        ``tail``): how a free dimension picks the next waiting phase. Defaults: fifo for
+        baseline, scf for themis (as published), the better of fifo and scf for balanced;
+        cpsat sequences the dimensions itself and takes none.
     time_limit
         Seconds the whole call may take, every stage included (bounds,
         policies, warm starts, model building, search).

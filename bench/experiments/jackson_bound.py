@@ -22,10 +22,11 @@ import time
 from ortools.sat.python import cp_model
 
 from bench.instances import MIB, SHAPES, SIZES, network
-from themis_opt.bounds import collective_releases, integer_load_bound
+from themis_opt.bounds import integer_load_bound
 from themis_opt.bounds.formulas import _origin
 from themis_opt.cost import chunk_phases
 from themis_opt.instance import Collective, Instance
+from themis_opt.sim.model import collective_releases
 
 UNIT = 1e-3  # ns
 

@@ -4,7 +4,7 @@
 
 The goals' instance (8 all-reduces issued over time, ``bench.instances.eight_collectives``).
 A move's run resumes from the snapshot at its collective's release
-(:class:`themis_opt.sim.core.TableTimer`); everything the changed chunks do before
+(:class:`themis_opt.sim.timers.TableTimer`); everything the changed chunks do before
 their orders first differ from the base's is also the base's, so a run could resume
 later: at the end of the last phase the orders share. With Themis's schedule as the
 base and moves drawn as the search draws them (a swap for 0.6 of them, else an order

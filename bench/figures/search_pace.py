@@ -27,11 +27,11 @@ import time
 from bench.instances import eight_collectives
 from themis_opt.bounds import compute_bounds
 from themis_opt.budget import Deadline
-from themis_opt.methods import Intra
 from themis_opt.params import SearchParams
 from themis_opt.search import Strategy, improve_assignment
 from themis_opt.search.timer import AssignmentTimer
 from themis_opt.sim import simulate_makespan
+from themis_opt.sim.queues import Intra
 from themis_opt.solving import solve
 
 

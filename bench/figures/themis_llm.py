@@ -18,11 +18,11 @@ from pathlib import Path
 from themis_opt.budget import Deadline
 from themis_opt.formats.native import load_instance
 from themis_opt.instance import Instance, Kind
-from themis_opt.methods import Intra
 from themis_opt.plot import _pyplot, save
 from themis_opt.policies import ThemisTracker, baseline_orders
 from themis_opt.schedule import Schedule
 from themis_opt.sim import simulate
+from themis_opt.sim.queues import Intra
 from themis_opt.suites import suite_folder
 
 DEFAULT = suite_folder("clusters") / "llama3-70b-fsdp-tp16-ep1-dp16-tpu-v4-4x4x4x4.json"

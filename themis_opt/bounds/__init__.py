@@ -49,30 +49,20 @@ import dataclasses
 from themis_opt.bounds.formulas import (
     BOUNDS,
     SAFETY,
-    ClassCost,
-    OrderProfile,
     _compute,
     _costs,
     _ideal,
     _least_busy,
-    _per_collective,
-    _shortest,
-    class_cost,
-    collective_releases,
     compute_bound,
     critical_path_bound,
-    earliest_releases,
     fill_drain_value,
-    heads_and_tails,
     ideal_bound,
     least_busy_bound,
     load_programs_fit,
     load_value,
     load_variables,
     order_profiles,
-    shortest_durations,
     stage_parts,
-    traffic_bytes,
 )
 from themis_opt.bounds.graph import jackson_bound, jackson_value, preemptive_makespan, resource_jobs
 from themis_opt.bounds.iteration import alone_span, collective_spans, exact_span, iteration_bound, iteration_fits
@@ -91,28 +81,23 @@ from themis_opt.instance import Instance
 from themis_opt.orders import Counts
 from themis_opt.params import BoundsParams
 from themis_opt.result import Bounds
+from themis_opt.sim.model import heads_and_tails, per_collective, shortest_durations
 
 __all__ = [
     "BOUNDS",
     "BOUND_SETS",
     "PROGRAMS",
-    "ClassCost",
     "Counts",
     "LoadSolution",
     "Memo",
-    "OrderProfile",
     "alone_span",
-    "class_cost",
-    "collective_releases",
     "collective_spans",
     "compute_bound",
     "compute_bounds",
     "critical_path_bound",
-    "earliest_releases",
     "exact_span",
     "fill_drain_value",
     "fluid_bound",
-    "heads_and_tails",
     "ideal_bound",
     "integer_load_bound",
     "iteration_bound",
@@ -130,11 +115,9 @@ __all__ = [
     "programs_wanted",
     "reported",
     "resource_jobs",
-    "shortest_durations",
     "solver_free_bounds",
     "solvers_loaded",
     "stage_parts",
-    "traffic_bytes",
 ]
 
 
@@ -190,9 +173,9 @@ def solver_free_bounds(instance: Instance, deadline: Deadline | None = None) -> 
         return _over_stages(
             instance, [solver_free_bounds(part, deadline.share(1 / (len(parts) - n))) for n, part in enumerate(parts)]
         )
-    shortest = _shortest(instance, deadline)
+    shortest = shortest_durations(instance, deadline)
     heads, tails = heads_and_tails(instance, shortest, deadline)
-    releases = _per_collective(instance, heads)
+    releases = per_collective(instance, heads)
     costs = _costs(instance, deadline)
     return Bounds(
         ideal=_ideal(instance, releases, deadline),

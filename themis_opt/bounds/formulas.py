@@ -1,442 +1,40 @@
 """The bounds that need no solver (ideal bandwidth, critical path, compute) and the quantities the load
 programs are built from: each order's busy time, head and tail per dimension, and the programs' values.
+
+They are built from the compiled model's quantities (:mod:`themis_opt.sim.model`: each chunk class's
+least costs, each task's shortest duration, the task graph's heads and tails).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import math
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import Any
 
 from themis_opt.budget import Deadline
-from themis_opt.cost import (
-    PhaseSpec,
-    chunk_phases,
-    group_size,
-    merges,
-    performed,
-    phase_duration,
-    phase_plan_of,
-    wire_ns,
-    wire_time,
-)
-from themis_opt.instance import AllReducePhases, ChunkClass, Collective, Compute, Instance, Kind, Op
+from themis_opt.cost import chunk_phases, merges
+from themis_opt.instance import ChunkClass, Compute, Instance
 from themis_opt.orders import Counts
 from themis_opt.params import BoundsParams
 from themis_opt.policies import baseline_order
+from themis_opt.sim.model import (
+    ClassCost,
+    OrderProfile,
+    class_cost,
+    collective_releases,
+    earliest_releases,
+    least_profile,
+    model_of,
+    per_collective,
+    shortest_durations,
+    traffic_bytes,
+    way_profile,
+)
 
 logger = logging.getLogger(__name__)
 
 BOUNDS = BoundsParams()  # the defaults
 SAFETY = 1e-8  # relative: covers the solvers' float tolerances and float sums (a margin, not a tuning number)
-
-
-@dataclass(frozen=True)
-class OrderProfile:
-    """What one chunk of a class costs each dimension when it takes one order.
-
-    Parameters
-    ----------
-    busy
-        Per dimension, total duration of the chunk's phases on it, ns, over
-        the phases the dimension runs at once (``active_chunks``).
-    head
-        Per dimension, issue time plus the time the chunk spends before its
-        first phase on it (``None`` where it has no phase).
-    tail
-        Per dimension, time the chunk spends after its last phase on it.
-    """
-
-    busy: tuple[float, ...]
-    head: tuple[float | None, ...]
-    tail: tuple[float | None, ...]
-
-
-def traffic_bytes(instance: Instance, collective: int) -> float:
-    """What one NPU moves for a whole collective, whatever the orders, in bytes
-    at the bandwidths of the dimensions that carry it.
-
-    Where every algorithm of the collective moves its bytes at the
-    dimension's bandwidth, that is the data it sends: x (N - 1) / N for a
-    reduce-scatter over N NPUs, whatever the order. Elsewhere (a fully
-    connected dimension under a ring, a double binary tree, messages that do
-    not share a port) it is the least, over the orders, of each phase's
-    :func:`~themis_opt.cost.wire_time` times its dimension's bandwidth.
-    """
-    found = _traffic(instance, collective, Deadline())
-    assert found is not None  # no deadline
-    return found
-
-
-def _traffic(instance: Instance, collective: int, deadline: Deadline) -> float:
-    """:func:`traffic_bytes`, computed once per kind, dimensions, size and chunking; 0 (valid,
-    weaker) where it is not known and ``deadline`` has passed.
-    """
-    coll = instance.collectives[collective]
-    dims = instance.active_dims[collective]
-    key = (coll.kind, dims, coll.size_bytes, coll.chunks, coll.chunk_bytes)
-    memo = _memo(instance).setdefault("traffic", {})
-    found: float | None = memo.get(key)
-    if found is not None:
-        return found
-    if deadline.expired():
-        return 0.0
-    if coll.kind is Kind.ALL_TO_ALL:  # one fixed order, the size kept: each dimension's share is fixed
-        phases = chunk_phases(instance, collective, float(coll.size_bytes), dims)
-        found = sum(_weighted(instance, collective, p) for p in phases)
-    elif _moves_at_bandwidth(instance, collective):
-        npus = math.prod(instance.network.dimensions[d].size for d in dims)
-        one_way = coll.size_bytes * (npus - 1) / npus
-        found = 2 * one_way if coll.kind is Kind.ALL_REDUCE else one_way
-    else:
-        found = sum(
-            len(cls.chunks) * _least_weighted(instance, cls) for cls in _classes_by_collective(instance)[collective]
-        )
-    memo[key] = found
-    return found
-
-
-def _classes_by_collective(instance: Instance) -> list[list[ChunkClass]]:
-    """Per collective, its chunk classes."""
-    memo = _memo(instance)
-    found: list[list[ChunkClass]] | None = memo.get("classes")
-    if found is None:
-        found = [[] for _ in instance.collectives]
-        for cls in instance.chunk_classes:
-            found[cls.collective].append(cls)
-        memo["classes"] = found
-    return found
-
-
-def _weighted(instance: Instance, collective: int, phase: PhaseSpec) -> float:
-    """A phase's wire time times its dimension's bandwidth: the bytes it moves at that bandwidth."""
-    return wire_ns(instance, collective, phase) * instance.network.dimensions[phase.dim].bytes_per_ns
-
-
-def _moves_at_bandwidth(instance: Instance, collective: int) -> bool:
-    """Whether every phase of ``collective`` moves the bytes it sends at its dimension's bandwidth."""
-    network = instance.network
-    kind = instance.collectives[collective].kind
-    if network.all_reduce_phases is AllReducePhases.PER_DIMENSION and kind is Kind.ALL_REDUCE:
-        return False
-    if instance.collectives[collective].group:  # a ring of NPUs, its messages costed link by link
-        return False
-    for d in instance.active_dims[collective]:
-        dim = network.dimensions[d]
-        algorithm = dim.algorithm_for(kind)
-        if algorithm.flattened or algorithm.spec.all_reduces or dim.carved:
-            return False
-        for op, sent in ((Op.REDUCE_SCATTER, (dim.size - 1) / dim.size), (Op.ALL_GATHER, dim.size - 1.0)):
-            if not math.isclose(wire_time(network, d, op, 1.0, algorithm) * dim.bytes_per_ns, sent, rel_tol=1e-12):
-                return False
-    return True
-
-
-def _least_weighted(instance: Instance, cls: ChunkClass) -> float:
-    """The least bandwidth-weighted traffic of one chunk of ``cls``: over its orders (and the
-    baseline's merged phases), or, with more than 720 orders, every phase at its least.
-    """
-    c = cls.collective
-    if instance.order_count(c) <= 720:
-        return min(sum(_weighted(instance, c, p) for p in phases) for phases in _variants(instance, c, cls.chunk_bytes))
-    return sum(_weighted(instance, c, p) for p in _smallest_phases(instance, cls))
-
-
-def _variants(instance: Instance, collective: int, chunk_bytes: int) -> Iterator[tuple[PhaseSpec, ...]]:
-    """Every way a chunk may run: each order, and the baseline's order merged where the baseline merges."""
-    for order in instance.orders[collective]:
-        yield chunk_phases(instance, collective, chunk_bytes, order)
-        if order == baseline_order(instance, collective) and merges(instance, collective, baseline=True):
-            yield chunk_phases(instance, collective, chunk_bytes, order, merged=True)
-
-
-def _smallest_phases(instance: Instance, cls: ChunkClass) -> list[PhaseSpec]:
-    """One phase per place of a chunk of ``cls``, each at the least input any order gives it
-    (a reduce-scatter after all other dimensions, an all-gather on the shard).
-    """
-    c = cls.collective
-    network = instance.network
-    kind = instance.collectives[c].kind
-    dims = instance.active_dims[c]
-    npus = math.prod(group_size(network, kind, d) for d in dims)
-    phases = []
-    for d, place in phase_plan_of(network, kind, dims):
-        algorithm = network.dimensions[d].algorithm_for(kind)
-        op = performed(place, algorithm)
-        n = group_size(network, kind, d)
-        match place:
-            case Op.REDUCE_SCATTER:
-                smallest = cls.chunk_bytes * n / npus
-            case Op.ALL_GATHER | Op.ALL_REDUCE:
-                smallest = cls.chunk_bytes / npus
-            case Op.ALL_TO_ALL | Op.SEND:
-                smallest = float(cls.chunk_bytes)
-            case _ as unreachable:
-                assert_never(unreachable)
-        phases.append(PhaseSpec(d, op, smallest, smallest, phase_duration(network, d, op, smallest, algorithm)))
-    return phases
-
-
-def shortest_durations(instance: Instance) -> tuple[float, ...]:
-    """Per task, a lower bound on how long it lasts: a compute task's duration;
-    for a collective, its slowest chunk class taking that class's fastest order.
-    """
-    found = _memo(instance).get("shortest")
-    return found if found is not None else _shortest(instance, Deadline())
-
-
-def _shortest(instance: Instance, deadline: Deadline) -> tuple[float, ...]:
-    """:func:`shortest_durations`, a collective whose classes are not all costed by ``deadline`` at 0
-    (valid, weaker); kept for later calls only when complete.
-    """
-    fastest = [0.0] * len(instance.collectives)
-    complete = True
-    durations = _memo(instance).setdefault("durations", {})  # by kind, dimensions, size and chunking
-    for c, classes in enumerate(_classes_by_collective(instance)):
-        coll = instance.collectives[c]
-        key = (coll.kind, instance.active_dims[c], coll.size_bytes, coll.chunks, coll.chunk_bytes)
-        if key in durations:
-            fastest[c] = durations[key]
-            continue
-        costs = [class_cost(instance, cls, deadline) for cls in classes]
-        known = [(cls, cost) for cls, cost in zip(classes, costs) if cost is not None]
-        complete = complete and len(known) == len(classes)
-        if len(known) == len(classes):
-            fastest[c] = durations[key] = _least_duration(instance, c, known, deadline)
-        elif known:
-            fastest[c] = max(cost.fastest for _, cost in known)
-    out = []
-    c = 0
-    for task in instance.tasks:
-        if isinstance(task, Compute):
-            out.append(task.duration_ns)
-        else:
-            out.append(fastest[c])
-            c += 1
-    shortest = tuple(out)
-    if complete:
-        _memo(instance)["shortest"] = shortest
-    return shortest
-
-
-def _least_duration(
-    instance: Instance, collective: int, costs: list[tuple[ChunkClass, ClassCost]], deadline: Deadline
-) -> float:
-    """A lower bound on how long ``collective`` takes once released, from its classes' ``costs``: its
-    slowest chunk class on its fastest order; on every dimension, the least time before some chunk
-    reaches it, every chunk's least work there and the least time after (a dimension runs its phases
-    one after another, ``active_chunks`` at once); its traffic at the bandwidth of its dimensions.
-    """
-    network = instance.network
-    best = max(cost.fastest for _, cost in costs)
-    for d in instance.active_dims[collective]:
-        heads = [h for _, cost in costs if (h := cost.head[d]) is not None]
-        tails = [t for _, cost in costs if (t := cost.tail[d]) is not None]
-        if heads and tails:
-            best = max(best, min(heads) + sum(len(cls.chunks) * cost.busy[d] for cls, cost in costs) + min(tails))
-    rate = sum(network.dimensions[d].bytes_per_ns for d in instance.active_dims[collective])
-    return max(best, _traffic(instance, collective, deadline) / (rate * network.active_chunks))
-
-
-def _fastest_chunk(instance: Instance, cls: ChunkClass) -> float:
-    """A lower bound on how long one chunk of ``cls`` takes: its fastest order,
-    or, with more than 720 orders to try, every phase at its smallest possible
-    input (a reduce-scatter after all other dimensions, an all-gather on the shard).
-    """
-    cost = class_cost(instance, cls, Deadline())
-    assert cost is not None  # no deadline
-    return cost.fastest
-
-
-@dataclass(frozen=True)
-class ClassCost:
-    """The least one chunk of a class costs, each quantity over every way it may run (its orders,
-    and the baseline's merged phases where it merges): no single order need attain them all.
-
-    Parameters
-    ----------
-    fastest
-        The chunk's least duration.
-    busy
-        Per dimension, its least busy time there, ns, over the phases the dimension runs at once
-        (``active_chunks``).
-    head
-        Per dimension, the least time from its release to its first phase there (``None``: no
-        phase there in any order).
-    tail
-        Per dimension, the least time from the end of its last phase there to its own end.
-    """
-
-    fastest: float
-    busy: tuple[float, ...]
-    head: tuple[float | None, ...]
-    tail: tuple[float | None, ...]
-
-
-def _memo(instance: Instance) -> dict[str, Any]:
-    """The answers of this module for ``instance``, kept on the instance itself (as its cached
-    properties are): a cache keyed by the instance would hash every task and dependency per call.
-    """
-    found: dict[str, Any] | None = instance.__dict__.get("_formulas")
-    if found is None:
-        found = {}
-        instance.__dict__["_formulas"] = found
-    return found
-
-
-def class_cost(instance: Instance, cls: ChunkClass, deadline: Deadline) -> ClassCost | None:
-    """The :class:`ClassCost` of ``cls``, computed once per kind, dimensions and chunk size (the
-    layers of a model share a few); ``None`` if it is not known and ``deadline`` has passed.
-    """
-    c = cls.collective
-    key = (instance.collectives[c].kind, instance.active_dims[c], cls.chunk_bytes)
-    costs = _memo(instance).setdefault("costs", {})
-    found: ClassCost | None = costs.get(key)
-    if found is None:
-        if deadline.expired():
-            return None
-        found = costs[key] = _class_cost(instance, cls)
-    return found
-
-
-def _class_cost(instance: Instance, cls: ChunkClass) -> ClassCost:
-    """:func:`class_cost` computed: over every way to run, or, with more than 720 orders, from
-    every phase at its least input (a dimension's head and tail then at 0).
-    """
-    c = cls.collective
-    network = instance.network
-    num_dims = network.num_dims
-    if instance.order_count(c) <= 720:
-        ways = list(_variants(instance, c, cls.chunk_bytes))
-        least = _least_profile([_profile(phases, 0.0, num_dims, network.active_chunks) for phases in ways])
-        fastest = min(sum(p.duration for p in phases) for phases in ways)
-        return ClassCost(fastest, least.busy, least.head, least.tail)
-    smallest = _smallest_phases(instance, cls)
-    busy = [0.0] * num_dims
-    for p in smallest:
-        busy[p.dim] += p.duration / network.active_chunks
-    if merges(instance, c, baseline=True):
-        # the baseline's merged all-reduce phase may be shorter than the two it stands for: a
-        # dimension's least is then no more than that phase at its least input
-        kind = instance.collectives[c].kind
-        npus = math.prod(group_size(network, kind, d) for d in instance.active_dims[c])
-        for d in instance.active_dims[c]:
-            algorithm = network.dimensions[d].algorithm_for(kind)
-            x = cls.chunk_bytes * group_size(network, kind, d) / npus
-            merged = phase_duration(network, d, performed(Op.ALL_REDUCE, algorithm), x, algorithm)
-            busy[d] = min(busy[d], merged / network.active_chunks)
-    active = set(instance.active_dims[c])
-    edge = tuple(0.0 if d in active else None for d in range(num_dims))
-    return ClassCost(sum(p.duration for p in smallest), tuple(busy), edge, edge)
-
-
-def earliest_releases(instance: Instance, deadline: Deadline | None = None) -> tuple[float, ...]:
-    """Per task, a lower bound on its release: its issue time, and each
-    dependency's earliest release plus shortest duration plus lag;
-    :class:`~themis_opt.budget.OutOfTime` if ``deadline`` passes first.
-    """
-    found: tuple[float, ...] | None = _memo(instance).get("heads")
-    if found is None:
-        deadline = deadline or Deadline()
-        found = heads_and_tails(instance, shortest_durations(instance), deadline)[0]
-        deadline.check("earliest releases")  # else they may be the issue times alone
-    return found
-
-
-def heads_and_tails(
-    instance: Instance, shortest: tuple[float, ...], deadline: Deadline
-) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """Per task, its head (a lower bound on its release: its issue time, and every dependency's
-    head plus shortest duration plus lag) and its tail (a lower bound on the time from its end to
-    the makespan: every task waiting for it, its lag plus shortest duration plus tail), in
-    O(tasks + dependencies). Where ``deadline`` passes first: issue times and tails of 0 (valid,
-    weaker); kept for later calls only when complete and ``shortest`` is.
-    """
-    memo = _memo(instance)
-    if "heads" in memo and memo.get("shortest") is shortest:
-        return memo["heads"], memo["tails"]
-    tasks = instance.tasks
-    index = instance.task_index
-    n = len(tasks)
-    fallback = tuple(task.issue_ns for task in tasks), (0.0,) * n
-    preds: list[list[tuple[int, float]]] = []
-    for i, task in enumerate(tasks):
-        preds.append([(index[dep.task], dep.lag_ns) for dep in task.after])
-        if not i % 256 and deadline.expired():
-            return fallback
-    order = _topological_of(preds)
-    head = [task.issue_ns for task in tasks]
-    tail = [0.0] * n
-    for k, t in enumerate(order):
-        for p, lag in preds[t]:
-            head[t] = max(head[t], head[p] + shortest[p] + lag)
-        if not k % 256 and deadline.expired():
-            return fallback
-    for k, t in enumerate(reversed(order)):
-        after = shortest[t] + tail[t]
-        for p, lag in preds[t]:
-            if lag + after > tail[p]:
-                tail[p] = lag + after
-        if not k % 256 and deadline.expired():
-            return tuple(head), (0.0,) * n
-    heads, tails = tuple(head), tuple(tail)
-    if memo.get("shortest") is shortest:
-        memo["heads"], memo["tails"] = heads, tails
-    return heads, tails
-
-
-def collective_tails(instance: Instance, deadline: Deadline | None = None) -> tuple[float, ...]:
-    """Per collective, its task's tail (:func:`heads_and_tails` with :func:`shortest_durations`): the
-    least time from its end to the makespan. The tail policy's priorities (see the simulator).
-
-    Raises
-    ------
-    OutOfTime
-        If ``deadline`` passes first (weaker tails would be other priorities, not a slower answer).
-    """
-    deadline = deadline or Deadline()
-    tails = heads_and_tails(instance, shortest_durations(instance), deadline)[1]
-    deadline.check("the tail policy's priorities")  # else they may be the fallback's zeros
-    return tuple(tails[t] for t, task in enumerate(instance.tasks) if isinstance(task, Collective))
-
-
-def _topological(instance: Instance) -> list[int]:
-    """The tasks, each after the tasks it waits for."""
-    index = instance.task_index
-    return _topological_of([[(index[dep.task], 0.0) for dep in task.after] for task in instance.tasks])
-
-
-def _topological_of(preds: list[list[tuple[int, float]]]) -> list[int]:
-    """The nodes of the acyclic graph whose node i waits for ``preds[i]``, each after those it waits for."""
-    waiting = [len(p) for p in preds]
-    users: list[list[int]] = [[] for _ in preds]
-    for t, before in enumerate(preds):
-        for p, _ in before:
-            users[p].append(t)
-    ready = [t for t, n in enumerate(waiting) if not n]
-    out = []
-    while ready:
-        t = ready.pop()
-        out.append(t)
-        for u in users[t]:
-            waiting[u] -= 1
-            if not waiting[u]:
-                ready.append(u)
-    return out
-
-
-def collective_releases(instance: Instance) -> tuple[float, ...]:
-    """Per collective, the lower bound on its release (its issue time without dependencies)."""
-    release = earliest_releases(instance)
-    return _per_collective(instance, release)
-
-
-def _per_collective(instance: Instance, values: tuple[float, ...]) -> tuple[float, ...]:
-    """The entries of per-task ``values`` that belong to collectives, in collective order."""
-    return tuple(values[t] for t, task in enumerate(instance.tasks) if isinstance(task, Collective))
 
 
 def critical_path_bound(instance: Instance) -> float:
@@ -548,7 +146,7 @@ def _ideal(instance: Instance, releases: tuple[float, ...], deadline: Deadline) 
     collective whose traffic is not known by ``deadline`` moves nothing (valid, weaker).
     """
     dims = instance.network.dimensions
-    traffic = [_traffic(instance, c, deadline) for c in range(len(instance.collectives))]
+    traffic = [traffic_bytes(instance, c, deadline) for c in range(len(instance.collectives))]
     at_once = instance.network.active_chunks
     used: set[int] = set()
     if len(set(releases)) == 1:  # the same sums as one issue time always had
@@ -572,7 +170,7 @@ def _ideal(instance: Instance, releases: tuple[float, ...], deadline: Deadline) 
 
 @functools.lru_cache(maxsize=16)
 def order_profiles(instance: Instance) -> dict[ChunkClass, dict[tuple[int, ...], OrderProfile]]:
-    """Per chunk class and order, the :class:`OrderProfile` of one chunk
+    """Per chunk class and order, the :class:`~themis_opt.sim.model.OrderProfile` of one chunk
     (heads counted from the collective's earliest release).
     """
     releases = collective_releases(instance)
@@ -593,45 +191,13 @@ def order_profiles(instance: Instance) -> dict[ChunkClass, dict[tuple[int, ...],
                 if order == baseline_order(instance, c) and merges(instance, c, baseline=True):
                     # the baseline's way to run that order: its least costs count too
                     ways.append(chunk_phases(instance, c, cls.chunk_bytes, order, merged=True))
-                shape[order] = _least_profile([_profile(phases, 0.0, num_dims, at_once) for phases in ways])
+                shape[order] = least_profile([way_profile(phases, 0.0, num_dims, at_once) for phases in ways])
         issue = releases[c]
         profiles[cls] = {
             order: OrderProfile(p.busy, tuple(None if h is None else issue + h for h in p.head), p.tail)
             for order, p in shape.items()
         }
     return profiles
-
-
-def _profile(phases: tuple[PhaseSpec, ...], issue: float, num_dims: int, at_once: int) -> OrderProfile:
-    """One way's profile; a dimension that runs ``at_once`` phases at once is busy a share of each."""
-    total = sum(p.duration for p in phases)
-    busy = [0.0] * num_dims
-    head: list[float | None] = [None] * num_dims
-    tail: list[float | None] = [None] * num_dims
-    elapsed = 0.0
-    for p in phases:
-        busy[p.dim] += p.duration / at_once
-        if head[p.dim] is None:
-            head[p.dim] = issue + elapsed
-        elapsed += p.duration
-        tail[p.dim] = total - elapsed
-    return OrderProfile(tuple(busy), tuple(head), tuple(tail))
-
-
-def _least_profile(profiles: list[OrderProfile]) -> OrderProfile:
-    """Each entry at its least over ``profiles`` (of one order's ways to run): below every one of them."""
-    if len(profiles) == 1:
-        return profiles[0]
-
-    def least(values: tuple[float | None, ...]) -> float | None:
-        present = [v for v in values if v is not None]
-        return min(present) if present else None
-
-    return OrderProfile(
-        tuple(min(b) for b in zip(*(p.busy for p in profiles))),
-        tuple(least(h) for h in zip(*(p.head for p in profiles))),
-        tuple(least(t) for t in zip(*(p.tail for p in profiles))),
-    )
 
 
 def _issue_cuts(instance: Instance) -> list[tuple[float, list[ChunkClass]]]:
@@ -660,13 +226,13 @@ def load_programs_fit(instance: Instance, params: BoundsParams = BOUNDS) -> bool
 def stage_parts(instance: Instance, deadline: Deadline | None = None) -> list[Instance]:
     """Each pipeline stage with a collective, as a one-stage instance of its tasks alone
     (:meth:`~themis_opt.instance.Instance.stage_part`), every task issued no earlier than its earliest
-    release in the whole graph (:func:`earliest_releases`, which bounds it in every schedule). A valid
-    schedule restricted to a stage's tasks is a valid schedule of its part (the stages share no
-    resource, and the dependencies between them become these issue times, which it meets), so every
-    lower bound of a part is one of the instance. Kept per instance once complete; ``deadline`` is
+    release in the whole graph (:func:`~themis_opt.sim.model.earliest_releases`, which bounds it in
+    every schedule). A valid schedule restricted to a stage's tasks is a valid schedule of its part
+    (the stages share no resource, and the dependencies between them become these issue times, which
+    it meets), so every lower bound of a part is one of the instance. Kept per instance once complete; ``deadline`` is
     checked between parts (:class:`~themis_opt.budget.OutOfTime` when it passes first).
     """
-    memo = _memo(instance)
+    memo = model_of(instance).memo
     found: list[Instance] | None = memo.get("stage_parts")
     if found is None:  # kept: the bounds and balanced each split the stages (0.1-0.2 s on 24,000 phases)
         deadline = deadline or Deadline()
@@ -685,7 +251,7 @@ def _origin(instance: Instance, deadline: Deadline | None = None) -> float:
     """The earliest release of a collective: the load programs measure time from here
     (:class:`~themis_opt.budget.OutOfTime` if the releases are not known by ``deadline``).
     """
-    return min(_per_collective(instance, earliest_releases(instance, deadline)))
+    return min(per_collective(instance, earliest_releases(instance, deadline)))
 
 
 def load_value(instance: Instance, counts: Counts) -> float:

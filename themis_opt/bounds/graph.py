@@ -8,9 +8,10 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Sequence
 
-from themis_opt.bounds.formulas import SAFETY, ClassCost, _costs, _per_collective, _shortest, heads_and_tails
+from themis_opt.bounds.formulas import SAFETY, _costs
 from themis_opt.budget import Deadline
 from themis_opt.instance import Compute, Instance
+from themis_opt.sim.model import ClassCost, heads_and_tails, per_collective, shortest_durations
 
 Job = tuple[float, float, float]  # (release, work, tail), ns
 
@@ -53,7 +54,7 @@ def resource_jobs(
     costs: Sequence[ClassCost],
 ) -> list[list[Job]]:
     """Per resource (each dimension in order, then the compute unit), its jobs with heads and tails
-    from the task graph (per task ``heads`` and ``tails``, see :func:`heads_and_tails`; per chunk
+    from the task graph (per task ``heads`` and ``tails``, see :func:`~themis_opt.sim.model.heads_and_tails`; per chunk
     class its least ``costs``).
 
     A chunk class is one job on each dimension it crosses: its chunks' least work there (over the
@@ -63,7 +64,7 @@ def resource_jobs(
     its least over the orders, each on its own (no order need attain them all), so every schedule
     runs each resource's jobs within them.
     """
-    released, delivered = _per_collective(instance, heads), _per_collective(instance, tails)
+    released, delivered = per_collective(instance, heads), per_collective(instance, tails)
     num_dims = instance.network.num_dims
     jobs: list[list[Job]] = [[] for _ in range(num_dims)]
     for cls, cost in zip(instance.chunk_classes, costs):
@@ -91,6 +92,6 @@ def jackson_bound(instance: Instance, deadline: Deadline | None = None) -> float
     the quantities not yet known count as 0 (valid, weaker).
     """
     deadline = deadline or Deadline()
-    shortest = _shortest(instance, deadline)
+    shortest = shortest_durations(instance, deadline)
     heads, tails = heads_and_tails(instance, shortest, deadline)
     return jackson_value(resource_jobs(instance, heads, tails, _costs(instance, deadline)))

@@ -5,7 +5,7 @@ Two parts, each valid on its own:
 * **collective spans**: per collective, the least time from its release to its end when it runs
   alone, over every integer assignment of its chunks to orders (fill-and-drain on the collective
   alone: on every dimension, the least head over the orders in use, their load, the least tail;
-  the slowest chunk of an order in use), at least :func:`~themis_opt.bounds.shortest_durations`.
+  the slowest chunk of an order in use), at least :func:`~themis_opt.sim.model.shortest_durations`.
   With them, heads and tails over the task graph (the longest chains into and out of every task)
   and the critical path;
 * **the program**: continuous order counts per chunk class, and per dimension the preemptive
@@ -32,23 +32,22 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from themis_opt.bounds.formulas import (
-    BOUNDS,
-    SAFETY,
-    _classes_by_collective,
-    _least_profile,
-    _memo,
-    _profile,
-    _shortest,
-    class_cost,
-    heads_and_tails,
-)
+from themis_opt.bounds.formulas import BOUNDS, SAFETY
 from themis_opt.bounds.graph import preemptive_makespan
 from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
 from themis_opt.cost import chunk_phases, merges
 from themis_opt.instance import ChunkClass, Collective, Compute, Instance
 from themis_opt.params import BoundsParams
 from themis_opt.policies import baseline_order, baseline_orders
+from themis_opt.sim.model import (
+    class_cost,
+    classes_by_collective,
+    heads_and_tails,
+    least_profile,
+    model_of,
+    shortest_durations,
+    way_profile,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -82,11 +81,11 @@ def class_ways(instance: Instance, cls: ChunkClass, params: BoundsParams = BOUND
     """Per order of ``cls`` its :class:`Way` (each at its least over the ways the order may run: the
     baseline's merged phases besides the split ones); with more than ``params.iteration_orders``
     orders, one way with every quantity at its least over all of them (its class's
-    :class:`~themis_opt.bounds.ClassCost`). Kept per kind, dimensions and chunk size.
+    :class:`~themis_opt.sim.model.ClassCost`). Kept per kind, dimensions and chunk size.
     """
     c = cls.collective
     key = (instance.collectives[c].kind, instance.active_dims[c], cls.chunk_bytes, params.iteration_orders)
-    memo = _memo(instance).setdefault("ways", {})
+    memo = model_of(instance).memo.setdefault("ways", {})
     found: tuple[Way, ...] | None = memo.get(key)
     if found is not None:
         return found
@@ -102,7 +101,7 @@ def class_ways(instance: Instance, cls: ChunkClass, params: BoundsParams = BOUND
             runs = [chunk_phases(instance, c, cls.chunk_bytes, order)]
             if order == baseline_order(instance, c) and merges(instance, c, baseline=True):
                 runs.append(chunk_phases(instance, c, cls.chunk_bytes, order, merged=True))
-            least = _least_profile([_profile(phases, 0.0, num_dims, network.active_chunks) for phases in runs])
+            least = least_profile([way_profile(phases, 0.0, num_dims, network.active_chunks) for phases in runs])
             duration = min(sum(p.duration for p in phases) for phases in runs)
             ways.append(Way(least.busy, least.head, least.tail, duration))
         found = tuple(ways)
@@ -159,13 +158,13 @@ def alone_span(instance: Instance, classes: Sequence[ChunkClass], params: Bounds
 
 def collective_spans(instance: Instance, deadline: Deadline, params: BoundsParams = BOUNDS) -> tuple[float, ...]:
     """Per task, a lower bound on how long it lasts: a compute task's duration; a collective's
-    :func:`alone_span`, at least its :func:`~themis_opt.bounds.shortest_durations` entry (that alone
+    :func:`alone_span`, at least its :func:`~themis_opt.sim.model.shortest_durations` entry (that alone
     where the assignments are too many or ``deadline`` has passed), and for a collective of at most
     ``params.span_phases`` phases, :func:`exact_span`. Computed once per kind, dimensions, size and
     chunking.
     """
-    weak = _shortest(instance, deadline)
-    memo = _memo(instance).setdefault("spans", {})
+    weak = shortest_durations(instance, deadline)
+    memo = model_of(instance).memo.setdefault("spans", {})
     out = list(weak)
     c = 0
     for t, task in enumerate(instance.tasks):
@@ -175,7 +174,7 @@ def collective_spans(instance: Instance, deadline: Deadline, params: BoundsParam
         key = (coll.kind, instance.active_dims[c], coll.size_bytes, coll.chunks, coll.chunk_bytes, params)
         found = memo.get(key)
         if found is None and not deadline.expired():
-            found = alone_span(instance, _classes_by_collective(instance)[c], params) or 0.0
+            found = alone_span(instance, classes_by_collective(instance)[c], params) or 0.0
             exact = exact_span(instance, c, deadline, params)
             if exact is not None:
                 found = max(found, exact)
@@ -214,8 +213,8 @@ def exact_span(instance: Instance, collective: int, deadline: Deadline, params: 
     if alone.num_phases > params.span_phases or not solvers_loaded(deadline, params, cpsat=True):
         return None  # too many phases, or CP-SAT's Python layer not loaded in time (its import cannot be cut)
     from themis_opt.cpsat import alone_bound
-    from themis_opt.methods import Intra
     from themis_opt.sim import simulate
+    from themis_opt.sim.queues import Intra
 
     try:
         upper = simulate(alone, baseline_orders(alone), Intra.FIFO, deadline)

@@ -4,7 +4,6 @@ a node or work limit and a share of the caller's time; their answers cached per 
 
 from __future__ import annotations
 
-import functools
 import importlib
 import logging
 import math
@@ -20,9 +19,6 @@ from themis_opt.bounds.formulas import (
     SAFETY,
     _issue_cuts,
     _origin,
-    _variants,
-    collective_releases,
-    earliest_releases,
     fill_drain_value,
     load_programs_fit,
     order_profiles,
@@ -32,12 +28,15 @@ from themis_opt.cost import PhaseSpec
 from themis_opt.instance import ChunkClass, Instance
 from themis_opt.orders import Counts
 from themis_opt.params import BoundsParams
+from themis_opt.sim.model import chunk_ways, collective_releases, earliest_releases
 
 logger = logging.getLogger(__name__)
 
 
 if TYPE_CHECKING:  # pragma: no cover
     from ortools.linear_solver import pywraplp
+
+    from themis_opt.cpsat.solver import SolverSettings
 
 
 def _load_model(
@@ -164,7 +163,7 @@ def fluid_bound(
     for cls in instance.chunk_classes:  # counted as they are made: a program too large stops here
         if deadline.expired():
             return None
-        ways[cls] = list(_variants(instance, cls.collective, cls.chunk_bytes))
+        ways[cls] = list(chunk_ways(instance, cls.collective, cls.chunk_bytes))
         variables += sum(len(way) for way in ways[cls]) * len(points)
         if variables > params.max_fluid_variables:
             return None
@@ -240,7 +239,7 @@ class LoadSolution:
     optimal: bool
 
 
-# what the load programs import (GLOP and SCIP; CP-SAT's compiled helper, see themis_opt.bounds.sat),
+# what the load programs import (GLOP and SCIP; CP-SAT's compiled helper, see themis_opt.cpsat.solver),
 # and what the exact model adds (CP-SAT's Python layer, with pandas: most of the time)
 _PROGRAM_MODULES = (
     "ortools.linear_solver.pywraplp",
@@ -388,7 +387,7 @@ def _plain_program(instance: Instance, deadline: Deadline, params: BoundsParams)
 
 
 @dataclass(frozen=True)
-class _FillDrainModel:
+class FillDrainModel:
     """The fill-and-drain program as a CP-SAT model: its order counts, whether each order is in
     use, its makespan (in units from ``origin``) and ``q``, which rounds a time in ns down to units.
     """
@@ -401,6 +400,7 @@ class _FillDrainModel:
     unit: float
 
     def q(self, ns: float) -> int:
+        """``ns`` rounded down to whole units."""
         return math.floor(ns / self.unit)
 
     def read(self, value: Callable[[Any], int]) -> Counts:
@@ -411,19 +411,19 @@ class _FillDrainModel:
         return counts
 
 
-def _fill_drain_model(
+def fill_drain_model(
     instance: Instance,
     plain: LoadSolution | None,
     deadline: Deadline,
     *,
     heads_tails: bool = True,
     params: BoundsParams = BOUNDS,
-) -> _FillDrainModel | None:
-    """The fill-and-drain program (see :func:`_fill_drain_program`); ``None`` if ``deadline`` passes first.
+) -> FillDrainModel | None:
+    """The fill-and-drain program (solved by ``_fill_drain_program``); ``None`` if ``deadline`` passes first.
 
     Without ``heads_tails``, the integer load program: the issue cuts alone, no heads or tails.
     """
-    from themis_opt.bounds import sat
+    from themis_opt.cpsat import solver as sat
 
     try:
         origin = _origin(instance, deadline)  # the releases, known by the deadline
@@ -519,23 +519,15 @@ def _fill_drain_model(
         m.add(makespan >= ends[0] + ends[1] + sum(x[key] * b for key, b in busy))
         ends_hint.append(sum(least_hint) + sum(hint_of[key] * b for key, b in busy))
     m.add_hint(makespan, min(top, max(ends_hint)))
-    return _FillDrainModel(m, x, used, makespan, origin, unit)
+    return FillDrainModel(m, x, used, makespan, origin, unit)
 
 
-def _fill_drain_solver(deadline: Deadline, params: BoundsParams) -> Any:
+def fill_drain_settings(params: BoundsParams, probing: bool = True) -> SolverSettings:
     """CP-SAT as the fill-and-drain programs run it: one worker, a work limit (the same answer everywhere)."""
-    from themis_opt.bounds import sat
+    from themis_opt.cpsat.solver import SolverSettings
 
-    solver = sat.Solver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = 0
-    solver.parameters.max_deterministic_time = params.fill_drain_work
     # deterministic time barely moves while the bound is raised a unit per conflict: conflicts are counted too
-    solver.parameters.max_number_of_conflicts = params.fill_drain_conflicts
-    solver.parameters.catch_sigint_signal = False
-    if not math.isinf(deadline.at):
-        solver.parameters.max_time_in_seconds = max(0.0, deadline.remaining())
-    return solver
+    return SolverSettings(work=params.fill_drain_work, conflicts=params.fill_drain_conflicts, probing=probing)
 
 
 def _fill_drain_program(
@@ -550,23 +542,21 @@ def _fill_drain_program(
     alike). Exact Booleans instead of a big-M let CP-SAT prove what SCIP
     left open after thousands of nodes.
     """
-    from themis_opt.bounds import sat
+    from themis_opt.cpsat import solver as sat
 
     if plain is not None and plain.optimal and fill_drain_value(instance, plain.counts) <= plain.bound / (1 - SAFETY):
         return plain  # the integer optimum pays no head or tail beyond its load: no program to solve
-    program = _fill_drain_model(instance, plain, deadline, params=params)
+    program = fill_drain_model(instance, plain, deadline, params=params)
     if program is None:
         return None
     program.model.minimize(program.makespan)
     for probing in (True, False):
         # on large programs presolve's probing can spend the whole work limit: then once more without it
-        solver = _fill_drain_solver(deadline, params)
-        if not probing:
-            solver.parameters.cp_model_probing_level = 0
-        code = run_interruptibly(functools.partial(solver.solve, program.model), solver.stop_search, deadline.at)
+        solver = sat.Solver(fill_drain_settings(params, probing))
+        code = solver.run(program.model, deadline)
         if code != sat.UNKNOWN or deadline.expired():
             break
-    if code not in (sat.OPTIMAL, sat.FEASIBLE):
+    if not sat.solved(code):
         status = solver.status_name(code)
         logger.info("the fill-and-drain program found no assignment in time (%s): not computed", status)
         return None

@@ -14,7 +14,8 @@ from rich.console import Console
 from themis_opt.budget import Deadline
 from themis_opt.cli.options import bounds_option, left, number_in, out_option, params_of, solver_options
 from themis_opt.errors import InputError
-from themis_opt.methods import VARIANTS, Intra, method_names, resolve_method
+from themis_opt.methods import VARIANTS, method_names, resolve_method
+from themis_opt.sim.queues import QUEUE_POLICIES
 
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.instance import Instance
@@ -35,11 +36,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--intra",
-        choices=tuple(p.value for p in Intra),
+        choices=tuple(QUEUE_POLICIES),
         default=None,
         help=(
-            "intra-dimension policy: fifo or scf (ASTRA-sim's) or tail (this project's: the longest tail first) "
-            "(default: scf for themis, fifo for baseline, the better of fifo and scf for balanced)"
+            "intra-dimension policy: "
+            + "; ".join(f"{p.name}, {p.summary}" for p in QUEUE_POLICIES.values())
+            + " (default: scf for themis, fifo for baseline, the better of fifo and scf for balanced)"
         ),
     )
     out_option(

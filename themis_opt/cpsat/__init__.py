@@ -1,20 +1,53 @@
-"""The CP-SAT solver: the exact model (:mod:`~themis_opt.cpsat.model`), running it from a warm start
+"""The CP-SAT solver: the one adapter every CP-SAT run goes through (:mod:`~themis_opt.cpsat.solver`),
+the exact model (:mod:`~themis_opt.cpsat.model`), running it from a warm start
 (:mod:`~themis_opt.cpsat.driver`) and the window search for instances too large for it
-(:mod:`~themis_opt.cpsat.windows`). Importing it loads OR-Tools' CP-SAT.
+(:mod:`~themis_opt.cpsat.windows`).
+
+The names below are imported on first use: the adapter alone loads only CP-SAT's compiled helper,
+the exact model its Python layer (with pandas).
 """
 
-from themis_opt.cpsat.driver import CpsatOutcome, alone_bound, solve_cpsat
-from themis_opt.cpsat.model import CpsatModel, default_quantum, exact_quantum, quanta, relabel
-from themis_opt.cpsat.windows import improve_by_windows
+from __future__ import annotations
 
-__all__ = [
-    "CpsatModel",
-    "CpsatOutcome",
-    "alone_bound",
-    "default_quantum",
-    "exact_quantum",
-    "improve_by_windows",
-    "quanta",
-    "relabel",
-    "solve_cpsat",
-]
+from importlib import import_module as _import_module
+from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
+
+if _TYPE_CHECKING:  # pragma: no cover
+    from themis_opt.cpsat.driver import (
+        CpsatOutcome as CpsatOutcome,
+        alone_bound as alone_bound,
+        solve_cpsat as solve_cpsat,
+    )
+    from themis_opt.cpsat.model import (
+        CpsatModel as CpsatModel,
+        default_quantum as default_quantum,
+        exact_quantum as exact_quantum,
+        quanta as quanta,
+        relabel as relabel,
+    )
+    from themis_opt.cpsat.windows import improve_by_windows as improve_by_windows
+
+_HOMES = {
+    "CpsatOutcome": "driver",
+    "alone_bound": "driver",
+    "solve_cpsat": "driver",
+    "CpsatModel": "model",
+    "default_quantum": "model",
+    "exact_quantum": "model",
+    "quanta": "model",
+    "relabel": "model",
+    "improve_by_windows": "windows",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> _Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'themis_opt.cpsat' has no attribute {name!r}")
+    value = getattr(_import_module(f"themis_opt.cpsat.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
+from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.cost import merging_shortens
 from themis_opt.cpsat.model import CPSAT, CpsatModel, default_quantum, exact_quantum
+from themis_opt.cpsat.solver import Solver, SolverSettings, solved, status_of
 from themis_opt.errors import InputError
 from themis_opt.instance import ChunkClass, Instance
 from themis_opt.orders import Order
@@ -27,14 +28,6 @@ logger = logging.getLogger(__name__)
 # million of them in one constraint (2^40 x 2^22 < 2^63); a finer quantum overflows (a TypeError).
 MAX_QUANTA = 2**40
 BOUND_MARGIN = 1e-8  # CP-SAT's bound is shrunk by this (relative): covers WHOLE along any path (a margin)
-
-_STATUS = {
-    cp_model.OPTIMAL: Status.OPTIMAL,
-    cp_model.FEASIBLE: Status.FEASIBLE,
-    cp_model.INFEASIBLE: Status.INFEASIBLE,
-    cp_model.MODEL_INVALID: Status.MODEL_INVALID,
-    cp_model.UNKNOWN: Status.NO_SOLUTION,
-}
 
 
 @dataclass(frozen=True)
@@ -175,29 +168,27 @@ def solve_cpsat(
     search_time = deadline.remaining() * (params.search_share_large if large else params.search_share) - 0.1
     if search_time <= 0:
         raise OutOfTime("cpsat: no time left to search")
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = search_time
-    if large:  # presolve's probing would leave the search nothing, not even the hinted solution
-        solver.parameters.cp_model_probing_level = 0
-    solver.parameters.num_workers = workers
-    # the model is mostly no-overlaps: their stronger propagation proves more (the benchmark page)
-    solver.parameters.use_strong_propagation_in_disjunctive = True
-    solver.parameters.random_seed = seed
-    solver.parameters.stop_after_first_solution = cap is not None
-    solver.parameters.catch_sigint_signal = False  # Ctrl-C goes to Python, which stops the search
-    if log:
-        solver.parameters.log_search_progress = True
-        solver.parameters.log_to_stdout = False  # the callback alone carries it
-        solver.log_callback = lambda line: logger.info("%s", line)
+    solver = Solver(
+        SolverSettings(
+            workers=workers,
+            seed=seed,
+            seconds=search_time,
+            # presolve's probing would leave the search nothing on a large model, not even the hinted solution
+            probing=not large,
+            # the model is mostly no-overlaps: their stronger propagation proves more (the benchmark page)
+            strong_disjunctive=True,
+            first_solution=cap is not None,
+            log=log,
+        )
+    )
     origin = instance.origin_ns
     recorder = _Recorder(model, warm, t0, lower_bound, origin)
-    stop_at = time.perf_counter() + search_time
-    code = run_interruptibly(lambda: solver.solve(model.model, recorder), solver.stop_search, stop_at)
-    status = _STATUS[code]
+    code = solver.run(model.model, deadline, recorder)
+    status = status_of(code)
     bound = None
     if counts is not None or cap is not None:  # a restriction's status and bound say nothing of the problem
         status = Status.FEASIBLE if recorder.solutions else Status.NO_SOLUTION
-    elif code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    elif solved(code):
         # the rounded-down model is a relaxation: its bound in quanta bounds the exact problem
         bound = max(0.0, solver.best_objective_bound * quantum * (1 - BOUND_MARGIN))
     stats = SolverStats(
@@ -229,15 +220,7 @@ def alone_bound(instance: Instance, upper: Schedule, *, deadline: Deadline, work
     except OutOfTime:
         return None
     model.hint(upper)
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = 0
-    solver.parameters.max_deterministic_time = work
-    solver.parameters.use_strong_propagation_in_disjunctive = True
-    solver.parameters.catch_sigint_signal = False
-    if not math.isinf(deadline.at):
-        solver.parameters.max_time_in_seconds = max(0.0, deadline.remaining())
-    code = run_interruptibly(lambda: solver.solve(model.model), solver.stop_search, deadline.at)
-    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    solver = Solver(SolverSettings(work=work, strong_disjunctive=True))
+    if not solved(solver.run(model.model, deadline)):
         return None
     return max(0.0, solver.best_objective_bound * quantum * (1 - BOUND_MARGIN))

@@ -6,10 +6,9 @@ import logging
 import math
 import time
 
-from ortools.sat.python import cp_model
-
-from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
+from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.cpsat.model import CPSAT, CpsatModel, default_quantum
+from themis_opt.cpsat.solver import Solver, SolverSettings, solved
 from themis_opt.errors import InputError, counted
 from themis_opt.instance import Instance
 from themis_opt.params import CpsatParams
@@ -135,13 +134,8 @@ def _solve_window(
         {cid: chunk.order for cid, chunk in zip(sub.chunk_ids, placed)},
         [[math.floor(phase.start_ns / quantum) for phase in chunk.phases] for chunk in placed],
     )
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(0.05, share.remaining())
-    solver.parameters.num_workers = workers
-    solver.parameters.random_seed = seed
-    solver.parameters.catch_sigint_signal = False
-    code = run_interruptibly(lambda: solver.solve(model.model), solver.stop_search, share.at)
-    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    solver = Solver(SolverSettings(workers=workers, seed=seed, seconds=max(0.05, share.remaining())))
+    if not solved(solver.run(model.model, share)):
         return None
     orders = dict(incumbent.orders)
     entries: dict[int, list[tuple[float, int, int]]] = {}

@@ -65,7 +65,6 @@ from typing import Any
 from themis_opt.budget import Deadline, OutOfTime, die_with_parent
 from themis_opt.errors import counted
 from themis_opt.instance import Instance
-from themis_opt.methods import Intra
 from themis_opt.orders import Orders, check_orders
 from themis_opt.params import SearchParams
 from themis_opt.result import is_proven
@@ -73,6 +72,7 @@ from themis_opt.schedule import Schedule
 from themis_opt.search.pool import Helper, can_fork, fork, rate_line, result_of, stop
 from themis_opt.search.timer import AssignmentTimer
 from themis_opt.search.walk import CLOCK_DRAWS, MoveDraws, WalkRules, WalkState, walk_in_core
+from themis_opt.sim.queues import Intra
 
 logger = logging.getLogger(__name__)
 SEARCH = SearchParams()  # the defaults

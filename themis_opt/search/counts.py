@@ -4,13 +4,12 @@ whose fill-and-drain value meets a bound, and counts that level each collective'
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Iterator
 
 from themis_opt.bounds.formulas import BOUNDS, load_programs_fit, load_value, order_profiles
-from themis_opt.bounds.programs import LoadSolution, _fill_drain_model, _fill_drain_solver
-from themis_opt.budget import Deadline, run_interruptibly
+from themis_opt.bounds.programs import LoadSolution, fill_drain_model, fill_drain_settings
+from themis_opt.budget import Deadline
 from themis_opt.instance import Instance
 from themis_opt.orders import Counts
 from themis_opt.params import BoundsParams
@@ -33,21 +32,20 @@ def counts_within(
     only some admit a schedule at its bound (16 and 11 on a 16-chunk
     4x4x4x16 all-reduce: see the docs' benchmark page).
     """
-    from themis_opt.bounds import sat
+    from themis_opt.cpsat import solver as sat
 
     deadline = deadline or Deadline()
     if not load_programs_fit(instance, params):
         return
-    program = _fill_drain_model(instance, None, deadline, params=params)
+    program = fill_drain_model(instance, None, deadline, params=params)
     if program is None:
         return
     m = program.model
     m.clear_hints()
     m.add(program.makespan <= program.q(value - program.origin))
     while not deadline.expired():
-        solver = _fill_drain_solver(deadline, params)
-        code = run_interruptibly(functools.partial(solver.solve, m), solver.stop_search, deadline.at)
-        if code not in (sat.OPTIMAL, sat.FEASIBLE):
+        solver = sat.Solver(fill_drain_settings(params))
+        if not sat.solved(solver.run(m, deadline)):
             return
         found = program.read(solver.value)
         yield found
@@ -76,13 +74,13 @@ def level_counts(
     fewer idle stretches (the docs' benchmark page has the measurements).
     ``None`` if no assignment is found within the limits or before ``deadline``.
     """
-    from themis_opt.bounds import sat
+    from themis_opt.cpsat import solver as sat
 
     deadline = deadline or Deadline()
     if not load_programs_fit(instance, params):
         return None
     # the cuts alone: with the heads' and tails' Booleans CP-SAT found no assignment within the work limit
-    program = _fill_drain_model(instance, start, deadline, heads_tails=False, params=params)
+    program = fill_drain_model(instance, start, deadline, heads_tails=False, params=params)
     if program is None:
         return None
     m = program.model
@@ -101,8 +99,7 @@ def level_counts(
         peaks.append(peak)
     credit = program.q(params.level_credit * (cap - program.origin))
     m.minimize(sum(peaks) - credit * sum(program.used.values()))
-    solver = _fill_drain_solver(deadline, params)
-    code = run_interruptibly(functools.partial(solver.solve, m), solver.stop_search, deadline.at)
-    if code not in (sat.OPTIMAL, sat.FEASIBLE):
+    solver = sat.Solver(fill_drain_settings(params))
+    if not sat.solved(solver.run(m, deadline)):
         return None
     return program.read(solver.value)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import themis_opt.sim.core as simcore
+import themis_opt.sim.timers as timers
 from themis_opt.budget import Deadline
 from themis_opt.instance import Instance
 from themis_opt.params import SearchParams
@@ -69,7 +70,7 @@ class _Sequences:
             schedule,
         )
         self.compiled = (
-            simcore.PhaseGraph(self.length, self.release, self.job_next, self.job_prev) if simcore.available() else None
+            timers.PhaseGraph(self.length, self.release, self.job_next, self.job_prev) if simcore.available() else None
         )
 
     def time(self, sequences: dict[int, list[int]]) -> tuple[float, list[float], list[float]] | None:

@@ -6,15 +6,15 @@ import math
 from array import array
 from collections.abc import Sequence
 
-import themis_opt.sim.core as core
+import themis_opt.sim.timers as timers
 from themis_opt.budget import Deadline
 from themis_opt.instance import Instance
-from themis_opt.methods import Intra
 from themis_opt.orders import Orders, check_order
 from themis_opt.params import SearchParams
 from themis_opt.schedule import Schedule
 from themis_opt.sim.dispatch import Engine, core_runs, simulate_makespan
 from themis_opt.sim.engine import PhaseMemo, gc_paused, run_python
+from themis_opt.sim.queues import Intra
 
 
 class AssignmentTimer:
@@ -43,7 +43,7 @@ class AssignmentTimer:
     def __init__(self, instance: Instance, engine: Engine = "auto", snapshots: int = SearchParams().snapshots):
         self.instance = instance
         self.engine: Engine = engine
-        self._core = core.TableTimer(instance, snapshots) if core_runs(instance, {}, engine)[0] else None
+        self._core = timers.TableTimer(instance, snapshots) if core_runs(instance, {}, engine)[0] else None
         self._orders: dict[int, tuple[int, ...]] = {}  # each token's order
         self._known: dict[tuple[int, int, tuple[int, ...]], int] = {}  # (collective, chunk bytes, order) -> token
         self.made: list[tuple[int, int, tuple[int, ...]]] = []  # every (c, k, order) that made a token, in order
@@ -87,7 +87,7 @@ class AssignmentTimer:
         """Make ``tokens`` under ``intra`` the assignment that later makespans are timed
         from: in the compiled core, a run that changes only collectives released after
         some of the base's snapshots resumes from the last of them (the same makespan,
-        less work; see :class:`~themis_opt.sim.core.TableTimer`). Nothing in Python.
+        less work; see :class:`~themis_opt.sim.timers.TableTimer`). Nothing in Python.
 
         Raises
         ------
@@ -98,13 +98,13 @@ class AssignmentTimer:
             self._core.adopt(tokens, intra, deadline)
 
     @property
-    def in_core(self) -> core.TableTimer | None:
+    def in_core(self) -> timers.TableTimer | None:
         """The compiled core's timer of this instance (what a walk in the core runs on), or ``None``."""
         return self._core
 
     def counts(self) -> tuple[int, int, int, int]:
         """The compiled core's runs, runs resumed from the base, events handled and events the
-        resumed runs did not handle again (see :meth:`themis_opt.sim.core.TableTimer.counts`); zeros in Python.
+        resumed runs did not handle again (see :meth:`themis_opt.sim.timers.TableTimer.counts`); zeros in Python.
         """
         return self._core.counts() if self._core is not None else (0, 0, 0, 0)
 

@@ -16,9 +16,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import themis_opt.sim.core as core
+import themis_opt.sim.timers as timers
 from themis_opt.budget import Deadline
-from themis_opt.methods import Intra
 from themis_opt.result import OPTIMALITY_TOLERANCE
+from themis_opt.sim.queues import Intra
 
 _P = ctypes.c_void_p
 _WALK_DOUBLES = (
@@ -34,7 +35,7 @@ class _Walk(ctypes.Structure):
         ("num_classes", ctypes.c_int64),
         *((name, _P) for name in ("class_ptr", "places", "known_ptr", "known", "dims_ptr", "dims", "token_ptr")),
         ("tokens", _P),
-        *((name, ctypes.c_int64) for name in ("keep_counts", "scf", "evaluations", "max_draws", "by_clock")),
+        *((name, ctypes.c_int64) for name in ("keep_counts", "policy", "evaluations", "max_draws", "by_clock")),
         ("first", ctypes.c_int64),
         ("moves", ctypes.c_int64),
         ("clock_draws", ctypes.c_int64),
@@ -165,7 +166,7 @@ class WalkState:
 
 
 def walk_in_core(
-    timer: core.TableTimer,
+    timer: timers.TableTimer,
     draws: MoveDraws,
     rules: WalkRules,
     state: WalkState,
@@ -208,7 +209,7 @@ def walk_in_core(
         **{name: core.pointer(a) for name, a in draws.arrays.items()},
         tokens=core.pointer(cache),
         keep_counts=draws.keep_counts,
-        scf=core.policy_code(rules.intra),
+        policy=core.policy_code(rules.intra),
         evaluations=rules.evaluations,
         max_draws=rules.max_draws,
         by_clock=rules.by_clock,

@@ -1,23 +1,52 @@
 """The event-driven simulator: every chunk's dimension order (and the queue rule) into a timed schedule.
 
+* :mod:`~themis_opt.sim.queues`: the intra-dimension queue policies, a registry;
+* :mod:`~themis_opt.sim.model`: an instance's compiled model, what is worked out from it once;
 * :mod:`~themis_opt.sim.engine`: the rules, and the engine in Python;
 * :mod:`~themis_opt.sim.core`: the same engine in C (``_simcore.c``), bound with ctypes;
 * :mod:`~themis_opt.sim.dispatch`: :func:`simulate`, which picks the engine;
-* :mod:`~themis_opt.sim.retime`: schedules from fixed orders and fixed sequences (CP-SAT's answers).
+* :mod:`~themis_opt.sim.retiming`: schedules from fixed orders and fixed sequences (CP-SAT's answers).
+
+The names below are imported on first use, so that reading the queue policies' registry loads
+no engine.
 """
 
-from themis_opt.sim.dispatch import Engine, simulate, simulate_makespan
-from themis_opt.sim.engine import PhaseMemo, phase_plan
-from themis_opt.sim.retime import compute_sequence_of, left_shift, retime, sequences_of
+from __future__ import annotations
 
-__all__ = [
-    "Engine",
-    "PhaseMemo",
-    "compute_sequence_of",
-    "left_shift",
-    "phase_plan",
-    "retime",
-    "sequences_of",
-    "simulate",
-    "simulate_makespan",
-]
+from importlib import import_module as _import_module
+from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
+
+if _TYPE_CHECKING:  # pragma: no cover
+    from themis_opt.sim.dispatch import Engine as Engine, simulate as simulate, simulate_makespan as simulate_makespan
+    from themis_opt.sim.engine import PhaseMemo as PhaseMemo, phase_plan as phase_plan
+    from themis_opt.sim.retiming import (
+        compute_sequence_of as compute_sequence_of,
+        left_shift as left_shift,
+        retime as retime,
+        sequences_of as sequences_of,
+    )
+
+_HOMES = {
+    "Engine": "dispatch",
+    "simulate": "dispatch",
+    "simulate_makespan": "dispatch",
+    "PhaseMemo": "engine",
+    "phase_plan": "engine",
+    "compute_sequence_of": "retiming",
+    "left_shift": "retiming",
+    "retime": "retiming",
+    "sequences_of": "retiming",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> _Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'themis_opt.sim' has no attribute {name!r}")
+    value = getattr(_import_module(f"themis_opt.sim.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -1,6 +1,6 @@
-/* The simulator's event loop in C: the same rules as themis_opt/simulator.py's _simulate
- * (read its docstring for them), step for step, so that makespans and schedules agree
- * exactly. themis_opt/simcore.py prepares the arrays and reads the answers; it loads
+/* The simulator's event loop in C: the same rules as themis_opt/sim/engine.py's run_python
+ * (read that module's docstring for them), step for step, so that makespans and schedules
+ * agree exactly. themis_opt/sim/core.py prepares the arrays and reads the answers; it loads
  * this file's shared library with ctypes, so no Python header is needed to build it.
  *
  * Phases come from tables prepared in Python (one table per distinct chunk size,
@@ -76,7 +76,7 @@ static Event heap_pop(EventHeap *h) {
     return top;
 }
 
-/* the policies' codes (themis_opt/sim/core.py's policy_code) */
+/* the queue policies' codes: each QueuePolicy's c_code in themis_opt/sim/queues.py */
 enum { FIFO = 0, SCF = 1, TAIL = 2 };
 
 /* fifo and tail: a heap per dimension on (-priority, key, arrival sequence); fifo's key is 0,
@@ -490,7 +490,7 @@ typedef struct {
 } Scalars;
 
 /* take: w's state into s; else s's into w (the same fields both ways) */
-static void snapshot_copy(Snapshot *s, Work *w, Scalars *v, int scf, int take) {
+static void snapshot_copy(Snapshot *s, Work *w, Scalars *v, int policy, int take) {
 #define COPY(kept, live, bytes) (take ? memcpy((kept), (live), (bytes)) : memcpy((live), (kept), (bytes)))
     size_t tasks = (size_t)w->num_tasks, colls = (size_t)w->num_colls, n = (size_t)w->num_chunks;
     if (take) {
@@ -526,7 +526,7 @@ static void snapshot_copy(Snapshot *s, Work *w, Scalars *v, int scf, int take) {
     COPY(s->compute_ready, w->compute_ready, sizeof(int) * (size_t)s->num_ready);
     int64_t at = 0;
     for (int d = 0; d < w->num_dims; d++) {
-        if (scf != SCF) {
+        if (policy != SCF) {
             if (take) s->queue_len[d] = w->fifo_len[d];
             else w->fifo_len[d] = s->queue_len[d];
             COPY(s->fifo + at, w->fifo + (size_t)d * (n + 1), sizeof(FifoEntry) * (size_t)s->queue_len[d]);
@@ -591,9 +591,9 @@ typedef struct {
     Work work;
     Snapshot **base, **scratch;
     int *base_tokens, *last_tokens, *base_snap_of, *snap_of;
-    int base_count, base_scf, has_base;
+    int base_count, base_policy, has_base;
     double base_makespan;
-    int last_ok, last_scf, last_from, last_count;
+    int last_ok, last_policy, last_from, last_count;
     double last_makespan;
     int64_t counts[4]; /* runs, runs resumed, events handled, events a resumed run did not handle again */
 } Core;
@@ -646,12 +646,12 @@ static int core_ready(Core *ctx, int num_tasks, int num_colls, int num_chunks, i
 }
 
 /*
- * Makes the last run the base if it was a complete run of tokens under scf (then returns 0);
+ * Makes the last run the base if it was a complete run of tokens under policy (then returns 0);
  * 1 if it was not (the caller runs it, then adopts again).
  */
-int core_adopt(void *handle, const int *tokens, int scf) {
+int core_adopt(void *handle, const int *tokens, int policy) {
     Core *ctx = handle;
-    if (!ctx->ready || !ctx->last_ok || ctx->last_scf != scf ||
+    if (!ctx->ready || !ctx->last_ok || ctx->last_policy != policy ||
         memcmp(tokens, ctx->last_tokens, sizeof(int) * (size_t)ctx->work.num_chunks))
         return 1;
     for (int k = ctx->last_from + 1; k < ctx->last_count; k++) {
@@ -668,7 +668,7 @@ int core_adopt(void *handle, const int *tokens, int scf) {
     ctx->snap_of = t;
     memcpy(ctx->snap_of, ctx->base_snap_of, sizeof(int) * (size_t)ctx->work.num_colls);
     ctx->base_count = ctx->last_count;
-    ctx->base_scf = scf;
+    ctx->base_policy = policy;
     ctx->base_makespan = ctx->last_makespan;
     ctx->has_base = 1;
     ctx->last_from = ctx->last_count - 1; /* adopting again swaps nothing */
@@ -715,7 +715,7 @@ int simulate_core(
     const int64_t *table_ptr, const int *ph_dim, const double *ph_dur, const double *ph_key,
     const unsigned char *ph_rule, const double *ph_rest,
     int use_planner, const int *fixed_table, const int64_t *perm_ptr, const int *perm_table,
-    int scf, double deadline, double cutoff, int max_phases,
+    int policy, double deadline, double cutoff, int max_phases,
     int *table_of_out, double *starts, double *compute_starts, double *makespan, double *busy_out, double *coll_end) {
     int num_chunks = num_colls ? first_chunk[num_colls - 1] + chunks[num_colls - 1] : 0;
     Core *ctx = use_planner ? NULL : handle;
@@ -726,7 +726,7 @@ int simulate_core(
         w = &ctx->work;
         starts = compute_starts = NULL; /* the makespan only */
         ctx->last_ok = 0;
-        ctx->last_scf = scf;
+        ctx->last_policy = policy;
         ctx->counts[0]++;
         memcpy(ctx->last_tokens, fixed_table, sizeof(int) * (size_t)num_chunks);
     } else if (work_alloc(&own, num_tasks, num_colls, num_chunks, num_computes, num_dims)) {
@@ -744,7 +744,7 @@ int simulate_core(
     EventHeap *events = &w->events;
     /* where this run resumes: the base's last snapshot before the first collective it changes */
     int from = -1;
-    if (ctx && ctx->has_base && ctx->base_scf == scf) {
+    if (ctx && ctx->has_base && ctx->base_policy == policy) {
         from = ctx->base_count; /* past the last: nothing changed */
         for (int c = 0; c < num_colls; c++)
             for (int i = first_chunk[c]; i < first_chunk[c] + chunks[c]; i++)
@@ -774,7 +774,7 @@ int simulate_core(
     for (int d = 0; d < num_dims; d++) unstarted[d] = 0.0;
     int resumed = from >= 0;
     if (resumed) {
-        snapshot_copy(ctx->base[from], w, &v, scf, 0);
+        snapshot_copy(ctx->base[from], w, &v, policy, 0);
         memcpy(ctx->snap_of, ctx->base_snap_of, sizeof(int) * (size_t)num_colls);
         ctx->counts[1]++;
         ctx->counts[3] += v.handled;
@@ -822,13 +822,13 @@ int simulate_core(
     if (resumed) since = 0;
     double now = 0.0;
     int order[64];
-/* the head of dimension d's queue starts now if d has room (simulator.py's start_head) */
+/* the head of dimension d's queue starts now if d has room (engine.py's start_head) */
 #define START_HEAD(dim_expr)                                                                          \
     do {                                                                                              \
         int dim = (dim_expr), i = -1;                                                                 \
         if (busy[dim] >= capacity) break;                                                             \
-        if (scf != SCF && fifo_len[dim]) i = fifo_pop(fifo + (size_t)dim * (size_t)(num_chunks + 1), &fifo_len[dim]); \
-        if (scf == SCF && queues[dim].len) i = scf_pop(&queues[dim]);                                \
+        if (policy != SCF && fifo_len[dim]) i = fifo_pop(fifo + (size_t)dim * (size_t)(num_chunks + 1), &fifo_len[dim]); \
+        if (policy == SCF && queues[dim].len) i = scf_pop(&queues[dim]);                                \
         if (i < 0) break;                                                                             \
         if (starts) starts[(int64_t)i * max_phases + next_phase[i]] = now;                            \
         start_seq[i] = v.starts++;                                                                    \
@@ -843,10 +843,10 @@ int simulate_core(
         int q_i = (chunk_expr), q_p = next_phase[q_i];                                                \
         int64_t q_at = table_ptr[table_of[q_i]] + q_p;                                                \
         int q_c = coll_of[q_i], q_d = ph_dim[q_at];                                                   \
-        if (scf == FIFO) {                                                                            \
+        if (policy == FIFO) {                                                                            \
             fifo_push(fifo + (size_t)q_d * (size_t)(num_chunks + 1), &fifo_len[q_d],                  \
                       (FifoEntry){-priority[q_c], v.seq++, 0.0, q_i});                                \
-        } else if (scf == TAIL) { /* the chunk's phases after this one, then its collective's tail */ \
+        } else if (policy == TAIL) { /* the chunk's phases after this one, then its collective's tail */ \
             fifo_push(fifo + (size_t)q_d * (size_t)(num_chunks + 1), &fifo_len[q_d],                  \
                       (FifoEntry){0, v.seq++, -(ph_rest[q_at] + coll_tail[q_c]), q_i});               \
         } else if (ph_rule[q_at] & 1) {                                                               \
@@ -862,7 +862,7 @@ int simulate_core(
         while (w->rel_len && w->rel[0] < now) rel_pop(w);
         if (ctx && w->rel_len && w->rel[0] == now && !resumed && since >= stride && count < ctx->max_snapshots) {
             if (!ctx->scratch[count] && !(ctx->scratch[count] = snapshot_new(w))) goto done;
-            snapshot_copy(ctx->scratch[count++], w, &v, scf, 1);
+            snapshot_copy(ctx->scratch[count++], w, &v, policy, 1);
             since = 0;
         }
         resumed = 0;
@@ -1153,7 +1153,7 @@ void core_bind(void *handle, int num_tasks, const unsigned char *is_coll, const 
 }
 
 /* simulate_core of the bound instance with fixed tables, the makespan only (into makespan[0..1]) */
-int core_run(void *handle, const int *tables, int scf, double deadline, double cutoff, double *makespan) {
+int core_run(void *handle, const int *tables, int policy, double deadline, double cutoff, double *makespan) {
     Core *ctx = handle;
     const Bound *b = &ctx->bound;
     if (!ctx->bound_ok) return -2;
@@ -1163,7 +1163,7 @@ int core_run(void *handle, const int *tables, int scf, double deadline, double c
                          b->task_of_coll, b->active_ptr, b->active, b->nominal, b->num_computes, b->compute_dur,
                          b->task_of_compute, b->num_dims, b->dim_size, b->dim_bandwidth, b->capacity,
                          b->serial, b->table_ptr, b->ph_dim, b->ph_dur, b->ph_key, b->ph_rule, b->ph_rest, 0, tables,
-                         NULL, NULL, scf,
+                         NULL, NULL, policy,
                          deadline, cutoff, b->max_phases, NULL, NULL, NULL, makespan, NULL, NULL);
 }
 
@@ -1227,7 +1227,7 @@ typedef struct {
     const int *dims;
     const int64_t *token_ptr; /* class k's token of each order of its dimensions, by rank; -1: not made yet */
     int *tokens;
-    int64_t keep_counts, scf, evaluations, max_draws, by_clock, first, moves, clock_draws;
+    int64_t keep_counts, policy, evaluations, max_draws, by_clock, first, moves, clock_draws;
     double swap_share, known_share, temperature, moves_began, span, deadline, room_factor, target, origin,
         tolerance, cutoff_margin, slice;
     uint32_t *mt; /* 625 words: the state and index of getstate() */
@@ -1327,7 +1327,7 @@ int core_walk(void *handle, Walk *k) {
             break;
         }
         k->used++;
-        int ran = core_run(ctx, k->candidate, (int)k->scf, k->deadline, cutoff + fabs(cutoff) * k->cutoff_margin,
+        int ran = core_run(ctx, k->candidate, (int)k->policy, k->deadline, cutoff + fabs(cutoff) * k->cutoff_margin,
                            makespan);
         double took = monotonic() - now;
         if (took > k->longest) k->longest = took;
@@ -1349,13 +1349,13 @@ int core_walk(void *handle, Walk *k) {
         if (m <= cutoff) {
             memcpy(k->current, k->candidate, row);
             k->current_makespan = m;
-            if (core_adopt(ctx, k->current, (int)k->scf)) { /* not the last run as it stands: run it again */
-                ran = core_run(ctx, k->current, (int)k->scf, k->deadline, INFINITY, makespan);
+            if (core_adopt(ctx, k->current, (int)k->policy)) { /* not the last run as it stands: run it again */
+                ran = core_run(ctx, k->current, (int)k->policy, k->deadline, INFINITY, makespan);
                 if (ran) {
                     status = ran == -1 ? -1 : -2;
                     break;
                 }
-                core_adopt(ctx, k->current, (int)k->scf);
+                core_adopt(ctx, k->current, (int)k->policy);
             }
         }
         if (monotonic() >= slice_end) {

@@ -13,20 +13,28 @@ from typing import Literal
 import themis_opt.sim.core as core
 from themis_opt.budget import Deadline
 from themis_opt.instance import Instance
-from themis_opt.methods import Intra
 from themis_opt.orders import Orders, Planner, check_orders
 from themis_opt.policies import ThemisTracker
 from themis_opt.schedule import ComputeSchedule, Schedule
 from themis_opt.sim.engine import PhaseMemo, build_schedule, gc_paused, run_python
+from themis_opt.sim.queues import Intra, queue_policy
 
 Engine = Literal["auto", "core", "python"]
 
 
-def core_runs(instance: Instance, orders: Orders | Planner, engine: Engine) -> tuple[bool, Orders | None]:
-    """Whether the compiled core runs ``orders`` under ``engine``, and the orders it takes (``None``: a planner).
+def core_runs(
+    instance: Instance, orders: Orders | Planner, engine: Engine, intra: str = Intra.FIFO
+) -> tuple[bool, Orders | None]:
+    """Whether the compiled core runs ``orders`` under ``engine`` and the policy ``intra``, and the
+    orders it takes (``None``: a planner).
 
-    The core runs one stage without sends: an instance with pipeline stages or sends runs in Python.
+    The core runs one stage without sends, under the policies it has a case for: an instance with
+    pipeline stages or sends, or another policy, runs in Python.
     """
+    if queue_policy(intra).c_code is None:
+        if engine == "core":
+            raise RuntimeError(f"the compiled simulator core does not run the {intra} policy")
+        return False, None
     if engine == "python" or not core.available():
         if engine == "core":
             raise RuntimeError("the compiled simulator core is not available")
@@ -86,7 +94,7 @@ def simulate(
         ``(collective, release_ns) -> one order per chunk`` called when each
         collective is released (Themis's tracker plans this way).
     intra
-        ``fifo`` or ``scf``.
+        The intra-dimension policy's name (:data:`~themis_opt.sim.queues.QUEUE_POLICIES`).
     deadline
         When to give up (checked every few thousand events).
     baseline
@@ -112,20 +120,21 @@ def simulate(
         If ``orders`` misses a chunk or gives one an order it cannot take.
     """
     deadline = deadline or Deadline()
-    in_core, core_orders = core_runs(instance, orders, engine)
+    queue_policy(intra)  # known, before any work
+    in_core, core_orders = core_runs(instance, orders, engine, intra)
     if not callable(orders) and not in_core:  # the core checks each distinct order as it meets it
         check_orders(instance, orders)
     with gc_paused():
         if in_core:
-            run = core.run(instance, core_orders, Intra(intra), deadline, baseline=baseline)
+            run = core.run(instance, core_orders, intra, deadline, baseline=baseline)
             build = _core_builder(instance, run)
         else:
-            _, build = run_python(instance, orders, Intra(intra), deadline, {}, baseline)
+            _, build = run_python(instance, orders, intra, deadline, {}, baseline)
         return build(deadline=deadline)
 
 
 def simulate_makespan(
-    instance: Instance, orders: Orders, intra: Intra, deadline: Deadline, memo: PhaseMemo, engine: Engine = "auto"
+    instance: Instance, orders: Orders, intra: str, deadline: Deadline, memo: PhaseMemo, engine: Engine = "auto"
 ) -> tuple[float, Callable[..., Schedule]]:
     """:func:`simulate`'s makespan, and a function that builds its schedule.
 
@@ -135,7 +144,7 @@ def simulate_makespan(
     to run in Python (the core keeps its own per instance). ``orders`` are
     trusted (:func:`check_orders` is not run).
     """
-    if core_runs(instance, orders, engine)[0]:
+    if core_runs(instance, orders, engine, intra)[0]:
         run = core.run(instance, orders, intra, deadline)
         return run.makespan, _core_builder(instance, run)
     with gc_paused():

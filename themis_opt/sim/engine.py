@@ -70,9 +70,10 @@ from contextlib import contextmanager
 from themis_opt.budget import Deadline
 from themis_opt.cost import PhaseSpec, chunk_phases, merges
 from themis_opt.instance import Collective, Instance, Op
-from themis_opt.methods import Intra
 from themis_opt.orders import Orders, Planner, check_order
 from themis_opt.schedule import ChunkSchedule, ComputeSchedule, Phase, Schedule
+from themis_opt.sim.model import collective_tails
+from themis_opt.sim.queues import queue_policy
 
 PhaseMemo = dict[tuple[int, int, tuple[int, ...]], tuple[PhaseSpec, ...]]
 
@@ -249,13 +250,14 @@ _PHASE_DONE, _COMPUTE_DONE, _RELEASE = 0, 1, 2  # same-instant events in this or
 def run_python(
     instance: Instance,
     orders: Orders | Planner,
-    intra: Intra,
+    intra: str,
     deadline: Deadline,
     memo: PhaseMemo,
     baseline: bool = False,
 ) -> tuple[float, Callable[..., Schedule]]:
     """One run in Python: the makespan, and a function that builds the schedule.
 
+    ``intra`` names a policy of :data:`~themis_opt.sim.queues.QUEUE_POLICIES`;
     ``orders`` are fixed or a planner (checked as it plans); ``memo`` keeps
     each chunk's phases from run to run of one instance; ``baseline`` cuts
     all-reduces as the baseline does.
@@ -286,11 +288,9 @@ def run_python(
         first_chunk[c] = first_chunk[c - 1] + collectives[c - 1].chunks
     left = [coll.chunks for coll in collectives]
     priority = [coll.priority for coll in collectives]
-    tails: tuple[float, ...] = ()
-    if intra is Intra.TAIL:
-        from themis_opt.bounds.formulas import collective_tails
-
-        tails = collective_tails(instance, deadline)
+    policy = queue_policy(intra)
+    heap_key, reads_tails = policy.key, policy.reads_tails
+    tails = collective_tails(instance, deadline) if reads_tails else (0.0,) * len(collectives)
     lane0 = [collectives[c].stage * num_dims for c, _ in ids]  # each chunk's stage's first lane
     compute_stage = [task.stage for task in instance.computes]
     num_stages = instance.num_stages
@@ -301,7 +301,7 @@ def run_python(
     starts: list[list[float]] = [[] for _ in ids]
     compute_starts = [0.0] * len(instance.computes)
     next_phase = [0] * len(ids)
-    fifo: list[list[tuple[int, float, int, int]]] = [[] for _ in range(num_lanes)]  # fifo's and tail's
+    fifo: list[list[tuple[float, float, int, int]]] = [[] for _ in range(num_lanes)]  # the heap policies'
     scf: list[ScfQueue] = [ScfQueue() for _ in range(num_lanes)]
     busy = [0] * num_lanes  # phases running on each stage's dimension
     capacity = instance.network.active_chunks
@@ -343,7 +343,7 @@ def run_python(
                 memo[key] = chunk_phases(instance, c, key[1], order, merges(instance, c, baseline))
             i = first_chunk[c] + k
             plan[i] = memo[key]
-            if intra is Intra.TAIL:
+            if reads_tails:
                 rests[i] = later_durations(plan[i])
             chosen[(c, k)] = order
             chunks.append(i)
@@ -361,11 +361,11 @@ def run_python(
         spec = plan[i][p]
         c = ids[i][0]
         lane = lane0[i] + spec.dim
-        if intra is Intra.FIFO:
-            heapq.heappush(fifo[lane], (-priority[c], 0.0, seq, i))
-            seq += 1
-        elif intra is Intra.TAIL:
-            heapq.heappush(fifo[lane], (0, -(rests[i][p] + tails[c]), seq, i))
+        if heap_key is not None:
+            later = rests[i][p] if reads_tails else 0.0
+            heapq.heappush(
+                fifo[lane], (*heap_key(priority[c], later, tails[c], max(spec.bytes_in, spec.bytes_out)), seq, i)
+            )
             seq += 1
         elif spec.op in (Op.ALL_TO_ALL, Op.ALL_REDUCE, Op.SEND):
             scf[lane].insert_before_lower_rank(priority[c], max(spec.bytes_in, spec.bytes_out), i)
@@ -382,7 +382,7 @@ def run_python(
         nonlocal num_started
         if busy[d] >= capacity:
             return
-        if intra is not Intra.SCF:
+        if heap_key is not None:
             if not fifo[d]:
                 return
             i = heapq.heappop(fifo[d])[3]

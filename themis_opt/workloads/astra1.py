@@ -48,7 +48,9 @@ from dataclasses import dataclass
 
 from themis_opt.cost import group_size, growth, performed
 from themis_opt.errors import InputError
-from themis_opt.formats.workload_text import (
+from themis_opt.instance import After, Instance, Kind, Network, Op
+from themis_opt.workloads.graph import TaskGraph
+from themis_opt.workloads.layers import (
     DLRMS,
     HIGHEST_PRIORITY,
     MODEL_PARALLEL,
@@ -57,8 +59,6 @@ from themis_opt.formats.workload_text import (
     Workload,
     check_workload,
 )
-from themis_opt.instance import After, Instance, Kind, Network, Op
-from themis_opt.workloads.graph import TaskGraph
 
 
 def split_dimensions(network: Network, group: int) -> tuple[Network, tuple[int, ...], tuple[int, ...], int | None]:

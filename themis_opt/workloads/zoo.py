@@ -27,8 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from themis_opt.errors import InputError
-from themis_opt.formats.workload_text import Layer, Workload
 from themis_opt.instance import Kind
+from themis_opt.workloads.layers import Layer, Workload
 
 
 @dataclass(frozen=True)

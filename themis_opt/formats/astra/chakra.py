@@ -23,7 +23,7 @@ from themis_opt.errors import InputError, counted
 from themis_opt.fileio import atomic_writer, check_size
 from themis_opt.formats.astra.groups import Groups, aligned_dims, move, offset, same_ring_moved
 from themis_opt.formats.astra.v2 import SystemV2, collective
-from themis_opt.instance import After, Collective, Compute, Instance, Kind, Network
+from themis_opt.instance import After, Collective, Compute, Kind, Network
 
 INSTALL_HINT = 'Chakra traces need the chakra extra: pip install -e ".[chakra]" (or pip install mlc-chakra)'
 
@@ -358,7 +358,8 @@ def trace_tasks(
     the roofline ``num_ops / min(local-mem-bw x num_ops / tensor_size, peak-perf)`` in whole ns;
     compute runs one node at a time, the lowest id first. A node starts when all its data and
     control dependencies have ended. ASTRA-sim 2.x runs one communication at a time per NPU,
-    collectives and sends alike: they are chained in the order it runs them (:func:`serialised`).
+    collectives and sends alike: the caller chains them in the order it runs them
+    (:func:`themis_opt.workloads.astra2.serialised`); the tasks come back unchained.
     """
     traces = read_classes(prefix, network.num_npus, network, groups)
     reps = traces.stage_npus
@@ -474,13 +475,12 @@ def trace_tasks(
             "ASTRA-sim 2.x opens one per NPU"
         )
     stage_npus = tuple(reps) if multi else ()
-    chained, note = serialised(tasks, network, stage_npus)
     if multi:
         notes.append(
             f"{len(reps)} pipeline stages, NPUs {', '.join(map(str, reps))} standing for them "
             f"(classes of {', '.join(str(traces.class_of.count(k)) for k in range(len(reps)))} NPUs)"
         )
-    return chained, [*notes, *([note] if note else [])], stage_npus
+    return tuple(tasks), notes, stage_npus
 
 
 def _within_class(traces: Traces, k: int, coll: Collective, network: Network, where: str) -> None:
@@ -567,75 +567,3 @@ def _compute_ns(node: TraceNode, system: SystemV2, where: str) -> float:
     if runtime == 0:
         raise InputError(where, "the roofline gives 0 ns: ASTRA-sim 2.x aborts on an event at the current time")
     return float(runtime)
-
-
-def serialised(
-    tasks: Sequence[Collective | Compute], network: Network, stage_npus: tuple[int, ...] = ()
-) -> tuple[tuple[Collective | Compute, ...], str]:
-    """The tasks with each collective or send after the one ASTRA-sim 2.x runs before it on its stage's
-    NPU, and a note.
-
-    ASTRA-sim 2.x runs one communication at a time per NPU, collectives and sends together: when it
-    is free, the ready one of lowest id starts (compute, one node at a time, the same way). Alone on
-    the network a collective takes its baseline time whatever runs beside it (a send its message's),
-    so one pass over the tasks in time, every stage at once (``tasks`` in each stage's id order),
-    gives each stage's order; they are then chained in it (each after the one before), so every
-    method keeps ASTRA-sim's order.
-    """
-    from themis_opt.budget import Deadline
-    from themis_opt.methods import Intra
-    from themis_opt.policies import baseline_orders
-    from themis_opt.sim import simulate
-
-    colls = [t for t in tasks if isinstance(t, Collective)]
-    if len(colls) < 2:
-        return tuple(tasks), ""
-    alone = {}
-    for c in colls:
-        solo = Instance(
-            network,
-            (dataclasses.replace(c, after=(), issue_ns=0.0, stage=0),),
-            stage_npus=c.group[:1] if c.kind is Kind.SEND else (),
-        )
-        alone[c.id] = simulate(solo, baseline_orders(solo), Intra.FIFO, Deadline(), baseline=True).makespan
-    ends: dict[str, float] = {}
-    units = [(stage, unit) for stage in range(max(1, len(stage_npus))) for unit in ("compute", "comm")]
-    free = dict.fromkeys(units, 0.0)
-    waiting = list(tasks)  # in id order: the lowest ready id first
-    order: dict[int, list[str]] = {}
-    now = 0.0
-    while waiting:
-        started = False
-        for stage, unit in units:
-            if free[(stage, unit)] > now:
-                continue
-            for task in waiting:
-                if task.stage != stage or (unit == "comm") != isinstance(task, Collective):
-                    continue
-                if all(d.task in ends and ends[d.task] <= now for d in task.after):
-                    length = alone[task.id] if isinstance(task, Collective) else task.duration_ns
-                    ends[task.id] = free[(stage, unit)] = now + length
-                    if isinstance(task, Collective):
-                        order.setdefault(stage, []).append(task.id)
-                    waiting.remove(task)
-                    started = True
-                    break
-        if not started:
-            later = [t for t in (*free.values(), *ends.values()) if t > now]
-            if not later:
-                raise InputError("workload", "a dependency cycle: ASTRA-sim 2.x never finishes")
-            now = min(later)
-    before = {b: a for ids in order.values() for a, b in zip(ids, ids[1:])}
-    chained = tuple(
-        dataclasses.replace(t, after=(*t.after, After(before[t.id])))
-        if isinstance(t, Collective) and t.id in before and before[t.id] not in {d.task for d in t.after}
-        else t
-        for t in tasks
-    )
-    first = order.get(0, [])
-    note = (
-        "ASTRA-sim 2.x runs one collective or send at a time per NPU: they are chained in the order its baseline "
-        f"runs them ({' -> '.join(first[:4])}{' -> ...' if len(first) > 4 else ''}"
-        f"{', and so on for every stage' if len(order) > 1 else ''})"
-    )
-    return chained, note

@@ -74,8 +74,9 @@ def import_astra(
         stop, crash or hang on, or that themis_opt does not model.
     """
     from themis_opt.formats.astra import v1
-    from themis_opt.formats.workload_text import Layer, Workload, parse_workload, scaled
+    from themis_opt.formats.workload_text import parse_workload
     from themis_opt.workloads.astra1 import Cut, task_graph
+    from themis_opt.workloads.layers import Layer, Workload, scaled
 
     network_path, system_path = Path(network_path), Path(system_path)
     if groups not in ("as-astra", "dimensions"):
@@ -204,10 +205,13 @@ def _import_v2(
         source = f"ASTRA-sim 2.x: {network_path.name}, {system_path.name}"
     else:
         found = read_comm_groups(comm_groups, network.num_npus) if comm_groups is not None else None
-        tasks, trace_notes, stage_npus = chakra.trace_tasks(
+        from themis_opt.workloads.astra2 import serialised
+
+        unchained, trace_notes, stage_npus = chakra.trace_tasks(
             workload, network, system, found, as_dimensions=as_dimensions
         )
-        notes += trace_notes
+        tasks, chain_note = serialised(unchained, network, stage_npus)
+        notes += [*trace_notes, *([chain_note] if chain_note else [])]
         source = f"ASTRA-sim 2.x: {network_path.name}, {system_path.name}, {workload.name}.*.et"
         source += f", {comm_groups.name}" if comm_groups is not None else ""
     metadata = {
