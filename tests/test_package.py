@@ -138,11 +138,11 @@ def test_the_simulator_imports_nothing_above_it() -> None:
 
 
 def test_no_file_format_runs_the_simulator() -> None:
-    # a format may read the queue policies' names; no simulator runs from a file format
+    # a format may read the queue policies' names and the compiled model's phase plans; no engine
     graph = _imports()
     formats = {m: imported for m, imported in graph.items() if m.startswith("themis_opt.formats")}
     running = {i for imported in formats.values() for i in imported if _unit(i) == "themis_opt.sim"}
-    assert running <= {"themis_opt.sim.queues"}
+    assert running <= {"themis_opt.sim.queues", "themis_opt.sim.model"}
 
 
 def test_no_private_name_is_imported_across_subpackages() -> None:

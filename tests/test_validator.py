@@ -5,12 +5,15 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from themis_opt.instance import Instance
 from themis_opt.policies import themis_orders
 from themis_opt.schedule import ChunkSchedule, Phase, Schedule
 from themis_opt.sim import simulate
 from themis_opt.validator import critical_path, precedence_graph, validate
+
+from .conftest import heuristic_schedules, pipelined
 
 
 def _replace_chunk(schedule: Schedule, index: int, chunk: ChunkSchedule) -> Schedule:
@@ -166,3 +169,66 @@ def test_stages_overlap_on_their_own_dimensions_and_units_but_not_within_one() -
     assert validate(instance, Schedule(schedule.chunks, (schedule.computes[0], late))) == []
     both_on_one = dataclasses.replace(instance, tasks=tuple(dataclasses.replace(t, stage=0) for t in instance.tasks))
     assert any(v.startswith("stage 0 compute unit: compute 0") for v in validate(both_on_one, schedule))
+
+
+def test_valid_schedules_are_accepted_at_once(monkeypatch: pytest.MonkeyPatch, instance: Instance) -> None:
+    # the numpy check accepts every valid schedule of the simulator (core and Python, every policy)
+    # without the phase-by-phase pass, which is made to fail here
+    import themis_opt.validator as validator
+
+    def not_called(*_: object) -> list[str]:
+        raise AssertionError("checked phase by phase")
+
+    monkeypatch.setattr(validator, "_violations", not_called)
+    for schedule in heuristic_schedules(instance).values():
+        assert validate(instance, schedule) == []
+        assert validate(instance, Schedule(schedule.chunks, schedule.computes)) == []  # built, not lazy
+
+
+def test_pipeline_stages_and_sends_are_accepted_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import themis_opt.validator as validator
+
+    monkeypatch.setattr(validator, "_violations", lambda *_: ["checked phase by phase"])
+    instance = pipelined()
+    for intra in ("fifo", "scf", "tail"):
+        assert validate(instance, simulate(instance, themis_orders(instance), intra)) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    which=st.integers(0, 10_000),
+    phase=st.integers(0, 10),
+    delta=st.sampled_from([-1e3, -1.0, -1e-6, -1e-9, 0.0, 1e-9, 1e-6, 1.0, 1e3]),
+    what=st.sampled_from(["start", "end", "both", "bytes", "dim", "swap"]),
+)
+def test_the_check_at_once_agrees_with_the_check_phase_by_phase(
+    which: int, phase: int, delta: float, what: str
+) -> None:
+    import themis_opt.validator as validator
+
+    instance = pipelined()
+    valid = simulate(instance, themis_orders(instance), "scf")
+    index = which % len(valid.chunks)
+    chunk = valid.chunks[index]
+    p = phase % len(chunk.phases)
+    phases = list(chunk.phases)
+    old = phases[p]
+    if what == "start":
+        phases[p] = dataclasses.replace(old, start_ns=old.start_ns + delta)
+    elif what == "end":
+        phases[p] = dataclasses.replace(old, end_ns=old.end_ns + delta)
+    elif what == "both":
+        phases[p] = _shift(old, delta)
+    elif what == "bytes":
+        phases[p] = dataclasses.replace(old, bytes_out=old.bytes_out * (1 + delta * 1e-3))
+    elif what == "dim":
+        phases[p] = dataclasses.replace(old, dim=(old.dim + 1) % instance.network.num_dims)
+    else:
+        other = (index + 1) % len(valid.chunks)
+        chunks = list(valid.chunks)
+        chunks[index], chunks[other] = chunks[other], chunks[index]
+        changed = Schedule(tuple(chunks), valid.computes)
+    if what != "swap":
+        changed = _replace_chunk(valid, index, dataclasses.replace(chunk, phases=tuple(phases)))
+        changed = Schedule(changed.chunks, valid.computes)
+    assert validate(instance, changed) == validator._violations(instance, changed)

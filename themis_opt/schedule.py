@@ -130,6 +130,9 @@ class ComputeSchedule:
             object.__setattr__(self, name, check_number(name, getattr(self, name)))
 
 
+OP_CODES: tuple[Op, ...] = tuple(Op)  # a phase's operation in numpy columns: its index here
+
+
 @dataclass(frozen=True)
 class PhaseColumns:
     """Every phase of a schedule as numpy columns, in (chunk, phase) order.
@@ -140,6 +143,8 @@ class PhaseColumns:
         Each phase's collective, its chunk's index in the collective, its dimension.
     start_ns, end_ns, bytes_in, bytes_out
         When it runs and what it holds before and after.
+    op
+        Its operation, as its index in :data:`OP_CODES`.
     """
 
     collective: Any
@@ -149,6 +154,7 @@ class PhaseColumns:
     end_ns: Any
     bytes_in: Any
     bytes_out: Any
+    op: Any
 
 
 @dataclass(frozen=True)
@@ -218,6 +224,7 @@ class Schedule:
             np.array([r[2].end_ns for r in rows], dtype=np.float64),
             np.array([r[2].bytes_in for r in rows], dtype=np.float64),
             np.array([r[2].bytes_out for r in rows], dtype=np.float64),
+            np.array([OP_CODES.index(r[2].op) for r in rows], dtype=np.int8),
         )
 
     def __getattr__(self, name: str) -> Any:

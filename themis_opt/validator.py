@@ -24,14 +24,16 @@ Times are compared with a tolerance for float rounding only.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from themis_opt.cost import chunk_phases, merges
+from themis_opt.cost import PhaseSpec, merges
 from themis_opt.errors import counted
 from themis_opt.instance import Compute, Instance, Kind
 from themis_opt.policies import baseline_order
-from themis_opt.schedule import ComputeSchedule, Phase, Schedule
+from themis_opt.schedule import OP_CODES, ComputeSchedule, Phase, Schedule
+from themis_opt.sim.model import chunk_plan
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -52,6 +54,11 @@ def _before(a: float, b: float) -> bool:
 def validate(instance: Instance, schedule: Schedule) -> list[str]:
     """Every violation of the model in ``schedule``, one sentence each.
 
+    The rules are checked on the schedule's numpy columns first, every phase at once (no Python
+    object per phase); only a schedule that fails there, or that those checks do not cover (more
+    than one phase at once on a dimension, chunks out of (collective, chunk) order), is checked
+    phase by phase, which names each violation. Both apply the same rules and tolerances.
+
     Parameters
     ----------
     instance
@@ -64,6 +71,118 @@ def validate(instance: Instance, schedule: Schedule) -> list[str]:
     list of str
         Empty when the schedule is valid.
     """
+    if _valid_at_once(instance, schedule):
+        return []
+    return _violations(instance, schedule)
+
+
+def _close_at_once(a: Any, b: Any) -> Any:
+    """:func:`_close` of numpy arrays, element by element (``math.isclose``'s formula)."""
+    import numpy as np
+
+    return np.abs(a - b) <= np.maximum(REL_TOL * np.maximum(np.abs(a), np.abs(b)), ABS_TOL_NS)
+
+
+def _before_at_once(a: Any, b: Any) -> Any:
+    """:func:`_before` of numpy arrays, element by element."""
+    return (a <= b) | _close_at_once(a, b)
+
+
+def _valid_at_once(instance: Instance, schedule: Schedule) -> bool:
+    """Whether ``schedule`` passes every rule of :func:`_violations`, checked on its numpy columns;
+    ``False`` also where these checks do not apply (then :func:`_violations` decides).
+    """
+    import numpy as np
+
+    if instance.network.active_chunks > 1:
+        return False
+    columns = schedule.columns()
+    starts, ends = columns.start_ns, columns.end_ns
+    n, ids = len(starts), instance.chunk_ids
+    if not n or not (np.isfinite(starts).all() and np.isfinite(ends).all()):
+        return False
+    # every chunk once, in (collective, chunk) order, its phases together
+    new = np.ones(n, dtype=bool)
+    new[1:] = (columns.collective[1:] != columns.collective[:-1]) | (columns.chunk[1:] != columns.chunk[:-1])
+    first = np.flatnonzero(new)
+    if len(first) != len(ids):
+        return False
+    if not (
+        np.array_equal(columns.collective[first], [c for c, _ in ids])
+        and np.array_equal(columns.chunk[first], [k for _, k in ids])
+    ):
+        return False
+    count = np.diff(np.append(first, n))
+    orders = schedule.orders
+    if len(orders) != len(ids):
+        return False
+    # each chunk's phases as its order needs them: one table per distinct plan
+    table: dict[tuple[int, float, tuple[int, ...]], int] = {}  # (collective, chunk bytes, order) -> its table
+    merged: dict[tuple[int, float, tuple[int, ...]], int] = {}  # the same, as the baseline merges it
+    plans: list[tuple[PhaseSpec, ...]] = []
+    table_of = np.empty(len(ids), dtype=np.int64)
+    for i, ((c, k), m) in enumerate(zip(ids, count.tolist())):
+        order = orders.get((c, k))
+        if order is None:
+            return False
+        coll = instance.collectives[c]
+        nbytes = coll.bytes_of(k)
+        key = (c, nbytes, order)
+        found = table.get(key)
+        if found is None:
+            dims = instance.active_dims[c]
+            if sorted(order) != list(dims) or (coll.kind is Kind.ALL_TO_ALL and tuple(order) != dims):
+                return False
+            found = table[key] = len(plans)
+            plans.append(chunk_plan(instance, c, nbytes, tuple(order)))
+        specs = plans[found]
+        if m == len(specs) - 1 and tuple(order) == baseline_order(instance, c) and merges(instance, c, baseline=True):
+            found = merged.get(key)
+            if found is None:
+                found = merged[key] = len(plans)
+                plans.append(chunk_plan(instance, c, nbytes, tuple(order), merged=True))
+            specs = plans[found]
+        if m != len(specs):
+            return False
+        table_of[i] = found
+    phases = [p for specs in plans for p in specs]
+    ptr = np.array([0, *itertools.accumulate(len(specs) for specs in plans)], dtype=np.int64)
+    index = np.repeat(ptr[table_of] - first, count) + np.arange(n)
+    if not (
+        np.array_equal(columns.dim, np.array([p.dim for p in phases], dtype=np.int64)[index])
+        and np.array_equal(columns.op, np.array([OP_CODES.index(p.op) for p in phases], dtype=np.int8)[index])
+    ):
+        return False
+    expected_in = np.array([p.bytes_in for p in phases], dtype=np.float64)[index]
+    expected_out = np.array([p.bytes_out for p in phases], dtype=np.float64)[index]
+    duration = np.array([p.duration for p in phases], dtype=np.float64)[index]
+    if not (
+        _close_at_once(columns.bytes_in, expected_in).all()
+        and _close_at_once(columns.bytes_out, expected_out).all()
+        and _close_at_once(ends - starts, duration).all()
+    ):
+        return False
+    # a chunk's phases one after another, the first once its collective is released
+    release = _releases(instance, schedule)
+    released = np.array([release[instance.task_index[coll.id]] for coll in instance.collectives])
+    later = ~new
+    if not (
+        _before_at_once(released[columns.collective[first]], starts[first]).all()
+        and _before_at_once(ends[:-1][later[1:]], starts[later]).all()
+    ):
+        return False
+    # one phase at a time on each lane (a stage's dimension), by start, end, collective and chunk
+    stage = np.array([coll.stage for coll in instance.collectives], dtype=np.int64)
+    lane = stage[columns.collective] * instance.network.num_dims + columns.dim
+    ranked = np.lexsort((columns.chunk, columns.collective, ends, starts, lane))
+    same = lane[ranked][1:] == lane[ranked][:-1]
+    if not _before_at_once(ends[ranked][:-1][same], starts[ranked][1:][same]).all():
+        return False
+    return not _compute_violations(instance, schedule, release)
+
+
+def _violations(instance: Instance, schedule: Schedule) -> list[str]:
+    """:func:`validate`, phase by phase: every violation named."""
     violations: list[str] = []
     release = _releases(instance, schedule)
     expected = set(instance.chunk_ids)
@@ -86,13 +205,13 @@ def validate(instance: Instance, schedule: Schedule) -> list[str]:
         if coll.kind is Kind.ALL_TO_ALL and tuple(chunk.order) != dims:
             violations.append(f"{where}: an all-to-all takes the ascending order {list(dims)}, not {list(chunk.order)}")
             continue
-        specs = chunk_phases(instance, chunk.collective, coll.bytes_of(chunk.chunk), chunk.order)
+        specs = chunk_plan(instance, chunk.collective, coll.bytes_of(chunk.chunk), tuple(chunk.order))
         if (
             len(chunk.phases) == len(specs) - 1
             and tuple(chunk.order) == baseline_order(instance, chunk.collective)
             and merges(instance, chunk.collective, baseline=True)
         ):
-            specs = chunk_phases(instance, chunk.collective, coll.bytes_of(chunk.chunk), chunk.order, merged=True)
+            specs = chunk_plan(instance, chunk.collective, coll.bytes_of(chunk.chunk), tuple(chunk.order), merged=True)
         if len(chunk.phases) != len(specs):
             violations.append(f"{where}: has {counted(len(chunk.phases), 'phase')}, its order needs {len(specs)}")
             continue

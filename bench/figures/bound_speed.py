@@ -7,8 +7,11 @@ Each case is timed in a subprocess of its own (its peak memory is that
 process's), by the package it runs in (each version builds its own instance,
 so an earlier commit needs none of today's files):
 
-* ``transformer1t``: Transformer-1T, 2 passes x 16 chunks, on the paper's
-  8x8x8 switch network (1,545 tasks, 770 collectives);
+* ``resnet50``: ResNet-50, 2 passes x 64 chunks, on the paper's 8x8x8 switch
+  network (41,472 phases);
+* ``allreduce1g``: one all-reduce of 1 GiB in 1,024 chunks on that network;
+* ``transformer1t``: Transformer-1T, 2 passes x 16 chunks, on that network
+  (1,545 tasks, 770 collectives);
 * ``chain10k``: 10,000 all-reduces of 1 MiB in 4 chunks on that network, each
   waiting for the one before;
 * ``dense``: ``--dense-tasks`` tasks (default 1,415: 1,000,405 dependencies;
@@ -57,6 +60,10 @@ MIB = 2**20
 def build():
     if case == "transformer1t":
         return task_graph(model_workload("transformer1t"), network, passes=2, chunks=16)
+    if case == "resnet50":
+        return task_graph(model_workload("resnet50"), network, passes=2, chunks=64)
+    if case == "allreduce1g":
+        return Instance(network, (Collective("all_reduce", 2**30, 1024),), "allreduce1g")
     if case == "chain10k":
         return Instance(network, tuple(
             Collective("all_reduce", MIB, 4, id=f"c{i}", after=(After(f"c{i - 1}"),) if i else ())
@@ -84,7 +91,7 @@ for method in ("baseline", "themis"):
 print(json.dumps(out))
 """
 
-CASES = ("transformer1t", "chain10k", "dense", "mixed-topology")
+CASES = ("resnet50", "allreduce1g", "transformer1t", "chain10k", "dense", "mixed-topology")
 
 
 def _time(tree: Path, case: str, repeat: int, dense_tasks: int) -> dict[str, list[float]]:

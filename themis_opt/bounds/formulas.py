@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from themis_opt.budget import Deadline
-from themis_opt.cost import chunk_phases, merges
+from themis_opt.cost import merges
 from themis_opt.instance import ChunkClass, Compute, Instance
 from themis_opt.orders import Counts
 from themis_opt.params import BoundsParams
@@ -20,6 +20,7 @@ from themis_opt.policies import baseline_order
 from themis_opt.sim.model import (
     ClassCost,
     OrderProfile,
+    chunk_plan,
     class_cost,
     collective_releases,
     earliest_releases,
@@ -187,10 +188,10 @@ def order_profiles(instance: Instance) -> dict[ChunkClass, dict[tuple[int, ...],
         if shape is None:
             shape = shapes[key] = {}
             for order in instance.orders[c]:
-                ways = [chunk_phases(instance, c, cls.chunk_bytes, order)]
+                ways = [chunk_plan(instance, c, cls.chunk_bytes, order)]
                 if order == baseline_order(instance, c) and merges(instance, c, baseline=True):
                     # the baseline's way to run that order: its least costs count too
-                    ways.append(chunk_phases(instance, c, cls.chunk_bytes, order, merged=True))
+                    ways.append(chunk_plan(instance, c, cls.chunk_bytes, order, merged=True))
                 shape[order] = least_profile([way_profile(phases, 0.0, num_dims, at_once) for phases in ways])
         issue = releases[c]
         profiles[cls] = {

@@ -35,11 +35,12 @@ from typing import Any
 from themis_opt.bounds.formulas import BOUNDS, SAFETY
 from themis_opt.bounds.graph import preemptive_makespan
 from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
-from themis_opt.cost import chunk_phases, merges
+from themis_opt.cost import merges
 from themis_opt.instance import ChunkClass, Collective, Compute, Instance
 from themis_opt.params import BoundsParams
 from themis_opt.policies import baseline_order, baseline_orders
 from themis_opt.sim.model import (
+    chunk_plan,
     class_cost,
     classes_by_collective,
     heads_and_tails,
@@ -98,9 +99,9 @@ def class_ways(instance: Instance, cls: ChunkClass, params: BoundsParams = BOUND
     else:
         ways = []
         for order in instance.orders[c]:
-            runs = [chunk_phases(instance, c, cls.chunk_bytes, order)]
+            runs = [chunk_plan(instance, c, cls.chunk_bytes, order)]
             if order == baseline_order(instance, c) and merges(instance, c, baseline=True):
-                runs.append(chunk_phases(instance, c, cls.chunk_bytes, order, merged=True))
+                runs.append(chunk_plan(instance, c, cls.chunk_bytes, order, merged=True))
             least = least_profile([way_profile(phases, 0.0, num_dims, network.active_chunks) for phases in runs])
             duration = min(sum(p.duration for p in phases) for phases in runs)
             ways.append(Way(least.busy, least.head, least.tail, duration))
@@ -359,11 +360,14 @@ def _solve(instance: Instance, deadline: Deadline, params: BoundsParams) -> floa
     solver = pywraplp.Solver.CreateSolver("GLOP")
     makespan = solver.NumVar(0.0, solver.infinity(), "makespan")  # the floor apart: else the rounds stall on it
     x: dict[tuple[int, int], Any] = {}
+    # rows are written coefficient by coefficient: the expression API costs ten times as much
     for k, cls in enumerate(classes):
+        row = solver.Constraint(len(cls.chunks), len(cls.chunks))
         for w in range(len(ways[k])):
             x[k, w] = solver.NumVar(0.0, len(cls.chunks), f"x{k}_{w}")
-        solver.Add(solver.Sum([x[k, w] for w in range(len(ways[k]))]) == len(cls.chunks))
-    solver.Minimize(makespan)
+            row.SetCoefficient(x[k, w], 1.0)
+    solver.Objective().SetCoefficient(makespan, 1.0)
+    solver.Objective().SetMinimization()
     cuts: list[tuple[float, dict[tuple[int, int], float], Any]] = []  # constant, coefficients, row
     best = floor
     seen: set[tuple[int, float, float]] = set()
@@ -394,8 +398,11 @@ def _solve(instance: Instance, deadline: Deadline, params: BoundsParams) -> floa
                     for k, w, r, work, delivery in on:
                         if r >= h and delivery >= q:
                             coefficients[k, w] = coefficients.get((k, w), 0.0) + work
-                    terms = [x[key] * (c * scale) for key, c in coefficients.items()]
-                    cuts.append((h + q, coefficients, solver.Add(makespan >= (h + q) * scale + solver.Sum(terms))))
+                    row = solver.Constraint((h + q) * scale, solver.infinity())  # makespan >= h + q + work
+                    row.SetCoefficient(makespan, 1.0)
+                    for key, c in coefficients.items():
+                        row.SetCoefficient(x[key], -(c * scale))
+                    cuts.append((h + q, coefficients, row))
                     added += 1
             logger.debug(
                 "iteration bound: round %d, program %.9g ns, bound %.9g ns, %d cuts", rounds, current, best, added

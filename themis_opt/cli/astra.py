@@ -13,9 +13,15 @@ from themis_opt.errors import InputError, counted
 FIELDS = {"all_reduce_bytes": "all_reduce"}  # the library's fields -> this command's dests
 
 
+COMMANDS = {  # each command of this family and its line in --help
+    "import-astra": "make an instance from ASTRA-sim network, system and workload files",
+    "export-astra": "write ASTRA-sim files that run the same case",
+}
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``import-astra`` and ``export-astra``."""
-    p = sub.add_parser("import-astra", help="make an instance from ASTRA-sim network, system and workload files")
+    p = sub.add_parser("import-astra", help=COMMANDS["import-astra"])
     p.add_argument("network", help="ASTRA-sim 1.0 network .json or 2.x network .yml")
     p.add_argument("system", help="ASTRA-sim system file (1.0 key: value text, or 2.x JSON)")
     what = p.add_mutually_exclusive_group(required=True)
@@ -62,7 +68,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     out_option(p, "instance JSON file to write")
     p.set_defaults(handler=import_astra, fields=FIELDS)
 
-    p = sub.add_parser("export-astra", help="write ASTRA-sim files that run the same case")
+    p = sub.add_parser("export-astra", help=COMMANDS["export-astra"])
     p.add_argument("instance", help="instance JSON file")
     p.add_argument("--version", type=int, choices=(1, 2), default=1, help="ASTRA-sim 1.0 or 2.x files (default 1)")
     p.add_argument(

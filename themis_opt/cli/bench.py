@@ -16,10 +16,16 @@ from themis_opt.suites import SUITES
 CONNECT_TIMEOUT_S = 10.0  # seconds bench waits for a --scheduler to answer
 
 
+COMMANDS = {  # each command of this family and its line in --help
+    "bench": "compare methods over instances in a rich table",
+    "plot-bench": 'draw the figures of bench rows (needs pip install -e ".[plot]")',
+}
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``bench`` and ``plot-bench``."""
     names = ", ".join(method_names())
-    p = sub.add_parser("bench", help="compare methods over instances in a rich table")
+    p = sub.add_parser("bench", help=COMMANDS["bench"])
     p.add_argument("paths", nargs="*", help="instance files or folders of them")
     p.add_argument("--suite", choices=SUITES, default=None, help="a suite bundled with themis_opt (default: none)")
     p.add_argument(
@@ -70,7 +76,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.set_defaults(handler=bench)
 
-    p = sub.add_parser("plot-bench", help='draw the figures of bench rows (needs pip install -e ".[plot]")')
+    p = sub.add_parser("plot-bench", help=COMMANDS["plot-bench"])
     p.add_argument("rows", help="JSON-lines file written by bench --out")
     out_option(p, "folder for the speedup, gap and utilisation figures")
     p.add_argument("--format", choices=("svg", "png", "pdf"), default="svg", help="figure format (default svg)")

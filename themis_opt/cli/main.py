@@ -20,8 +20,12 @@ from themis_opt.version import __version__
 COMMANDS = (solving, bench, results, workload, astra)  # each registers its commands, in --help's order
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``themis-opt``."""
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser of ``themis-opt``; given the ``argv`` it will parse, only the command
+    asked for gets its options (the others are listed by name: their options' defaults come from
+    modules that command does not need to load).
+    """
+    asked = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
     parser = Parser(
         prog="themis-opt",
         description="Schedule collectives on multi-dimensional networks: ASTRA-sim's baseline and Themis, "
@@ -31,7 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"themis-opt {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser, metavar="COMMAND", title="commands")
     for family in COMMANDS:
-        family.register(sub)
+        if asked is None or asked in family.COMMANDS:
+            family.register(sub)
+        else:
+            for name, line in family.COMMANDS.items():
+                sub.add_parser(name, help=line)
     return parser
 
 
@@ -42,7 +50,8 @@ def main(argv: Sequence[str] | None = None, *, started: float | None = None) -> 
     reading; default now): loading and printing are stages too.
     """
     started = time.perf_counter() if started is None else started
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     args.started = started
     try:

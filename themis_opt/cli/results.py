@@ -15,9 +15,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.instance import Instance
 
 
+COMMANDS = {  # each command of this family and its line in --help
+    "show": "draw a result's schedule as a per-dimension Gantt chart, or write it as a trace",
+    "plot": 'draw a result\'s schedule as a figure (needs pip install -e ".[plot]")',
+}
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``show`` and ``plot``."""
-    p = sub.add_parser("show", help="draw a result's schedule as a per-dimension Gantt chart, or write it as a trace")
+    p = sub.add_parser("show", help=COMMANDS["show"])
     p.add_argument("result", help="result JSON file")
     p.add_argument(
         "--width",
@@ -41,7 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.set_defaults(handler=show)
 
-    p = sub.add_parser("plot", help='draw a result\'s schedule as a figure (needs pip install -e ".[plot]")')
+    p = sub.add_parser("plot", help=COMMANDS["plot"])
     p.add_argument("result", help="result JSON file")
     out_option(p, "figure file: .svg, .png or .pdf")
     p.add_argument("--instance", default=None, help="the instance JSON, to name the dimensions (default: d0, d1...)")

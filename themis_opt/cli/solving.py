@@ -22,10 +22,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.params import SolveParams
 
 
+COMMANDS = {  # each command of this family and its line in --help
+    "solve": "schedule one instance with one method, or all of them",
+    "validate": "check a result's schedule against its instance",
+}
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``solve`` and ``validate``."""
     names = ", ".join(method_names())
-    p = sub.add_parser("solve", help="schedule one instance with one method, or all of them")
+    p = sub.add_parser("solve", help=COMMANDS["solve"])
     p.add_argument("instance", help="instance JSON file")
     p.add_argument(
         "--method",
@@ -61,7 +67,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--log", action="store_true", help="stream the searches' log to standard error (default off)")
     p.set_defaults(handler=solve, files=files)
 
-    p = sub.add_parser("validate", help="check a result's schedule against its instance")
+    p = sub.add_parser("validate", help=COMMANDS["validate"])
     p.add_argument("instance", help="instance JSON file")
     p.add_argument("result", help="result JSON file")
     p.set_defaults(handler=validate)

@@ -12,7 +12,6 @@ from rich.console import Console
 
 from themis_opt.cli.options import SEED, int_in, number_in, out_option
 from themis_opt.errors import InputError, counted
-from themis_opt.generator import FAMILIES
 
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.instance import Network
@@ -31,13 +30,20 @@ FIELDS = {  # the option types' fields -> this command's dests, or what stands f
 PRECISIONS = {"bf16": 2, "fp16": 2, "fp32": 4}  # bytes an element
 
 
+COMMANDS = {  # each command of this family and its line in --help
+    "workload": "make a training-iteration task graph from a zoo model or a workload file",
+    "generate": "write random instances of a family",
+}
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``workload`` and ``generate``."""
+    from themis_opt.generator import FAMILIES
     from themis_opt.workloads.llm import LLMS, Layout
     from themis_opt.workloads.zoo import MODELS, ZooOptions
 
     zoo, llm = ZooOptions(), Layout()
-    p = sub.add_parser("workload", help="make a training-iteration task graph from a zoo model or a workload file")
+    p = sub.add_parser("workload", help=COMMANDS["workload"])
     p.add_argument(
         "model",
         help=f"a zoo model ({', '.join(MODELS)}; LLMs: {', '.join(LLMS)}) or an ASTRA-sim 1.0 workload file",
@@ -135,7 +141,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     out_option(p, "instance JSON file to write")
     p.set_defaults(handler=workload, fields=FIELDS)
 
-    p = sub.add_parser("generate", help="write random instances of a family")
+    p = sub.add_parser("generate", help=COMMANDS["generate"])
     p.add_argument("--family", required=True, choices=sorted(FAMILIES), help="the family of instances")
     p.add_argument("--count", type=int_in(1, 100_000), default=10, help="how many instances (default 10)")
     p.add_argument("--seed", type=SEED, default=0, help="random seed: the same seed, the same instances (default 0)")

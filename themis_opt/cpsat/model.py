@@ -44,12 +44,13 @@ from typing import NamedTuple
 from ortools.sat.python import cp_model
 
 from themis_opt.budget import Deadline
-from themis_opt.cost import PhaseSpec, chunk_phases, collective_plan
+from themis_opt.cost import PhaseSpec, collective_plan
 from themis_opt.instance import ChunkClass, Collective, Instance, Op
 from themis_opt.orders import Order, Orders
 from themis_opt.params import CpsatParams
 from themis_opt.schedule import ChunkSchedule, Schedule
 from themis_opt.sim import compute_sequence_of, left_shift, retime, sequences_of
+from themis_opt.sim.model import chunk_plan
 
 WHOLE = 1e-9  # relative float error within which a time counts as a whole number of quanta (a margin)
 CPSAT = CpsatParams()  # the defaults
@@ -86,7 +87,7 @@ def exact_quantum(
         for n, order in enumerate(instance.orders[cls.collective]):
             if not n & 31:
                 deadline.check("cpsat quantum")
-            values.update(p.duration for p in chunk_phases(instance, cls.collective, cls.chunk_bytes, order))
+            values.update(p.duration for p in chunk_plan(instance, cls.collective, cls.chunk_bytes, order))
     for task in instance.tasks:
         values.add(task.issue_ns)
         values.update(dep.lag_ns for dep in task.after)
@@ -183,7 +184,7 @@ class CpsatModel:
             self.deadline.check("cpsat model")
             key = (c, instance.collectives[c].bytes_of(k))
             if key not in self.plans:  # identical chunks share their phase plans and size domains
-                self.plans[key] = {o: chunk_phases(instance, c, key[1], o) for o in instance.orders[c]}
+                self.plans[key] = {o: chunk_plan(instance, c, key[1], o) for o in instance.orders[c]}
                 sizes: dict[tuple[int, Op], set[int]] = {}
                 for order, plan in self.plans[key].items():
                     self.rounded[(*key, order)] = [self.floor(p.duration) for p in plan]

@@ -32,13 +32,13 @@ from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 from themis_opt.budget import Deadline, OutOfTime
-from themis_opt.cost import PhaseSpec, chunk_phases, merges
+from themis_opt.cost import PhaseSpec, merges
 from themis_opt.instance import Collective, Instance, Kind, Op
 from themis_opt.orders import Order, Orders, check_order
 from themis_opt.policies import planned_bytes
-from themis_opt.schedule import PhaseColumns
+from themis_opt.schedule import OP_CODES, PhaseColumns
 from themis_opt.sim.engine import later_durations
-from themis_opt.sim.model import collective_tails, model_of
+from themis_opt.sim.model import chunk_plan, collective_tails, model_of
 from themis_opt.sim.queues import queue_policy
 
 logger = logging.getLogger(__name__)
@@ -170,14 +170,16 @@ class _Tables:
         found = self.index.get(key)
         if found is None:
             found = self.index[key] = len(self.specs)
-            self.specs.append(chunk_phases(instance, c, nbytes, order, merged))
+            self.specs.append(chunk_plan(instance, c, nbytes, order, merged))
             self.orders.append(order)
             self.widest = max(self.widest, len(self.specs[-1]))
             self.arrays = None
         return found
 
     def phase_values(self) -> tuple[Any, ...]:
-        """Every table's phases' dimensions, durations and bytes in and out, as numpy arrays."""
+        """Every table's phases' dimensions, durations, bytes in and out and operations (their
+        indices in :data:`~themis_opt.schedule.OP_CODES`), as numpy arrays.
+        """
         import numpy as np
 
         phases = [p for table in self.specs for p in table]
@@ -186,6 +188,7 @@ class _Tables:
             np.array([p.duration for p in phases], dtype=np.float64),
             np.array([p.bytes_in for p in phases], dtype=np.float64),
             np.array([p.bytes_out for p in phases], dtype=np.float64),
+            np.array([OP_CODES.index(p.op) for p in phases], dtype=np.int8),
         )
 
     def columns(self) -> tuple[array[Any], ...]:
@@ -359,7 +362,7 @@ class CoreRun:
         import numpy as np
 
         ptr = np.frombuffer(self.tables.columns()[0], dtype=np.int64)
-        dim, duration, bytes_in, bytes_out = self.tables.phase_values()
+        dim, duration, bytes_in, bytes_out, op = self.tables.phase_values()
         table_of = np.frombuffer(self.table_of, dtype=np.int32)
         first, count = ptr[table_of], ptr[table_of + 1] - ptr[table_of]
         position = np.arange(self.width)
@@ -377,6 +380,7 @@ class CoreRun:
             start + duration[index],
             bytes_in[index],
             bytes_out[index],
+            op[index],
         )
 
     def phase_starts(self) -> list[list[float]]:

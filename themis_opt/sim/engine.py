@@ -68,11 +68,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from themis_opt.budget import Deadline
-from themis_opt.cost import PhaseSpec, chunk_phases, merges
+from themis_opt.cost import PhaseSpec, merges
 from themis_opt.instance import Collective, Instance, Op
 from themis_opt.orders import Orders, Planner, check_order
 from themis_opt.schedule import ChunkSchedule, ComputeSchedule, Phase, Schedule
-from themis_opt.sim.model import collective_tails
+from themis_opt.sim.model import chunk_plan, collective_tails
 from themis_opt.sim.queues import queue_policy
 
 PhaseMemo = dict[tuple[int, int, tuple[int, ...]], tuple[PhaseSpec, ...]]
@@ -197,7 +197,7 @@ def phase_plan(instance: Instance, orders: Orders) -> list[tuple[PhaseSpec, ...]
     for c, k in instance.chunk_ids:
         key = (c, instance.collectives[c].bytes_of(k), tuple(orders[(c, k)]))
         if key not in memo:
-            memo[key] = chunk_phases(instance, c, key[1], key[2])
+            memo[key] = chunk_plan(instance, c, key[1], key[2])
         plan.append(memo[key])
     return plan
 
@@ -340,7 +340,7 @@ def run_python(
                 check_order(instance, c, k, order)
             key = (c, coll.bytes_of(k), order)
             if key not in memo:
-                memo[key] = chunk_phases(instance, c, key[1], order, merges(instance, c, baseline))
+                memo[key] = chunk_plan(instance, c, key[1], order, merges(instance, c, baseline))
             i = first_chunk[c] + k
             plan[i] = memo[key]
             if reads_tails:

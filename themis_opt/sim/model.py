@@ -42,6 +42,9 @@ class Model:
     ----------
     memo
         The answers worked out so far, by name (shared by every process the instance is sent to).
+    plans
+        Every chunk phase plan asked for so far (:func:`chunk_plan`), by the collective's shape,
+        the chunk's size, its order and whether the baseline merges it.
     local
         What belongs to this process only (the compiled core's arrays and their addresses): not
         pickled with the instance.
@@ -49,9 +52,10 @@ class Model:
 
     memo: dict[str, Any] = field(default_factory=dict)
     local: dict[str, Any] = field(default_factory=dict)
+    plans: dict[tuple[Any, ...], tuple[PhaseSpec, ...]] = field(default_factory=dict)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"memo": self.memo, "local": {}}
+        return {"memo": self.memo, "local": {}, "plans": self.plans}
 
 
 def model_of(instance: Instance) -> Model:
@@ -61,6 +65,24 @@ def model_of(instance: Instance) -> Model:
     found: Model | None = instance.__dict__.get("_model")
     if found is None:
         found = instance.__dict__["_model"] = Model()
+    return found
+
+
+def chunk_plan(
+    instance: Instance, collective: int, nbytes: float, order: tuple[int, ...], merged: bool = False
+) -> tuple[PhaseSpec, ...]:
+    """The phases of a chunk of ``nbytes`` of ``collective`` taking ``order`` (``merged``: as the
+    baseline runs it), from the cost model (:func:`~themis_opt.cost.chunk_phases`), worked out once
+    per shape: every part that needs a phase plan reads it here.
+    """
+    coll = instance.collectives[collective]
+    # a group's ring costs differ by its members, and a chunk's share by how its collective is cut
+    cut = (coll.chunks, coll.chunk_bytes, coll.last_chunk_bytes) if coll.group else ()
+    key = (coll.kind, coll.group, cut, nbytes, order, merged)
+    plans = model_of(instance).plans
+    found = plans.get(key)
+    if found is None:
+        found = plans[key] = chunk_phases(instance, collective, nbytes, tuple(order), merged)
     return found
 
 
@@ -109,7 +131,7 @@ def traffic_bytes(instance: Instance, collective: int, deadline: Deadline | None
     if deadline.expired():
         return 0.0
     if coll.kind is Kind.ALL_TO_ALL:  # one fixed order, the size kept: each dimension's share is fixed
-        phases = chunk_phases(instance, collective, float(coll.size_bytes), dims)
+        phases = chunk_plan(instance, collective, float(coll.size_bytes), dims)
         found = sum(_weighted(instance, collective, p) for p in phases)
     elif _moves_at_bandwidth(instance, collective):
         npus = math.prod(instance.network.dimensions[d].size for d in dims)
@@ -174,9 +196,9 @@ def _least_weighted(instance: Instance, cls: ChunkClass) -> float:
 def chunk_ways(instance: Instance, collective: int, chunk_bytes: int) -> Iterator[tuple[PhaseSpec, ...]]:
     """Every way a chunk may run: each order, and the baseline's order merged where the baseline merges."""
     for order in instance.orders[collective]:
-        yield chunk_phases(instance, collective, chunk_bytes, order)
+        yield chunk_plan(instance, collective, chunk_bytes, order)
         if order == baseline_order(instance, collective) and merges(instance, collective, baseline=True):
-            yield chunk_phases(instance, collective, chunk_bytes, order, merged=True)
+            yield chunk_plan(instance, collective, chunk_bytes, order, merged=True)
 
 
 def _smallest_phases(instance: Instance, cls: ChunkClass) -> list[PhaseSpec]:

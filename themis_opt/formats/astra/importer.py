@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from themis_opt.cost import chunk_phases, flattened_ring_stalls
+from themis_opt.cost import flattened_ring_stalls
 from themis_opt.errors import InputError
 from themis_opt.formats.astra import chakra, v2
 from themis_opt.formats.astra.files import IMPLEMENTATION_KEYS
 from themis_opt.formats.astra.groups import read_comm_groups
 from themis_opt.formats.astra.v1 import SystemFile
 from themis_opt.instance import Algorithm, Collective, Compute, Instance, Kind
+from themis_opt.sim.model import chunk_plan
 
 
 def import_astra(
@@ -154,7 +155,7 @@ def _check_runs(instance: Instance, system: SystemFile, system_path: Path, physi
         if implementation.broken:
             raise InputError(f"{system_path}: {IMPLEMENTATION_KEYS[coll.kind]}", implementation.broken)
         if implementation.algorithms[0] is Algorithm.ONE_RING:
-            (phase, *_) = chunk_phases(instance, c, coll.chunk_bytes, instance.active_dims[c])
+            (phase, *_) = chunk_plan(instance, c, coll.chunk_bytes, instance.active_dims[c])
             if flattened_ring_stalls(instance.network, phase.op, phase.bytes_in):
                 raise InputError(
                     f"{system_path}: {IMPLEMENTATION_KEYS[coll.kind]}",
