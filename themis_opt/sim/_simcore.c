@@ -551,7 +551,15 @@ static void snapshot_copy(Snapshot *s, Work *w, Scalars *v, int policy, int take
  * (the search's current assignment) that a run of a neighbouring assignment resumes from.
  * A run writes its snapshots into scratch[]; core_adopt makes the last complete run the base.
  */
-/* simulate_core's instance arguments, kept by core_bind for core_run and core_walk */
+/*
+ * An instance compiled for the core, field for field as themis_opt/sim/core.py's _ModelStruct fills it.
+ * Tasks: is_coll[t], which[t] (collective or compute index), issue[t], pending_in[t]
+ * (dependencies), successors of t at succ_ptr[t]..succ_ptr[t+1] (succ_task, succ_lag).
+ * Collectives: chunks, first_chunk, priority, coll_tail (the tail policy's: the time after the
+ * collective's end on its longest chain of tasks), kind, task_of_coll; active dimensions at
+ * active_ptr[c]..; nominal (the bytes Themis plans with).
+ * serial: the network's serial_phase_ends (the phases that end at an instant are handled one at a time).
+ */
 typedef struct {
     int num_tasks;
     const unsigned char *is_coll;
@@ -576,12 +584,44 @@ typedef struct {
     const int64_t *dim_size;
     const double *dim_bandwidth;
     int capacity, serial;
+} Model;
+
+/*
+ * The phase tables: table_ptr[x]..table_ptr[x+1] into ph_dim, ph_dur, ph_key, ph_rule (bit 0: scf queues
+ * it as fifo does, an all-to-all or all-reduce; bit 1: a reduce-scatter, its last step reduces) and ph_rest
+ * (the durations of the table's later phases, summed first to last: tail's key, as Python sums it);
+ * max_phases, the longest table (the width of a chunk's row of starts).
+ */
+typedef struct {
     const int64_t *table_ptr;
     const int *ph_dim;
     const double *ph_dur, *ph_key;
     const unsigned char *ph_rule;
     const double *ph_rest;
     int max_phases;
+} Tables;
+
+/* Each chunk's table: fixed_table[i], or with use_planner Themis's choice among
+ * perm_table[perm_ptr[c] + size_class * k! + rank] (size_class 1: the last chunk). */
+typedef struct {
+    int use_planner;
+    const int *fixed_table;
+    const int64_t *perm_ptr;
+    const int *perm_table;
+} Orders;
+
+/* What a run writes: table_of[i] per chunk, starts[i * max_phases + p], compute_starts[j]; makespan[0] the
+ * last event's time, makespan[1] the last end of a phase or compute task; busy[d] each dimension's busy
+ * time, coll_end[c] each collective's end (a makespan-only run writes makespan alone). */
+typedef struct {
+    int *table_of;
+    double *starts, *compute_starts, *makespan, *busy, *coll_end;
+} Out;
+
+/* the instance and tables core_bind keeps for core_run and core_walk */
+typedef struct {
+    Model model;
+    Tables tables;
 } Bound;
 
 typedef struct {
@@ -684,39 +724,36 @@ void core_counts(void *handle, int64_t *out) {
  * Returns 0, -1 when deadline (CLOCK_MONOTONIC seconds)
  * passed first, -2 when out of memory, -3 when the makespan is sure to exceed cutoff
  * (fixed tables only: some dimension's phases not yet started, run back to back from
- * now, would end after it; makespan[0] is then that lower bound).
+ * now, would end after it; out->makespan[0] is then that lower bound).
  *
  * handle: NULL, or a Core (core_new) for runs of fixed tables that want the makespan
- * only (table_of, starts, compute_starts, busy_out and coll_end are then not written):
+ * only (out's table_of, starts, compute_starts, busy and coll_end are then not written):
  * such a run resumes from the Core's base run where it can (core_adopt).
- * Tasks: is_coll[t], which[t] (collective or compute index), issue[t], pending[t]
- * (dependencies), successors of t at succ_ptr[t]..succ_ptr[t+1] (succ_task, succ_lag).
- * Collectives: chunks, first_chunk, priority, coll_tail (the tail policy's: the time after the
- * collective's end on its longest chain of tasks), kind, task_of_coll; active dimensions at
- * active_ptr[c]..; fixed tables per chunk (fixed_table[i]) unless use_planner, then
- * perm_table[perm_ptr[c] + size_class * k! + rank] (size_class 1: the last chunk).
- * Tables: table_ptr[x]..table_ptr[x+1] into ph_dim, ph_dur, ph_key, ph_rule (bit 0: scf queues it as
- * fifo does, an all-to-all or all-reduce; bit 1: a reduce-scatter, its last step reduces) and ph_rest
- * (the durations of the table's later phases, summed first to last: tail's key, as Python sums it).
- * serial: the network's serial_phase_ends (the phases that end at an instant are handled one at a time).
- * Out: table_of[i] per chunk, starts[i * max_phases + p], compute_starts[j]; makespan[0] the
- * last event's time, makespan[1] the last end of a phase or compute task; busy_out[d] each
- * dimension's busy time, coll_end[c] each collective's end.
  */
-int simulate_core(
-    void *handle,
-    int num_tasks, const unsigned char *is_coll, const int *which, const double *issue, const int *pending_in,
-    const int64_t *succ_ptr, const int *succ_task, const double *succ_lag,
-    int num_colls, const int *chunks, const int *first_chunk, const int64_t *priority, const double *coll_tail,
-    const int *kind,
-    const int *task_of_coll, const int64_t *active_ptr, const int *active, const int64_t *nominal,
-    int num_computes, const double *compute_dur, const int *task_of_compute,
-    int num_dims, const int64_t *dim_size, const double *dim_bandwidth, int capacity, int serial,
-    const int64_t *table_ptr, const int *ph_dim, const double *ph_dur, const double *ph_key,
-    const unsigned char *ph_rule, const double *ph_rest,
-    int use_planner, const int *fixed_table, const int64_t *perm_ptr, const int *perm_table,
-    int policy, double deadline, double cutoff, int max_phases,
-    int *table_of_out, double *starts, double *compute_starts, double *makespan, double *busy_out, double *coll_end) {
+int simulate_core(void *handle, const Model *m, const Tables *tb, const Orders *o, int policy, double deadline,
+                  double cutoff, const Out *out) {
+    /* the model's, the tables' and the orders' fields under their own names */
+    int num_tasks = m->num_tasks, num_colls = m->num_colls, num_computes = m->num_computes, num_dims = m->num_dims;
+    const unsigned char *is_coll = m->is_coll;
+    const int *which = m->which, *pending_in = m->pending_in, *succ_task = m->succ_task, *chunks = m->chunks;
+    const int *first_chunk = m->first_chunk, *kind = m->kind, *task_of_coll = m->task_of_coll, *active = m->active;
+    const int *task_of_compute = m->task_of_compute;
+    const double *issue = m->issue, *succ_lag = m->succ_lag, *coll_tail = m->coll_tail, *compute_dur = m->compute_dur;
+    const double *dim_bandwidth = m->dim_bandwidth;
+    const int64_t *succ_ptr = m->succ_ptr, *priority = m->priority, *active_ptr = m->active_ptr;
+    const int64_t *nominal = m->nominal, *dim_size = m->dim_size;
+    int capacity = m->capacity, serial = m->serial;
+    const int64_t *table_ptr = tb->table_ptr;
+    const int *ph_dim = tb->ph_dim;
+    const double *ph_dur = tb->ph_dur, *ph_key = tb->ph_key, *ph_rest = tb->ph_rest;
+    const unsigned char *ph_rule = tb->ph_rule;
+    int max_phases = tb->max_phases;
+    int use_planner = o->use_planner;
+    const int *fixed_table = o->fixed_table, *perm_table = o->perm_table;
+    const int64_t *perm_ptr = o->perm_ptr;
+    int *table_of_out = out->table_of;
+    double *starts = out->starts, *compute_starts = out->compute_starts, *makespan = out->makespan;
+    double *busy_out = out->busy, *coll_end = out->coll_end;
     int num_chunks = num_colls ? first_chunk[num_colls - 1] + chunks[num_colls - 1] : 0;
     Core *ctx = use_planner ? NULL : handle;
     Work own, *w = &own;
@@ -1132,39 +1169,28 @@ done:
 /* ---- a search's runs and moves, in a Core ---- */
 
 /* Keeps simulate_core's instance arguments for core_run and core_walk (again whenever a table was added). */
-void core_bind(void *handle, int num_tasks, const unsigned char *is_coll, const int *which, const double *issue,
-               const int *pending_in, const int64_t *succ_ptr, const int *succ_task, const double *succ_lag,
-               int num_colls, const int *chunks, const int *first_chunk, const int64_t *priority,
-               const double *coll_tail, const int *kind,
-               const int *task_of_coll, const int64_t *active_ptr, const int *active, const int64_t *nominal,
-               int num_computes, const double *compute_dur, const int *task_of_compute, int num_dims,
-               const int64_t *dim_size, const double *dim_bandwidth, int capacity, int serial,
-               const int64_t *table_ptr,
-               const int *ph_dim, const double *ph_dur, const double *ph_key, const unsigned char *ph_rule,
-               const double *ph_rest, int max_phases) {
+void core_bind(void *handle, const Model *m, const Tables *tb) {
     Core *ctx = handle;
-    Bound b = {num_tasks,   is_coll,         which,      issue,      pending_in,    succ_ptr,     succ_task,
-               succ_lag,    num_colls,       chunks,     first_chunk, priority,     coll_tail,    kind,
-               task_of_coll, active_ptr,     active,     nominal,    num_computes,  compute_dur,  task_of_compute,
-               num_dims,    dim_size,        dim_bandwidth, capacity, serial,       table_ptr,    ph_dim,
-               ph_dur,      ph_key,          ph_rule,    ph_rest,    max_phases};
-    ctx->bound = b;
+    ctx->bound.model = *m;
+    ctx->bound.tables = *tb;
     ctx->bound_ok = 1;
+}
+
+/* sizeof(Model), sizeof(Tables), sizeof(Orders), sizeof(Out): themis_opt/sim/core.py checks its structs' */
+void core_struct_sizes(int64_t *out) {
+    out[0] = (int64_t)sizeof(Model);
+    out[1] = (int64_t)sizeof(Tables);
+    out[2] = (int64_t)sizeof(Orders);
+    out[3] = (int64_t)sizeof(Out);
 }
 
 /* simulate_core of the bound instance with fixed tables, the makespan only (into makespan[0..1]) */
 int core_run(void *handle, const int *tables, int policy, double deadline, double cutoff, double *makespan) {
     Core *ctx = handle;
-    const Bound *b = &ctx->bound;
     if (!ctx->bound_ok) return -2;
-    return simulate_core(ctx, b->num_tasks, b->is_coll, b->which, b->issue, b->pending_in, b->succ_ptr,
-                         b->succ_task, b->succ_lag, b->num_colls, b->chunks, b->first_chunk, b->priority, b->coll_tail,
-                         b->kind,
-                         b->task_of_coll, b->active_ptr, b->active, b->nominal, b->num_computes, b->compute_dur,
-                         b->task_of_compute, b->num_dims, b->dim_size, b->dim_bandwidth, b->capacity,
-                         b->serial, b->table_ptr, b->ph_dim, b->ph_dur, b->ph_key, b->ph_rule, b->ph_rest, 0, tables,
-                         NULL, NULL, policy,
-                         deadline, cutoff, b->max_phases, NULL, NULL, NULL, makespan, NULL, NULL);
+    Orders fixed = {0, tables, NULL, NULL};
+    Out out = {NULL, NULL, NULL, makespan, NULL, NULL};
+    return simulate_core(ctx, &ctx->bound.model, &ctx->bound.tables, &fixed, policy, deadline, cutoff, &out);
 }
 
 /* Python's random.Random (MT19937, as CPython's _randommodule.c), so that a walk in C draws what
@@ -1249,7 +1275,7 @@ enum { WALK_DONE = 0, WALK_SLICE = 1, WALK_NEED_TOKEN = 2, WALK_OPTIMAL = 3 };
 int core_walk(void *handle, Walk *k) {
     Core *ctx = handle;
     if (!ctx->bound_ok) return -2;
-    const Bound *bd = &ctx->bound;
+    const Model *bd = &ctx->bound.model;
     int num_chunks = bd->num_colls ? bd->first_chunk[bd->num_colls - 1] + bd->chunks[bd->num_colls - 1] : 0;
     size_t row = sizeof(int) * (size_t)num_chunks;
     Mt mt, saved;

@@ -66,17 +66,52 @@ def _kind_code(kind: Kind) -> int:
 
 
 _P = ctypes.c_void_p
-_ARGTYPES: list[Any] = [
-    _P,  # a Core (core_new) for makespan-only runs that resume where they can, or None
-    ctypes.c_int, _P, _P, _P, _P, _P, _P, _P,  # tasks
-    ctypes.c_int, _P, _P, _P, _P, _P, _P, _P, _P, _P,  # collectives
-    ctypes.c_int, _P, _P,  # computes
-    ctypes.c_int, _P, _P, ctypes.c_int, ctypes.c_int,  # dimensions (and their lanes, serial_phase_ends)
-    _P, _P, _P, _P, _P, _P,  # phase tables
-    ctypes.c_int, _P, _P, _P,  # orders
-    ctypes.c_int, ctypes.c_double, ctypes.c_double, ctypes.c_int,  # policy, deadline, cutoff, row width
-    _P, _P, _P, _P, _P, _P,  # out
-]  # fmt: skip
+_INT, _DOUBLE = ctypes.c_int, ctypes.c_double
+_COLLECTIVE_ARRAYS = (
+    "chunks", "first_chunk", "priority", "coll_tail", "kind", "task_of_coll", "active_ptr", "active", "nominal",
+)  # fmt: skip
+_TABLE_ARRAYS = ("table_ptr", "ph_dim", "ph_dur", "ph_key", "ph_rule", "ph_rest")
+
+
+class _ModelStruct(ctypes.Structure):
+    """The C file's ``Model``: an instance compiled for the core (its arrays' addresses and sizes)."""
+
+    _fields_ = [
+        ("num_tasks", _INT),
+        *((name, _P) for name in ("is_coll", "which", "issue", "pending_in", "succ_ptr", "succ_task", "succ_lag")),
+        ("num_colls", _INT),
+        *((name, _P) for name in _COLLECTIVE_ARRAYS),
+        ("num_computes", _INT),
+        ("compute_dur", _P),
+        ("task_of_compute", _P),
+        ("num_dims", _INT),
+        ("dim_size", _P),
+        ("dim_bandwidth", _P),
+        ("capacity", _INT),
+        ("serial", _INT),
+    ]
+
+
+class _TablesStruct(ctypes.Structure):
+    """The C file's ``Tables``: the phase tables."""
+
+    _fields_ = [*((name, _P) for name in _TABLE_ARRAYS), ("max_phases", _INT)]
+
+
+class _OrdersStruct(ctypes.Structure):
+    """The C file's ``Orders``: each chunk's fixed table, or Themis's tables to choose from."""
+
+    _fields_ = [("use_planner", _INT), ("fixed_table", _P), ("perm_ptr", _P), ("perm_table", _P)]
+
+
+class _OutStruct(ctypes.Structure):
+    """The C file's ``Out``: what a run writes."""
+
+    _fields_ = [(name, _P) for name in ("table_of", "starts", "compute_starts", "makespan", "busy", "coll_end")]
+
+
+_STRUCTS = (_ModelStruct, _TablesStruct, _OrdersStruct, _OutStruct)  # as core_struct_sizes lists them
+_ARGTYPES: list[Any] = [_P, _P, _P, _P, _INT, _DOUBLE, _DOUBLE, _P]  # Core or None, the structs, policy, times, out
 
 
 _SEQUENCE_ARGTYPES: list[Any] = [ctypes.c_int, _P, _P, _P, _P, ctypes.c_int, _P, _P, _P, _P]
@@ -104,8 +139,15 @@ def _load() -> Any:
     library.core_adopt.restype = ctypes.c_int
     library.core_counts.argtypes = [_P, _P]
     library.core_counts.restype = None
-    library.core_bind.argtypes = [_P, *_ARGTYPES[1:33], ctypes.c_int]
+    library.core_bind.argtypes = [_P, _P, _P]
     library.core_bind.restype = None
+    library.core_struct_sizes.argtypes = [_P]
+    library.core_struct_sizes.restype = None
+    sizes = array("q", [0] * len(_STRUCTS))
+    library.core_struct_sizes(pointer(sizes))
+    if list(sizes) != [ctypes.sizeof(struct) for struct in _STRUCTS]:
+        logger.info("the compiled simulator core's structs differ from its binding's: the simulator runs in Python")
+        return None
     library.core_run.argtypes = [_P, _P, ctypes.c_int, ctypes.c_double, ctypes.c_double, _P]
     library.core_run.restype = ctypes.c_int
     library.core_walk.argtypes = [_P, _P]  # a Walk (themis_opt.search.walk)
@@ -161,6 +203,7 @@ class _Tables:
     orders: list[Order] = field(default_factory=list)
     arrays: tuple[array[Any], ...] | None = None
     widest: int = 1
+    struct: _TablesStruct | None = None  # the core's view of arrays (made again with them)
 
     def table(self, instance: Instance, c: int, nbytes: int, order: Order, merged: bool) -> int:
         coll = instance.collectives[c]
@@ -202,22 +245,32 @@ class _Tables:
                 array("B", [_rule_bits(p.op) for p in phases]),
                 array("d", [rest for table in self.specs for rest in later_durations(table)]),
             )
+            self.struct = _TablesStruct(*(pointer(a) for a in self.arrays), self.widest)
         return self.arrays
+
+    def bound(self) -> tuple[tuple[array[Any], ...], _TablesStruct]:
+        """The arrays the core reads, and its struct of them (which they must outlive)."""
+        arrays = self.columns()
+        assert self.struct is not None
+        return arrays, self.struct
 
 
 @dataclass
 class _Prepared:
-    """One instance's arrays for the core, its phase tables and its chunks' orders' tables."""
+    """One instance's arrays for the core (by the C ``Model``'s field names) and their struct, its
+    phase tables and its chunks' orders' tables.
+    """
 
-    static: tuple[array[Any], ...]
+    static: dict[str, array[Any]]
+    model: _ModelStruct
     tables: _Tables
     by_order: dict[tuple[int, bool, int], dict[Order, int]]  # (collective, merged, chunk bytes) -> order -> table
     planned: tuple[array[int], array[int]] | None = None  # every order's table per collective, for Themis
     tails_filled: bool = False
 
     def prime(self, instance: Instance, intra: str, deadline: Deadline) -> None:
-        """Fill the collectives' tails in :attr:`static` (in place: a bound Core keeps their
-        address) the first time ``intra`` reads them.
+        """Fill the collectives' tails (``coll_tail``, in place: the struct and a bound Core keep
+        their address) the first time ``intra`` reads them.
 
         Raises
         ------
@@ -225,22 +278,11 @@ class _Prepared:
             If ``deadline`` passes first.
         """
         if queue_policy(intra).reads_tails and not self.tails_filled:
-            tails = self.static[_TAILS]
+            tails = self.static["coll_tail"]
             address = tails.buffer_info()[0]
             tails[:] = array("d", collective_tails(instance, deadline))
             assert tails.buffer_info()[0] == address, "filled in place"
             self.tails_filled = True
-
-    @property
-    def pointers(self) -> list[int]:
-        """The addresses of :attr:`static` (they do not move: the arrays never grow)."""
-        found: list[int] | None = self.__dict__.get("_pointers")
-        if found is None:
-            found = self.__dict__["_pointers"] = [pointer(a) for a in self.static]
-        return found
-
-
-_TAILS = 10  # where the collectives' tails are in _Prepared.static
 
 
 def _prepared(instance: Instance) -> _Prepared:
@@ -248,11 +290,22 @@ def _prepared(instance: Instance) -> _Prepared:
     local = model_of(instance).local
     found: _Prepared | None = local.get("core")
     if found is None:
-        found = local["core"] = _Prepared(_static(instance), _Tables(), {})
+        static = _static(instance)
+        network = instance.network
+        sizes = {
+            "num_tasks": len(instance.tasks),
+            "num_colls": len(instance.collectives),
+            "num_computes": len(instance.computes),
+            "num_dims": network.num_dims,
+            "capacity": network.active_chunks,
+            "serial": int(network.serial_phase_ends),
+        }
+        model = _ModelStruct(**sizes, **{name: pointer(a) for name, a in static.items()})
+        found = local["core"] = _Prepared(static, model, _Tables(), {})
     return found
 
 
-def _static(instance: Instance) -> tuple[array[Any], ...]:
+def _static(instance: Instance) -> dict[str, array[Any]]:
     tasks = instance.tasks
     index = instance.task_index
     colls = instance.collectives
@@ -269,28 +322,28 @@ def _static(instance: Instance) -> tuple[array[Any], ...]:
     active = instance.active_dims
     nominal = [planned_bytes(instance, c) for c in range(len(colls))]
     chunks = [c.chunks for c in colls]
-    return (
-        array("B", is_coll),
-        array("i", which),
-        array("d", [t.issue_ns for t in tasks]),
-        array("i", [len(t.after) for t in tasks]),
-        offsets([len(s) for s in successors]),
-        array("i", [t for s in successors for t, _ in s]),
-        array("d", [lag for s in successors for _, lag in s]),
-        array("i", chunks),
-        array("i", offsets(chunks)[:-1]),
-        array("q", [c.priority for c in colls]),
-        array("d", [0.0]) * len(colls),  # the collectives' tails, filled in place when tail first runs
-        array("i", [_kind_code(c.kind) for c in colls]),
-        array("i", [t for t, flag in enumerate(is_coll) if flag]),
-        offsets([len(a) for a in active]),
-        array("i", [d for a in active for d in a]),
-        array("q", nominal),
-        array("d", [t.duration_ns for t in instance.computes]),
-        array("i", [t for t, flag in enumerate(is_coll) if not flag]),
-        array("q", [d.size for d in dims]),
-        array("d", [d.bandwidth_gbps for d in dims]),
-    )
+    return {
+        "is_coll": array("B", is_coll),
+        "which": array("i", which),
+        "issue": array("d", [t.issue_ns for t in tasks]),
+        "pending_in": array("i", [len(t.after) for t in tasks]),
+        "succ_ptr": offsets([len(s) for s in successors]),
+        "succ_task": array("i", [t for s in successors for t, _ in s]),
+        "succ_lag": array("d", [lag for s in successors for _, lag in s]),
+        "chunks": array("i", chunks),
+        "first_chunk": array("i", offsets(chunks)[:-1]),
+        "priority": array("q", [c.priority for c in colls]),
+        "coll_tail": array("d", [0.0]) * len(colls),  # filled in place when a policy first reads them
+        "kind": array("i", [_kind_code(c.kind) for c in colls]),
+        "task_of_coll": array("i", [t for t, flag in enumerate(is_coll) if flag]),
+        "active_ptr": offsets([len(a) for a in active]),
+        "active": array("i", [d for a in active for d in a]),
+        "nominal": array("q", nominal),
+        "compute_dur": array("d", [t.duration_ns for t in instance.computes]),
+        "task_of_compute": array("i", [t for t, flag in enumerate(is_coll) if not flag]),
+        "dim_size": array("q", [d.size for d in dims]),
+        "dim_bandwidth": array("d", [d.bandwidth_gbps for d in dims]),
+    }
 
 
 def plannable(instance: Instance) -> bool:
@@ -389,20 +442,6 @@ class CoreRun:
         return [starts[i * width : i * width + len(p)] for i, p in enumerate(self.plan())]
 
 
-def _instance_arguments(instance: Instance, prepared: _Prepared, columns: tuple[array[Any], ...]) -> list[Any]:
-    """The core's arguments up to the orders: the instance's arrays and the phase tables."""
-    network, s = instance.network, prepared.pointers
-    # fmt: off
-    return [
-        len(instance.tasks), *s[0:7],
-        len(instance.collectives), *s[7:16],
-        len(instance.computes), *s[16:18],
-        network.num_dims, *s[18:20], network.active_chunks, int(network.serial_phase_ends),
-        *(pointer(a) for a in columns),
-    ]
-    # fmt: on
-
-
 def _outputs(instance: Instance, width: int) -> tuple[array[Any], ...]:
     """The core's out arrays: each chunk's table, every phase's start (``width`` a chunk), each compute
     task's start, the two makespans, each dimension's busy time, each collective's end.
@@ -476,26 +515,15 @@ def run(
     else:
         perm_ptr, perm_table = array("q", [0]), array("i", [0])
         fixed = _fixed_tables(instance, prepared, orders, baseline)
-    columns = tables.columns()
+    _, struct = tables.bound()
     width = tables.widest
     network = instance.network
     out = _outputs(instance, width)
     table_of, starts, compute_starts, makespan, busy, ends = out
-    _checked(
-        core(
-            None,
-            *_instance_arguments(instance, prepared, columns),
-            int(orders is None),
-            pointer(fixed),
-            pointer(perm_ptr),
-            pointer(perm_table),
-            policy_code(intra),
-            deadline.at,
-            math.inf,
-            width,
-            *(pointer(a) for a in out),
-        )
-    )
+    chosen = _OrdersStruct(int(orders is None), pointer(fixed), pointer(perm_ptr), pointer(perm_table))
+    written = _OutStruct(*(pointer(a) for a in out))
+    refs = (ctypes.byref(prepared.model), ctypes.byref(struct), ctypes.byref(chosen))
+    _checked(core(None, *refs, policy_code(intra), deadline.at, math.inf, ctypes.byref(written)))
     return CoreRun(
         makespan[0],
         makespan[1],

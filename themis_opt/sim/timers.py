@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import math
 import weakref
@@ -20,7 +21,6 @@ from themis_opt.sim.core import (
     _CUT_OFF,
     CUTOFF_MARGIN,
     _checked,
-    _instance_arguments,
     _prepared,
     c_library,
     offsets,
@@ -104,11 +104,9 @@ class TableTimer:
         return found
 
     def _bind(self) -> None:
-        """The core's arguments but the tables and the policy (again after a new table was made)."""
-        tables = self._prepared.tables
-        self._columns = tables.columns()
-        arguments = _instance_arguments(self.instance, self._prepared, self._columns)
-        c_library().core_bind(self._context(), *arguments, tables.widest)
+        """Give the Core the instance and its tables (again after a new table was made)."""
+        self._columns, struct = self._prepared.tables.bound()
+        c_library().core_bind(self._context(), ctypes.byref(self._prepared.model), ctypes.byref(struct))
 
     def _context(self) -> int:
         if self._handle is None:
