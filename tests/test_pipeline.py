@@ -12,6 +12,7 @@ from themis_opt.bounds import compute_bounds, fill_drain_value, integer_load_bou
 from themis_opt.budget import Deadline
 from themis_opt.formats.native import load_instance
 from themis_opt.instance import Collective, Dimension, Instance, Network
+from themis_opt.methods import SolveOptions
 from themis_opt.params import PipelineParams, SolveParams, Stage
 from themis_opt.pipeline import (
     STAGES,
@@ -54,7 +55,8 @@ def _context(
     bounds = bounds or compute_bounds(instance, memo=memo)
     deadline = Deadline.after(seconds)
     params = params or SolveParams()
-    return kind(instance, bounds, deadline, params, 1, 0, None, False, time.perf_counter(), memo=memo, best=best)
+    options = SolveOptions.of("cpsat", time_limit=seconds, workers=1)
+    return kind(instance, bounds, deadline, params, options, 1, time.perf_counter(), memo=memo, best=best)
 
 
 def test_the_table_lists_every_stage_once_in_order() -> None:

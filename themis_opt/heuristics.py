@@ -21,14 +21,14 @@ from themis_opt.sim import simulate
 from themis_opt.sim.queues import Intra
 
 
-def baseline_schedule(instance: Instance, intra: Intra, deadline: Deadline, *, merged: bool = True) -> Schedule:
+def baseline_schedule(instance: Instance, intra: str, deadline: Deadline, *, merged: bool = True) -> Schedule:
     """Every chunk on the baseline order; ``merged``: all-reduces cut as the baseline cuts them
     (under ``local_bw_aware``, its last dimension one all-reduce phase).
     """
     return simulate(instance, baseline_orders(instance), intra, deadline, baseline=merged)
 
 
-def themis_schedule(instance: Instance, intra: Intra, deadline: Deadline) -> Schedule:
+def themis_schedule(instance: Instance, intra: str, deadline: Deadline) -> Schedule:
     """Themis's orders, planned as each collective is released."""
     return simulate(instance, ThemisTracker(instance).plan, intra, deadline)
 
@@ -210,44 +210,45 @@ def _distinct(schedules: list[Schedule]) -> list[Orders]:
     return distinct
 
 
-def _result(call: MethodCall, method: str, make: Callable[[], tuple[Schedule, Intra, str]]) -> Result:
+def _result(call: MethodCall, method: str, make: Callable[[], tuple[Schedule, str, str]]) -> Result:
     """``make``'s schedule as the result of ``method``, or none with a note if it ran out of time."""
     schedule: Schedule | None
-    policy: Intra | None
+    policy: str | None
     try:
         schedule, policy, note = make()
     except OutOfTime:
-        schedule, note = None, f"{method}: out of time ({call.time_limit:.3g} s) before the schedule was complete"
-        policy = call.intra or METHODS[method].default_intra
+        limit = call.options.time_limit
+        schedule, note = None, f"{method}: out of time ({limit:.3g} s) before the schedule was complete"
+        policy = call.options.intra or METHODS[method].default_intra
     return result_of(
         call.instance,
         method,
-        policy.value if policy is not None else None,
+        str(policy) if policy is not None else None,
         schedule,
         reported(call.bounds, call.report_programs),
         call.t0,
         note=note,
-        variant=call.variant,
+        variant=call.options.variant,
     )
 
 
 def run_baseline(call: MethodCall) -> Result:
     """The baseline method: every chunk on one fixed order (fifo unless asked otherwise)."""
-    policy = call.intra or Intra.FIFO
+    policy = call.options.intra or Intra.FIFO
     return _result(call, "baseline", lambda: (baseline_schedule(call.instance, policy, call.deadline), policy, ""))
 
 
 def run_themis(call: MethodCall) -> Result:
     """Themis: its greedy orders, planned as each collective is released (scf unless asked otherwise)."""
-    policy = call.intra or Intra.SCF
+    policy = call.options.intra or Intra.SCF
     return _result(call, "themis", lambda: (themis_schedule(call.instance, policy, call.deadline), policy, ""))
 
 
 def run_balanced(call: MethodCall) -> Result:
     """balanced: order counts of the load bounds spread evenly (:func:`balanced_schedule`)."""
 
-    def make() -> tuple[Schedule, Intra, str]:
-        intra = call.intra.value if call.intra is not None else None
+    def make() -> tuple[Schedule, str, str]:
+        intra = call.options.intra
         return balanced_schedule(call.instance, intra, call.deadline, call.memo, call.params, call.bounds.best)
 
     return _result(call, "balanced", make)

@@ -44,7 +44,7 @@ from themis_opt.cost import merging_shortens
 from themis_opt.errors import counted
 from themis_opt.heuristics import balanced_schedule, baseline_schedule, themis_schedule
 from themis_opt.instance import Instance
-from themis_opt.methods import MethodCall
+from themis_opt.methods import MethodCall, SolveOptions
 from themis_opt.orders import Counts, Orders
 from themis_opt.params import SolveParams, Stage
 from themis_opt.policies import counts_match, spread_orders
@@ -70,10 +70,8 @@ class Context:
     bounds: Bounds
     deadline: Deadline
     params: SolveParams
-    workers: int
-    seed: int
-    quantum_ns: float | None
-    log: bool
+    options: SolveOptions
+    workers: int  # the options' workers, or the cores available
     t0: float
     memo: Memo = field(default_factory=dict)
     given: Schedule | None = None  # the caller's schedule, a warm start besides the heuristics'
@@ -125,7 +123,12 @@ class Context:
 
     def search_options(self) -> dict[str, Any]:
         """What every local search of this call is given besides its starts and deadline."""
-        return {"seed": self.seed, "target": self.bounds.best, "workers": self.workers, "params": self.params.search}
+        return {
+            "seed": self.options.seed,
+            "target": self.bounds.best,
+            "workers": self.workers,
+            "params": self.params.search,
+        }
 
     def cpsat(self, start: Schedule, deadline: Deadline, **options: Any) -> CpsatOutcome:
         """CP-SAT from ``start`` with this call's options (see :func:`~themis_opt.cpsat.solve_cpsat`)."""
@@ -138,9 +141,9 @@ class Context:
             start,
             deadline=deadline,
             workers=self.workers,
-            seed=self.seed,
-            quantum_ns=self.quantum_ns,
-            log=self.log,
+            seed=self.options.seed,
+            quantum_ns=self.options.quantum_ns,
+            log=self.options.log,
             t0=self.t0,
             lower_bound=self.bounds.best,
             params=self.params.cpsat,
@@ -290,7 +293,7 @@ def windows(ctx: Context, budget: Deadline) -> None:
     )
     try:
         best, trajectory = improve_by_windows(
-            ctx.instance, ctx.best, deadline=budget, workers=ctx.workers, seed=ctx.seed, t0=ctx.t0, params=cpsat
+            ctx.instance, ctx.best, deadline=budget, workers=ctx.workers, seed=ctx.options.seed, t0=ctx.t0, params=cpsat
         )
     except OutOfTime:
         return
@@ -451,10 +454,8 @@ def run_cpsat(call: MethodCall) -> Result:
         call.bounds,
         call.deadline,
         call.params,
-        call.workers if call.workers is not None else available_workers(),
-        call.seed,
-        call.quantum_ns,
-        call.log,
+        call.options,
+        call.options.workers if call.options.workers is not None else available_workers(),
         call.t0,
         memo=call.memo,
         given=call.warm,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-import math
 import time
 from collections.abc import Sequence
 
@@ -11,43 +11,13 @@ from themis_opt.bounds import Memo, compute_bounds, iteration_wanted, programs_w
 from themis_opt.budget import Deadline
 from themis_opt.errors import InputError
 from themis_opt.instance import Instance
-from themis_opt.methods import METHODS, VARIANTS, MethodCall, resolve_method
+from themis_opt.methods import METHODS, VARIANTS, MethodCall, SolveOptions, resolve_method
 from themis_opt.params import DEFAULT, SolveParams
 from themis_opt.resolution import checked  # a schedule floats cannot resolve is marked invalid
 from themis_opt.result import Bounds, Result, result_of
 from themis_opt.schedule import Schedule
-from themis_opt.sim.queues import Intra, queue_policy
 
 logger = logging.getLogger(__name__)
-
-
-def check_options(
-    method: str,
-    intra: str | None,
-    time_limit: float,
-    workers: int | None,
-    seed: int,
-    quantum_ns: float | None,
-) -> None:
-    """Raise :class:`InputError` on an option out of range."""
-    if method not in METHODS:
-        raise InputError("method", f"must be one of {', '.join(METHODS)}, got {method!r}")
-    if intra is not None:
-        queue_policy(intra)
-    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit > 0:
-        raise InputError("time_limit", f"must be a number > 0, got {time_limit!r}")
-    if not math.isfinite(time_limit) or time_limit > 1e6:
-        raise InputError("time_limit", f"must be at most 1e6 seconds, got {time_limit!r}")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 1024):
-        raise InputError("workers", f"must be an integer from 1 to 1024, got {workers!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
-        raise InputError("seed", f"must be an integer from 0 to 2^31 - 1, got {seed!r}")
-    if quantum_ns is not None and (
-        isinstance(quantum_ns, bool)
-        or not isinstance(quantum_ns, (int, float))
-        or not (quantum_ns > 0 and math.isfinite(quantum_ns))
-    ):
-        raise InputError("quantum_ns", f"must be a finite number > 0, got {quantum_ns!r}")
 
 
 def solve(
@@ -127,19 +97,42 @@ def solve(
     InputError
         On an option out of range.
     """
-    variant = method  # what the result is called: as asked, with a policy given apart folded in
-    method, intra = resolve_method(method, intra)
-    if intra is not None and variant == method and method in METHODS and not METHODS[method].searches:
-        variant = f"{method}-{intra}"
-    check_options(method, intra, time_limit, workers, seed, quantum_ns)
+    options = SolveOptions.of(
+        method,
+        intra,
+        time_limit=time_limit,
+        workers=workers,
+        seed=seed,
+        quantum_ns=quantum_ns,
+        log=log,
+        bound_set=bound_set,
+    )
+    return run_method(instance, options, bounds=bounds, warm=warm, params=params)
+
+
+def run_method(
+    instance: Instance,
+    options: SolveOptions,
+    *,
+    bounds: Bounds | None = None,
+    warm: Schedule | None = None,
+    params: SolveParams | None = None,
+) -> Result:
+    """:func:`solve` with its options made (:class:`~themis_opt.methods.SolveOptions`, checked once).
+
+    Raises
+    ------
+    InputError
+        On a bound set or a parameters object that is not one.
+    """
     if params is None:
         params = DEFAULT
     elif not isinstance(params, SolveParams):
         raise InputError("params", f"must be a SolveParams, got {type(params).__name__}")
     t0 = time.perf_counter()
-    deadline = Deadline(t0 + time_limit)
-    spec = METHODS[method]
-    programs = programs_wanted(instance, bound_set, params.bounds)
+    deadline = Deadline(t0 + options.time_limit)
+    spec = METHODS[options.method]
+    programs = programs_wanted(instance, options.bound_set, params.bounds)
     memo: Memo = {}  # the load programs' answers, shared by this call's stages
     if bounds is None:
         settings = params.bounds
@@ -148,27 +141,11 @@ def solve(
             if spec.searches
             else deadline.share(settings.cheap_share)
         )
-        iteration = iteration_wanted(instance, bound_set, settings)
+        iteration = iteration_wanted(instance, options.bound_set, settings)
         full = spec.load_bounds or programs
         bounds = compute_bounds(instance, share, full=full, iteration=iteration, memo=memo, params=settings)
-    call = MethodCall(
-        instance,
-        variant,
-        Intra(intra) if intra is not None else None,
-        deadline,
-        time_limit,
-        t0,
-        bounds,
-        programs,
-        memo,
-        params,
-        workers,
-        seed,
-        quantum_ns,
-        log,
-        warm,
-    )
-    return checked(instance, spec.run(call), time_limit - (time.perf_counter() - t0))
+    call = MethodCall(instance, options, deadline, t0, bounds, programs, memo, params, warm)
+    return checked(instance, spec.run(call), options.time_limit - (time.perf_counter() - t0))
 
 
 def solve_all(
@@ -216,30 +193,32 @@ def solve_all(
         One per method, in order; each holds the best bounds any of them
         found, and its status is decided by them.
     """
-    for method in methods:
-        check_options(resolve_method(method)[0], None, time_limit, workers, seed, quantum_ns)
+    calls = [  # every method's options checked before any work
+        SolveOptions.of(
+            method,
+            time_limit=time_limit,
+            workers=workers,
+            seed=seed,
+            quantum_ns=quantum_ns if METHODS[resolve_method(method)[0]].searches else None,
+            log=log,
+            bound_set=bound_set,
+        )
+        for method in methods
+    ]
     params = params if params is not None else DEFAULT
     started = time.perf_counter()
     deadline = Deadline(started + time_limit)
     programs = programs_wanted(instance, bound_set, params.bounds)
     if bounds is None:
         share = Deadline.after(time_limit) if each else deadline.share(params.bounds.share_all)
-        full = programs or any(METHODS[resolve_method(m)[0]].load_bounds for m in methods)
+        full = programs or any(METHODS[call.method].load_bounds for call in calls)
         iteration = iteration_wanted(instance, bound_set, params.bounds)
         bounds = compute_bounds(instance, share, full=full, iteration=iteration, params=params.bounds)
-    options = {
-        "workers": workers,
-        "seed": seed,
-        "quantum_ns": quantum_ns,
-        "log": log,
-        "params": params,
-        "bound_set": bound_set,
-    }
     results: list[Result] = []
-    for method in methods:
+    for call in calls:
         done = [r.schedule for r in results if r.schedule is not None]
         warm = min(done, key=lambda s: s.makespan) if done else None
-        if not each and warm is not None and deadline.expired() and resolve_method(method)[0] == "cpsat":
+        if not each and warm is not None and deadline.expired() and call.method == "cpsat":
             # no time for cpsat's stages, whose warm start alone times the heuristics again: the best
             # schedule before it is its answer (what it would return), without them
             t0 = time.perf_counter()
@@ -248,6 +227,7 @@ def solve_all(
             results.append(checked(instance, result, 0.0))
             continue
         limit = time_limit if each else max(1e-3, deadline.remaining())  # a millisecond: time to report
-        results.append(solve(instance, method, time_limit=limit, bounds=bounds, warm=warm, **options))  # type: ignore[arg-type]
+        timed = dataclasses.replace(call, time_limit=limit)
+        results.append(run_method(instance, timed, bounds=bounds, warm=warm, params=params))
     best = max((r.bounds for r in results), key=lambda b: b.best, default=reported(bounds, programs))
     return [r.with_bounds(best, instance.origin_ns) for r in results]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import math
 import sys
@@ -14,11 +15,12 @@ from rich.console import Console
 from themis_opt.budget import Deadline
 from themis_opt.cli.options import bounds_option, left, number_in, out_option, params_of, solver_options
 from themis_opt.errors import InputError
-from themis_opt.methods import VARIANTS, method_names, resolve_method
+from themis_opt.methods import VARIANTS, method_names
 from themis_opt.sim.queues import QUEUE_POLICIES
 
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.instance import Instance
+    from themis_opt.methods import SolveOptions
     from themis_opt.params import SolveParams
 
 
@@ -78,18 +80,14 @@ def solve(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.formats.native import check_writable, load_instance
 
     params = params_of(args)
-    searches = args.method in ("all", "cpsat")
-    if args.intra is not None and searches:
-        raise InputError("--intra", f"applies to one method, not to --method {args.method} (cpsat sequences itself)")
-    if args.quantum_ns is not None and not searches:
-        raise InputError("--quantum-ns", f"applies to cpsat only, not to --method {args.method}")
-    if args.method != "all":
-        resolve_method(args.method, args.intra)
+    if args.method == "all" and args.intra is not None:
+        raise InputError("--intra", "applies to one method, not to --method all (each method has its own)")
+    options = None if args.method == "all" else _options(args, args.method, args.intra, args.time_limit)
     instance = load_instance(args.instance)
     for path in outputs(args).values():
         check_writable(path)
     if not args.log:
-        return _run(args, console, instance, params)
+        return _run(args, console, instance, params, options)
     package = logging.getLogger("themis_opt")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
@@ -97,7 +95,7 @@ def solve(args: argparse.Namespace, console: Console) -> int:
     package.addHandler(handler)
     package.setLevel(logging.INFO)
     try:
-        return _run(args, console, instance, params)
+        return _run(args, console, instance, params, options)
     finally:  # main() may be called again in the same process
         package.removeHandler(handler)
         package.setLevel(level)
@@ -119,12 +117,34 @@ def files(args: argparse.Namespace) -> list[tuple[str, Path]]:
     return [(f"--out ({m}'s file)" if every else "--out", path) for m, path in outputs(args).items()]
 
 
-def _run(args: argparse.Namespace, console: Console, instance: Instance, params: SolveParams | None) -> int:
+def _options(args: argparse.Namespace, method: str, intra: str | None, time_limit: float) -> SolveOptions:
+    """The options of ``solve`` or ``bench``'s call of ``method`` (checked here, before any work)."""
+    from themis_opt.methods import SolveOptions
+
+    return SolveOptions.of(
+        method,
+        intra,
+        time_limit=time_limit,
+        workers=args.workers,
+        seed=args.seed,
+        quantum_ns=args.quantum_ns,
+        log=args.log,
+        bound_set=args.bounds,
+    )
+
+
+def _run(
+    args: argparse.Namespace,
+    console: Console,
+    instance: Instance,
+    params: SolveParams | None,
+    options: SolveOptions | None,
+) -> int:
     from themis_opt.bounds import programs_wanted, solvers_loaded
     from themis_opt.formats.native import save_result
     from themis_opt.params import SolveParams
     from themis_opt.report import comparison_table, result_summary
-    from themis_opt.solving import solve, solve_all
+    from themis_opt.solving import run_method, solve_all
 
     settings = params or SolveParams()
     reserve = min(settings.pipeline.exit_reserve, settings.pipeline.exit_reserve_share * args.time_limit)
@@ -132,21 +152,24 @@ def _run(args: argparse.Namespace, console: Console, instance: Instance, params:
     exact = args.method in ("all", "cpsat")
     if exact or programs_wanted(instance, args.bounds, settings.bounds):
         solvers_loaded(deadline, settings.bounds, cpsat=exact)  # before the stages share out the time that is left
-    options = {
-        "workers": args.workers,
-        "seed": args.seed,
-        "quantum_ns": args.quantum_ns,
-        "log": args.log,
-        "bound_set": args.bounds,
-    }
     written = outputs(args)
-    if args.method != "all":
-        result = solve(instance, args.method, intra=args.intra, time_limit=left(deadline), params=params, **options)
+    if options is not None:
+        result = run_method(instance, dataclasses.replace(options, time_limit=left(deadline)), params=params)
         console.print(result_summary(instance, result))
         if written:
             save_result(result, written[args.method])
         return 0
-    results = solve_all(instance, VARIANTS, time_limit=left(deadline), params=params, **options)
+    results = solve_all(
+        instance,
+        VARIANTS,
+        time_limit=left(deadline),
+        workers=args.workers,
+        seed=args.seed,
+        quantum_ns=args.quantum_ns,
+        log=args.log,
+        params=params,
+        bound_set=args.bounds,
+    )
     console.print(comparison_table(instance, results))
     for variant, result in zip(VARIANTS, results):
         if variant in written:
