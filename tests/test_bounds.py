@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from themis_opt.bounds import compute_bounds, ideal_bound, integer_load_bound, lp_bound, order_profiles
+from themis_opt.bounds.params import BoundsParams
 from themis_opt.instance import Collective, Dimension, Instance, Network
-from themis_opt.params import BoundsParams
 
 from .conftest import heuristic_schedules, make, two_issues
 

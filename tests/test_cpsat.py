@@ -8,8 +8,8 @@ import pytest
 from ortools.sat.python import cp_model
 
 from themis_opt.cpsat import CpsatModel, default_quantum, relabel
+from themis_opt.cpsat.params import CpsatParams
 from themis_opt.instance import Instance
-from themis_opt.params import CpsatParams
 from themis_opt.policies import counts_match, themis_orders
 from themis_opt.schedule import Schedule
 from themis_opt.sim import simulate
@@ -81,7 +81,8 @@ def test_windows_with_too_little_time_return_the_incumbent_unbuilt() -> None:
 
 
 def test_cpsat_searches_windows_when_the_model_is_too_big() -> None:
-    from themis_opt.params import CpsatParams, SolveParams
+    from themis_opt.cpsat.params import CpsatParams
+    from themis_opt.params import SolveParams
     from themis_opt.solving import solve
 
     instance = _four_collectives()

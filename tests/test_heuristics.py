@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from themis_opt import heuristics
+from themis_opt.bounds.params import BoundsParams
 from themis_opt.budget import OutOfTime
 from themis_opt.instance import Instance
-from themis_opt.params import BoundsParams, PipelineParams, SolveParams
+from themis_opt.params import PipelineParams, SolveParams
 from themis_opt.policies import baseline_orders
 from themis_opt.sim import simulate
 from themis_opt.sim.queues import Intra

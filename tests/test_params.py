@@ -7,16 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from themis_opt.bounds.params import BoundsParams
 from themis_opt.errors import InputError
-from themis_opt.params import (
-    BoundsParams,
-    PipelineParams,
-    SearchParams,
-    SolveParams,
-    Stage,
-    changes,
-    parameter_table,
-)
+from themis_opt.params import PipelineParams, SolveParams, Stage, changes, parameter_table
+from themis_opt.search.params import SearchParams
 from themis_opt.solving import solve
 from themis_opt.validator import validate
 

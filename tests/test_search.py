@@ -13,7 +13,6 @@ import pytest
 from themis_opt.budget import Deadline
 from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.orders import Orders
-from themis_opt.params import SearchParams
 from themis_opt.policies import baseline_orders, themis_orders
 from themis_opt.schedule import Schedule
 from themis_opt.search import (
@@ -25,6 +24,7 @@ from themis_opt.search import (
     sequences_searchable,
     strategy_for,
 )
+from themis_opt.search.params import SearchParams
 from themis_opt.search.sequence import _Sequences
 from themis_opt.search.timer import AssignmentTimer
 from themis_opt.sim import retime, sequences_of, simulate

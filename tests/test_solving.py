@@ -167,7 +167,8 @@ def test_a_searching_method_caps_the_seconds_of_its_bounds(monkeypatch: pytest.M
     from collections import OrderedDict
 
     import themis_opt.bounds.programs as bounds_module
-    from themis_opt.params import BoundsParams, SolveParams
+    from themis_opt.bounds.params import BoundsParams
+    from themis_opt.params import SolveParams
 
     monkeypatch.setattr(bounds_module, "_CACHE", OrderedDict())  # a cached answer would take no time at all
     instance = load("tiny_ar")
@@ -334,7 +335,8 @@ def test_every_method_reports_the_same_bounds_and_so_the_same_gap_for_the_same_m
 @pytest.mark.parametrize("bound_set", ["formulas", "full", "auto"])
 def test_the_bound_set_not_the_method_decides_the_bounds_reported(bound_set: str) -> None:
     from themis_opt.bounds import PROGRAMS
-    from themis_opt.params import BoundsParams, SolveParams
+    from themis_opt.bounds.params import BoundsParams
+    from themis_opt.params import SolveParams
 
     from .conftest import two_issues
 

@@ -24,8 +24,8 @@ from themis_opt.validator import ABS_TOL_NS, REL_TOL, validate
 # A span is at risk when the float spacing at its end is above this share of the validator's
 # tolerance for its length: end - start is then off by up to one spacing, and sums made it further.
 RISK_SHARE = 0.25
-# Seconds the validator takes per phase, with room: 0.2 s for 8,224 phases (24 us) on the 2-core
-# development machine (2026-12); a schedule at risk is validated only if that fits the time left.
+# Seconds the validator takes per phase, with room: a schedule at risk is validated only if that
+# fits the time left.
 VALIDATE_S_PER_PHASE = 50e-6
 
 

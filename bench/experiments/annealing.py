@@ -21,10 +21,10 @@ import time
 
 from bench.instances import eight_collectives
 from themis_opt.bounds import Memo, compute_bounds, integer_load_bound
-from themis_opt.params import SearchParams
 from themis_opt.policies import spread_orders
 from themis_opt.search import Strategy, improve_assignment
 from themis_opt.search.counts import level_counts
+from themis_opt.search.params import SearchParams
 from themis_opt.solving import solve
 
 

@@ -21,10 +21,10 @@ from bench.instances import eight_collectives
 from themis_opt.bounds import compute_bounds, fill_drain_value, integer_load_bound
 from themis_opt.budget import Deadline
 from themis_opt.orders import Counts
-from themis_opt.params import SearchParams
 from themis_opt.policies import spread_orders
 from themis_opt.search import Strategy, improve_assignment
 from themis_opt.search.counts import level_counts
+from themis_opt.search.params import SearchParams
 
 SEARCH = SearchParams()
 ANNEALING = Strategy(SEARCH.annealing_restart_share, SEARCH.annealing_temperature, shared=True)

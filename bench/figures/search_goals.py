@@ -22,7 +22,8 @@ import re
 import time
 
 from bench.instances import SHAPES, eight_collectives
-from themis_opt.params import SearchParams, SolveParams
+from themis_opt.params import SolveParams
+from themis_opt.search.params import SearchParams
 from themis_opt.solving import solve
 
 

@@ -27,8 +27,8 @@ import time
 from bench.instances import eight_collectives
 from themis_opt.bounds import compute_bounds
 from themis_opt.budget import Deadline
-from themis_opt.params import SearchParams
 from themis_opt.search import Strategy, improve_assignment
+from themis_opt.search.params import SearchParams
 from themis_opt.search.timer import AssignmentTimer
 from themis_opt.sim import simulate_makespan
 from themis_opt.sim.queues import Intra

@@ -66,6 +66,7 @@ from themis_opt.bounds.formulas import (
 )
 from themis_opt.bounds.graph import jackson_bound, jackson_value, preemptive_makespan, resource_jobs
 from themis_opt.bounds.iteration import alone_span, collective_spans, exact_span, iteration_bound, iteration_fits
+from themis_opt.bounds.params import BoundsParams
 from themis_opt.bounds.programs import (
     LoadSolution,
     Memo,
@@ -79,7 +80,6 @@ from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.errors import InputError
 from themis_opt.instance import Instance
 from themis_opt.orders import Counts
-from themis_opt.params import BoundsParams
 from themis_opt.result import Bounds
 from themis_opt.sim.model import heads_and_tails, per_collective, shortest_durations
 

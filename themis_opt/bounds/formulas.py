@@ -11,11 +11,11 @@ import functools
 import logging
 from typing import Any
 
+from themis_opt.bounds.params import BoundsParams
 from themis_opt.budget import Deadline
 from themis_opt.cost import merges
 from themis_opt.instance import ChunkClass, Compute, Instance
 from themis_opt.orders import Counts
-from themis_opt.params import BoundsParams
 from themis_opt.policies import baseline_order
 from themis_opt.sim.model import (
     ClassCost,

@@ -34,10 +34,10 @@ from typing import Any
 
 from themis_opt.bounds.formulas import BOUNDS, SAFETY
 from themis_opt.bounds.graph import preemptive_makespan
+from themis_opt.bounds.params import BoundsParams
 from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
 from themis_opt.cost import merges
 from themis_opt.instance import ChunkClass, Collective, Compute, Instance
-from themis_opt.params import BoundsParams
 from themis_opt.policies import baseline_order, baseline_orders
 from themis_opt.sim.model import (
     chunk_plan,

@@ -23,11 +23,11 @@ from themis_opt.bounds.formulas import (
     load_programs_fit,
     order_profiles,
 )
+from themis_opt.bounds.params import BoundsParams
 from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
 from themis_opt.cost import PhaseSpec
 from themis_opt.instance import ChunkClass, Instance
 from themis_opt.orders import Counts
-from themis_opt.params import BoundsParams
 from themis_opt.sim.model import chunk_ways, collective_releases, earliest_releases
 
 logger = logging.getLogger(__name__)

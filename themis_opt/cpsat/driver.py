@@ -13,11 +13,11 @@ from ortools.sat.python import cp_model
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.cost import merging_shortens
 from themis_opt.cpsat.model import CPSAT, CpsatModel, default_quantum, exact_quantum
+from themis_opt.cpsat.params import CpsatParams
 from themis_opt.cpsat.solver import Solver, SolverSettings, solved, status_of
 from themis_opt.errors import InputError
 from themis_opt.instance import ChunkClass, Instance
 from themis_opt.orders import Order
-from themis_opt.params import CpsatParams
 from themis_opt.policies import counts_match
 from themis_opt.result import SolverStats, Status, optimality_tolerance
 from themis_opt.schedule import Schedule

@@ -45,9 +45,9 @@ from ortools.sat.python import cp_model
 
 from themis_opt.budget import Deadline
 from themis_opt.cost import PhaseSpec, collective_plan
+from themis_opt.cpsat.params import CpsatParams
 from themis_opt.instance import ChunkClass, Collective, Instance, Op
 from themis_opt.orders import Order, Orders
-from themis_opt.params import CpsatParams
 from themis_opt.schedule import ChunkSchedule, Schedule
 from themis_opt.sim import compute_sequence_of, left_shift, retime, sequences_of
 from themis_opt.sim.model import chunk_plan

@@ -8,10 +8,10 @@ import time
 
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.cpsat.model import CPSAT, CpsatModel, default_quantum
+from themis_opt.cpsat.params import CpsatParams
 from themis_opt.cpsat.solver import Solver, SolverSettings, solved
 from themis_opt.errors import InputError, counted
 from themis_opt.instance import Instance
-from themis_opt.params import CpsatParams
 from themis_opt.schedule import Schedule
 from themis_opt.sim import compute_sequence_of, retime
 

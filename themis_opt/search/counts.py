@@ -8,11 +8,11 @@ import logging
 from collections.abc import Iterator
 
 from themis_opt.bounds.formulas import BOUNDS, load_programs_fit, load_value, order_profiles
+from themis_opt.bounds.params import BoundsParams
 from themis_opt.bounds.programs import LoadSolution, fill_drain_model, fill_drain_settings
 from themis_opt.budget import Deadline
 from themis_opt.instance import Instance
 from themis_opt.orders import Counts
-from themis_opt.params import BoundsParams
 
 logger = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ import themis_opt.sim.timers as timers
 from themis_opt.budget import Deadline
 from themis_opt.instance import Instance
 from themis_opt.orders import Orders, check_order
-from themis_opt.params import SearchParams
 from themis_opt.schedule import Schedule
+from themis_opt.search.params import SearchParams
 from themis_opt.sim.dispatch import Engine, core_runs, simulate_makespan
 from themis_opt.sim.engine import PhaseMemo, gc_paused, run_python
 from themis_opt.sim.queues import Intra

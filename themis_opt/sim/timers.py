@@ -16,7 +16,6 @@ from typing import Any
 from themis_opt.budget import Deadline
 from themis_opt.instance import Instance
 from themis_opt.orders import Order
-from themis_opt.params import SearchParams
 from themis_opt.sim.core import (
     _CUT_OFF,
     CUTOFF_MARGIN,
@@ -79,7 +78,7 @@ class TableTimer:
         How many snapshots of the base's run the core keeps at most (``search.snapshots``).
     """
 
-    def __init__(self, instance: Instance, snapshots: int = SearchParams().snapshots):
+    def __init__(self, instance: Instance, snapshots: int):
         if snapshots < 1:
             raise ValueError(f"snapshots must be at least 1, not {snapshots}")
         self.instance = instance
