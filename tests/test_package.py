@@ -179,3 +179,16 @@ def test_no_python_module_is_over_600_lines() -> None:
     root = Path(__file__).parent.parent / "themis_opt"
     long = {str(p.relative_to(root)): n for p in root.rglob("*.py") if (n := len(p.read_text().splitlines())) > 600}
     assert long == {}
+
+
+def test_benchmarks_and_experiments_import_no_private_name_of_the_package() -> None:
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent / "bench"
+    private = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("themis_opt"):
+                private += [(str(path), a.name) for a in node.names if a.name.startswith("_")]
+    assert private == []

@@ -34,7 +34,8 @@ FORMATS = (".svg", ".png", ".pdf")
 BENCH_FIGURES = ("speedup", "gaps", "utilization")  # bench_figures' names, the files plot-bench writes
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """Matplotlib's pyplot on the file-only Agg backend (the ``plot`` extra; one line if it is missing)."""
     try:
         import matplotlib
     except ImportError:
@@ -76,7 +77,7 @@ def save(figure: Figure, path: str | Path) -> Path:
     }[path.suffix.lower()]
     with atomic_writer(path, "wb") as handle:
         figure.savefig(handle, format=path.suffix.lower()[1:], metadata=metadata)
-    _pyplot().close(figure)
+    pyplot().close(figure)
     return path
 
 
@@ -89,7 +90,7 @@ def _time_unit(span: float) -> tuple[float, str]:
 
 def gantt_figure(result: Result, dimension_names: Sequence[str] | None = None) -> Figure:
     """The schedule of ``result`` as a Gantt chart (see the module's docstring)."""
-    plt = _pyplot()
+    plt = pyplot()
     from matplotlib.patches import Patch, Rectangle
 
     schedule = result.schedule
@@ -166,7 +167,7 @@ def bench_figures(records: Sequence[Record], methods: Sequence[str]) -> dict[str
     """``speedup``, ``gaps`` and ``utilization`` figures of bench rows, each captioned with when and how
     the rows were measured.
     """
-    plt = _pyplot()
+    plt = pyplot()
     import numpy as np
 
     rows = [r for r in records if not r.error]

@@ -23,7 +23,7 @@ from ortools.sat.python import cp_model
 
 from bench.instances import MIB, SHAPES, SIZES, network
 from themis_opt.bounds import integer_load_bound
-from themis_opt.bounds.formulas import _origin
+from themis_opt.bounds.formulas import load_origin
 from themis_opt.cost import chunk_phases
 from themis_opt.instance import Collective, Instance
 from themis_opt.sim.model import collective_releases
@@ -34,7 +34,7 @@ UNIT = 1e-3  # ns
 def jackson_bound(instance: Instance, limit: float = 60.0) -> tuple[float, str]:
     """The preemptive per-dimension bound over the order counts, in ns, and CP-SAT's status."""
     releases = collective_releases(instance)
-    origin = _origin(instance)
+    origin = load_origin(instance)
 
     def q(ns: float) -> int:
         return math.floor(ns / UNIT)

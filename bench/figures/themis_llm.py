@@ -18,7 +18,7 @@ from pathlib import Path
 from themis_opt.budget import Deadline
 from themis_opt.formats.native import load_instance
 from themis_opt.instance import Instance, Kind
-from themis_opt.plot import _pyplot, save
+from themis_opt.plot import pyplot, save
 from themis_opt.policies import ThemisTracker, baseline_orders
 from themis_opt.schedule import Schedule
 from themis_opt.sim import simulate
@@ -98,7 +98,7 @@ def main() -> None:
             print(f"  {kind:15s} order {order}: {count} chunks")
     if args.out is None:
         return
-    plt = _pyplot()
+    plt = pyplot()
     figure, axes = plt.subplots(len(found), 1, figsize=(8, 2.2 * len(found)), sharex=True, layout="constrained")
     longest = max(s.makespan for s in found.values()) / 1e6
     for ax, (name, schedule) in zip(axes, found.items()):

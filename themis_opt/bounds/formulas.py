@@ -248,7 +248,7 @@ def stage_parts(instance: Instance, deadline: Deadline | None = None) -> list[In
     return list(found)
 
 
-def _origin(instance: Instance, deadline: Deadline | None = None) -> float:
+def load_origin(instance: Instance, deadline: Deadline | None = None) -> float:
     """The earliest release of a collective: the load programs measure time from here
     (:class:`~themis_opt.budget.OutOfTime` if the releases are not known by ``deadline``).
     """

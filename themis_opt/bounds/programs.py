@@ -18,8 +18,8 @@ from themis_opt.bounds.formulas import (
     BOUNDS,
     SAFETY,
     _issue_cuts,
-    _origin,
     fill_drain_value,
+    load_origin,
     load_programs_fit,
     order_profiles,
 )
@@ -54,7 +54,7 @@ def _load_model(
     deadline = deadline or Deadline()
     from ortools.linear_solver import pywraplp
 
-    origin = _origin(instance, deadline)  # the releases, known by the deadline (a million dependencies: a second)
+    origin = load_origin(instance, deadline)  # the releases, known by the deadline (a million dependencies: a second)
     profiles = order_profiles(instance)
     solver = pywraplp.Solver.CreateSolver(backend)
     if solver is None:  # pragma: no cover - both backends ship with ortools
@@ -104,7 +104,7 @@ def lp_bound(instance: Instance, deadline: Deadline | None = None, params: Bound
     if status != solver.OPTIMAL:
         logger.info("the LP load bound was not solved in time (status %s): not computed", status)
         return None
-    return _origin(instance) + float(solver.Objective().Value()) * 1e3 * (1 - SAFETY)
+    return load_origin(instance) + float(solver.Objective().Value()) * 1e3 * (1 - SAFETY)
 
 
 def fluid_points(instance: Instance, floor: float, params: BoundsParams = BOUNDS) -> list[float]:
@@ -381,7 +381,7 @@ def _plain_program(instance: Instance, deadline: Deadline, params: BoundsParams)
     counts: Counts = {}
     for (cls, order), var in x.items():
         counts.setdefault(cls, {})[order] = round(var.solution_value())
-    bound = _origin(instance) + solver.Objective().BestBound() * 1e3 * (1 - SAFETY)
+    bound = load_origin(instance) + solver.Objective().BestBound() * 1e3 * (1 - SAFETY)
     logger.debug("integer load bound: %.3f ns, status %s", bound, status)
     return LoadSolution(bound, counts, status == solver.OPTIMAL)
 
@@ -426,7 +426,7 @@ def fill_drain_model(
     from themis_opt.cpsat import solver as sat
 
     try:
-        origin = _origin(instance, deadline)  # the releases, known by the deadline
+        origin = load_origin(instance, deadline)  # the releases, known by the deadline
     except OutOfTime:
         return None
     profiles = order_profiles(instance)
