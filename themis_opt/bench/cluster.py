@@ -22,7 +22,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from themis_opt.bench.harness import BENCH_BOUNDS, Record, failed_record, run_document, settings_of
+from themis_opt.bench.harness import run_document
+from themis_opt.bench.records import BENCH_BOUNDS, Record, failed_record, settings_of
 from themis_opt.errors import InputError
 from themis_opt.params import SolveParams
 from themis_opt.probe import check_dask_peer

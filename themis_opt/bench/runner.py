@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from themis_opt.bench.harness import BENCH_BOUNDS, Record, failed_record, run_instance, settings_of, stop_pool
+from themis_opt.bench.harness import run_instance, stop_pool
+from themis_opt.bench.records import BENCH_BOUNDS, Record, failed_record, settings_of
 from themis_opt.budget import die_with_parent
 from themis_opt.errors import InputError, counted
 
