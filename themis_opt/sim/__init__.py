@@ -3,7 +3,7 @@
 * :mod:`~themis_opt.sim.queues`: the intra-dimension queue policies, a registry;
 * :mod:`~themis_opt.sim.model`: an instance's compiled model, what is worked out from it once;
 * :mod:`~themis_opt.sim.engine`: the rules, and the engine in Python;
-* :mod:`~themis_opt.sim.core`: the same engine in C (``_simcore.c``), bound with ctypes;
+* :mod:`~themis_opt.sim.core`: the same engine in C (``_simcore/``), bound with ctypes;
 * :mod:`~themis_opt.sim.dispatch`: :func:`simulate`, which picks the engine;
 * :mod:`~themis_opt.sim.retiming`: schedules from fixed orders and fixed sequences (CP-SAT's answers).
 

@@ -4,9 +4,9 @@
 :func:`~themis_opt.sim.simulate_makespan` run here when they can (fixed
 orders, or Themis's planner from a fresh :class:`~themis_opt.policies.ThemisTracker`)
 and in Python otherwise; both follow the same rules step for step, so the
-makespans and schedules are the same (the tests compare them). The C file,
-``_simcore.c`` beside this module, is built when the package is installed (``setup.py``) and
-loaded with :mod:`ctypes`; where it could not be built, everything runs in
+makespans and schedules are the same (the tests compare them). The C sources,
+``_simcore/`` beside this module, are built into one library when the package is installed
+(``setup.py``) and loaded with :mod:`ctypes`; where it could not be built, everything runs in
 Python, only slower.
 
 An instance's arrays (tasks, dependencies, collectives, dimensions) and its

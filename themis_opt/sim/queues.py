@@ -2,7 +2,7 @@
 
 A policy is one :class:`QueuePolicy` in :data:`QUEUE_POLICIES` (its name, one line of docs, its
 heap key or ASTRA-sim's smallest-chunk-first rule, and its case in the compiled core) and, if the
-compiled core runs it, that case in ``_simcore.c``. The Python engine, the compiled core's
+compiled core runs it, that case in ``_simcore/loop.c``. The Python engine, the compiled core's
 binding, the command line's ``--intra`` and the result files read the registry; nothing else
 names a policy. :mod:`themis_opt.sim.engine` states the rules in full.
 """
@@ -48,7 +48,7 @@ class QueuePolicy:
         A heap policy's key (:data:`HeapKey`); ``None`` for ASTRA-sim's smallest-chunk-first
         insertion rule (:class:`~themis_opt.sim.engine.ScfQueue`), the one sequence rule.
     c_code
-        Its case in the compiled core (``_simcore.c``'s ``enum``), ``None`` where only the Python
+        Its case in the compiled core (``_simcore/queues.h``'s ``enum``), ``None`` where only the Python
         engine runs it.
     reads_tails
         Whether its key reads the phases' tails (the chunk's later durations and the collective's
