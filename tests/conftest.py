@@ -24,6 +24,7 @@ settings.register_profile("repeat", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeat"))
 
+ROOT = Path(__file__).resolve().parent.parent  # the project
 DATA = Path(__file__).parent / "data"
 NAMES = ("worked", "three_dim", "mixed", "tiny_rs", "tiny_ar", "tiny_3d", "tiny_ag", "flat_2x")
 TINY = ("tiny_rs", "tiny_ar", "tiny_3d", "tiny_ag", "worked")
@@ -41,7 +42,7 @@ def worked() -> Instance:
 @pytest.fixture
 def two_stages() -> Instance:
     """Two pipeline stages (NPUs 0 and 2 of a ring 2 x switch 2) linked by sends; every method's
-    makespan is 90165 ns (worked out by hand in tests/test_sim.py).
+    makespan is 90165 ns (worked out by hand in tests/sim/test_engine.py).
     """
     return load("two_stages")
 

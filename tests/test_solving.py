@@ -369,7 +369,7 @@ def test_every_method_handles_pipeline_stages(name: str) -> None:
         assert result.schedule is not None and validate(instance, result.schedule) == [], method
         assert best_bound <= result.makespan * (1 + 1e-12), method
     assert results["cpsat"].makespan <= min(r.makespan for r in results.values())  # type: ignore[type-var]
-    if name == "two_stages":  # the hand-worked makespan (tests/test_sim.py), proven by stage 0's load bound
+    if name == "two_stages":  # the hand-worked makespan (tests/sim/test_engine.py), proven by stage 0's load bound
         assert results["baseline-fifo"].makespan == 90165.0
         assert all(r.status is Status.OPTIMAL for r in results.values())
         # f0, s0, f1, s1, b0 and one chunk of ar0 (69,613.75 ns) at least; its four chunks on one dimension more

@@ -31,7 +31,7 @@ from themis_opt.sim import retime, sequences_of, simulate
 from themis_opt.sim.queues import Intra
 from themis_opt.validator import validate
 
-from .conftest import load
+from ..conftest import load
 
 SEARCH = SearchParams()
 DESCENT = Strategy(SEARCH.descent_restart_share, 0.0)

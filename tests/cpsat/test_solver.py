@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 from ortools.sat.python import cp_model
 
 from themis_opt.budget import Deadline
 from themis_opt.cpsat import solver as sat
+
+from ..conftest import ROOT
 
 
 def _build(model: Any, linear_expr: Any) -> tuple[Any, list[Any]]:
@@ -55,7 +56,7 @@ def test_the_light_model_writes_cp_models_proto_and_solves_to_the_same_answer() 
 
 def test_the_load_programs_run_without_cp_models_python_layer() -> None:
     # cp_model imports pandas: half a second of every command that reports a load program's bound
-    instance = Path(__file__).resolve().parents[1] / "instances" / "quick" / "mixed-topology-s2-001.json"
+    instance = ROOT / "instances" / "quick" / "mixed-topology-s2-001.json"
     code = (
         "import sys\n"
         "from themis_opt import load_instance\n"

@@ -10,7 +10,7 @@ import pytest
 from themis_opt.bench import Outcome, Record, append_record, read_records, run_instance, summarize
 from themis_opt.errors import InputError
 
-from .conftest import DATA
+from ..conftest import DATA
 
 
 def _record(name: str, bound: float, spans: dict[str, float], optimal: tuple[str, ...] = ()) -> Record:

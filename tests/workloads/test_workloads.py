@@ -19,7 +19,7 @@ from themis_opt.workloads.astra1 import task_graph
 from themis_opt.workloads.layers import HIGHEST_PRIORITY, Workload
 from themis_opt.workloads.zoo import ARCHITECTURES, ZooOptions, model_workload, parameters
 
-from .conftest import DATA
+from ..conftest import DATA
 
 WORKLOADS = DATA / "workloads"
 MIB = 2**20
@@ -55,7 +55,7 @@ def test_data_workload_builds_the_hand_traced_graph() -> None:
     assert [c.priority for c in instance.collectives] == [0, 1, 2, 3]
     fifo = task_graph(parse_workload(WORKLOADS / "data_2l.txt"), graph.network, chunks=2, policy="FIFO")
     assert [c.priority for c in fifo.collectives] == [0, -1, -2, -3]
-    # under scf priorities play no part: the same times as the hand-traced graph (tests/test_taskgraph.py),
+    # under scf priorities play no part: the same times as the hand-traced graph (tests/sim/test_taskgraph.py),
     # plus the last update delay
     themis = solve(instance, "themis")
     assert themis.schedule is not None and validate(instance, themis.schedule) == []

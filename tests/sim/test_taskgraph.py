@@ -23,7 +23,7 @@ from themis_opt.sim import simulate
 from themis_opt.solving import solve
 from themis_opt.validator import validate
 
-from .conftest import DATA, brute_force, load
+from ..conftest import DATA, brute_force, load
 
 GRAPH = DATA / "graph_2l2p.json"
 

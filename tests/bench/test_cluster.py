@@ -16,9 +16,11 @@ from themis_opt.bench.cluster import check_scheduler
 from themis_opt.cli import main
 from themis_opt.errors import InputError
 
+from ..conftest import ROOT
+
 pytest.importorskip("distributed", reason='the dask extra is not installed (pip install -e ".[dask]")')
 
-SUITE = Path(__file__).resolve().parent.parent / "instances" / "quick"
+SUITE = ROOT / "instances" / "quick"
 SOME = sorted(str(p) for p in SUITE.glob("*.json"))[::4]  # three instances of the quick suite
 QUICK = [*SOME, "--methods", "baseline,themis-scf,balanced"]
 

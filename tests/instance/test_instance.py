@@ -108,7 +108,7 @@ def test_an_instance_hashed_here_and_unpickled_elsewhere_hashes_as_its_equal_the
     import sys
     from pathlib import Path
 
-    from .conftest import DATA, load
+    from ..conftest import DATA, load
 
     instance = load("worked")
     assert hash(instance) == hash(instance) and hash(instance) == hash(load("worked"))

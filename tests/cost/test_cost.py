@@ -9,7 +9,7 @@ import pytest
 from themis_opt.cost import chunk_phases, phase_duration
 from themis_opt.instance import Algorithm, Collective, Dimension, Instance, Network, Op
 
-from .conftest import make
+from ..conftest import make
 
 GB = 2**30 / 1e9  # bytes per ns per GB/s
 MIB = 2**20

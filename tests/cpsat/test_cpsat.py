@@ -101,7 +101,7 @@ def test_exact_quantum_makes_every_time_whole() -> None:
     from themis_opt.cost import chunk_phases
     from themis_opt.cpsat import exact_quantum, quanta
 
-    from .conftest import four_dims
+    from ..conftest import four_dims
 
     instance = four_dims(issue_ns=1000.0)
     quantum = exact_quantum(instance, 1e6)
@@ -136,7 +136,7 @@ def test_exact_quantum_cpsat_proves_the_brute_force_optimum(name: str) -> None:
     # nothing rounded: the proven optimum is the brute-force one, and so is the bound
     from themis_opt.solving import solve
 
-    from .conftest import brute_force, load
+    from ..conftest import brute_force, load
 
     tiny = load(name)
     optimum = brute_force(tiny)
@@ -221,7 +221,7 @@ def test_a_cap_at_the_optimum_finds_an_optimal_schedule_and_below_it_none(name: 
     from themis_opt.cpsat import exact_quantum, solve_cpsat
     from themis_opt.result import Status
 
-    from .conftest import brute_force, load
+    from ..conftest import brute_force, load
 
     instance = load(name)
     optimum = brute_force(instance)
@@ -238,7 +238,7 @@ def test_a_cap_at_the_optimum_finds_an_optimal_schedule_and_below_it_none(name: 
 
 
 def test_the_model_gives_each_stage_its_own_dimensions_and_compute_unit() -> None:
-    from .conftest import load, pipelined
+    from ..conftest import load, pipelined
 
     for instance in (load("two_stages"), pipelined()):
         warm = simulate(instance, themis_orders(instance), "scf")

@@ -12,7 +12,7 @@ from themis_opt.solving import solve
 from themis_opt.validator import validate
 from themis_opt.workloads.llm import BUCKET_BYTES, LLMS, Layout, LlmConfig, llm_task_graph, parameter_count
 
-from .conftest import DATA
+from ..conftest import DATA
 
 PUBLISHED = {
     "gpt3-175b": 174_604_259_328,

@@ -20,7 +20,7 @@ from themis_opt.sim.engine import ScfQueue
 from themis_opt.sim.queues import Intra
 from themis_opt.validator import critical_path, validate
 
-from .conftest import heuristic_schedules, load
+from ..conftest import heuristic_schedules, load
 
 
 def test_worked_example_makespans(worked: Instance) -> None:

@@ -12,7 +12,7 @@ from themis_opt.budget import available_workers
 from themis_opt.cli import main
 from themis_opt.formats.native import load_result
 
-from .conftest import DATA
+from ..conftest import DATA, ROOT
 
 WORKED = str(DATA / "worked.json")
 
@@ -163,7 +163,7 @@ def test_bench_parallel_jobs_warn_when_oversubscribed(capsys: pytest.CaptureFixt
 
 def test_solve_log_streams_the_cpsat_log_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
     # an instance whose heuristics, assignment and sequence searches stay above the bound, so CP-SAT runs
-    exact = str(Path(__file__).resolve().parent.parent / "instances" / "exact" / "small-exact-s1-008.json")
+    exact = str(ROOT / "instances" / "exact" / "small-exact-s1-008.json")
     code, out, err = run(["solve", exact, "--method", "cpsat", "--workers", "1", "--time-limit", "10", "--log"], capsys)
     assert code == 0
     assert "Starting search" in err and "Starting search" not in out
@@ -280,7 +280,7 @@ def test_ctrl_c_stops_a_search_at_once_with_one_message() -> None:
     import sys
     import time
 
-    hard = str(Path(__file__).resolve().parent.parent / "instances" / "paper" / "paper-4d-r2-fc8-r8-sw8.json")
+    hard = str(ROOT / "instances" / "paper" / "paper-4d-r2-fc8-r8-sw8.json")
     argv = [sys.executable, "-m", "themis_opt.cli", "solve", hard, "--method", "cpsat", "--time-limit", "60"]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(3.0)
@@ -639,7 +639,7 @@ def test_endless_inputs_are_refused_at_the_limit(
 
 
 def test_a_quantum_too_fine_for_cp_sat_s_integers_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    quick = str(Path(__file__).resolve().parent.parent / "instances" / "quick" / "small-exact-s1-004.json")
+    quick = str(ROOT / "instances" / "quick" / "small-exact-s1-004.json")
     argv = ["solve", quick, "--method", "cpsat", "--quantum-ns", "1e-300", "--time-limit", "5", "--workers", "1"]
     code, _, err = run(argv, capsys)  # this seed reaches CP-SAT's model: no heuristic proves the optimum
     assert (

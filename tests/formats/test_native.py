@@ -25,7 +25,7 @@ from themis_opt.formats.native import (
 from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.solving import solve
 
-from .conftest import DATA, NAMES, load
+from ..conftest import DATA, NAMES, load
 
 VALID: dict[str, Any] = json.loads((DATA / "mixed.json").read_text())
 

@@ -29,7 +29,7 @@ from themis_opt.instance import (
 from themis_opt.solving import solve
 from themis_opt.validator import validate
 
-from .conftest import DATA
+from ...conftest import DATA, ROOT
 
 ASTRA = DATA / "astra"
 NET, SYS = ASTRA / "net_v1.json", ASTRA / "sys_v1.txt"
@@ -249,7 +249,7 @@ def test_what_astra_counts_is_noted_and_unknown_keys_may_be_skipped(
 def test_every_key_is_listed_for_the_docs() -> None:
     assert "hbm-scale" in network_keys() and "use-fast-version" in network_keys()
     assert "boost-mode" in system_keys() and "seprate-log" in system_keys()
-    docs = (Path(__file__).parents[1] / "docs" / "astra.md").read_text()
+    docs = (ROOT / "docs" / "astra.md").read_text()
     for key in (*network_keys(), *system_keys()):
         assert f"`{key}`" in docs, key
 

@@ -33,7 +33,7 @@ from themis_opt.sim.queues import Intra
 from themis_opt.suites import SUITES, suite_folder
 from themis_opt.validator import validate
 
-from .conftest import DATA
+from ..conftest import DATA
 
 SUITE_FILES = sorted(p for name in SUITES for p in suite_folder(name).glob("*.json")) + sorted(DATA.glob("*.json"))
 

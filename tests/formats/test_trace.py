@@ -11,7 +11,7 @@ from themis_opt.instance import After, Collective, Compute, Dimension, Instance,
 from themis_opt.solving import solve
 from themis_opt.validator import validate
 
-from .conftest import DATA, load
+from ..conftest import DATA, load
 
 
 def _slices(document: dict[str, object]) -> list[dict[str, object]]:

@@ -10,7 +10,7 @@ from themis_opt.bounds import compute_bounds, ideal_bound, integer_load_bound, l
 from themis_opt.bounds.params import BoundsParams
 from themis_opt.instance import Collective, Dimension, Instance, Network
 
-from .conftest import heuristic_schedules, make, two_issues
+from ..conftest import ROOT, heuristic_schedules, make, two_issues
 
 MIB = 2**20
 
@@ -64,7 +64,7 @@ def test_fill_and_drain_adds_head_and_tail() -> None:
 
 @pytest.mark.parametrize("name", ["tiny_rs", "tiny_ar", "tiny_3d", "tiny_ag"])
 def test_fill_and_drain_never_exceeds_the_brute_force_optimum(name: str) -> None:
-    from .conftest import brute_force, load
+    from ..conftest import brute_force, load
 
     tiny = load(name)
     solution = integer_load_bound(tiny, fill_drain=True)
@@ -83,7 +83,7 @@ def test_fill_and_drain_bound_is_at_most_its_own_assignment(instance: Instance) 
 
 def test_fill_and_drain_is_stronger_than_the_integer_bound_on_4d() -> None:
     # 4D switches, one all-reduce in 16 chunks: the heads and tails add to the load
-    from .conftest import four_dims
+    from ..conftest import four_dims
 
     inst = four_dims()
     plain = integer_load_bound(inst, fill_drain=False)
@@ -124,7 +124,7 @@ def scip_runs(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 def test_no_integer_program_when_integer_counts_reach_the_lp(scip_runs: list[object]) -> None:
     # graph_2l2p: the fill-and-drain program's counts cost the LP's value, so that is the integer
     # optimum too and SCIP is not run
-    from .conftest import load
+    from ..conftest import load
 
     runs = scip_runs
     skipped = compute_bounds(load("graph_2l2p"))
@@ -134,7 +134,7 @@ def test_no_integer_program_when_integer_counts_reach_the_lp(scip_runs: list[obj
 
 def test_no_integer_program_when_fill_and_drain_is_proven(scip_runs: list[object]) -> None:
     # tiny_ar: fill-and-drain proves its optimum, which the integer program's cannot exceed
-    from .conftest import load
+    from ..conftest import load
 
     inst = load("tiny_ar")
     runs = scip_runs
@@ -287,7 +287,7 @@ def test_the_searches_take_the_integer_programs_counts_where_fill_and_drain_foun
 def test_least_busy_never_exceeds_the_brute_force_optimum(name: str) -> None:
     from themis_opt.bounds import least_busy_bound
 
-    from .conftest import brute_force, load
+    from ..conftest import brute_force, load
 
     instance = load(name)
     bound = least_busy_bound(instance)
@@ -442,7 +442,7 @@ def test_a_shorter_fluid_grid_gives_a_weaker_bound() -> None:
 
 BUNDLED = sorted(
     str(p)
-    for folder in (Path(__file__).parents[1] / "instances", Path(__file__).parents[1] / "themis_opt" / "suites")
+    for folder in (ROOT / "instances", ROOT / "themis_opt" / "suites")
     for p in folder.glob("*/*.json")
     if p.name != "optima.json"
 )
@@ -488,7 +488,7 @@ def test_jackson_is_the_brute_force_optimum_where_every_other_formula_falls_shor
     # the compute unit's jobs: x (release 0, tail 0), y and z (release 50, tail = their all-reduce)
     from themis_opt.bounds import solver_free_bounds
 
-    from .conftest import brute_force
+    from ..conftest import brute_force
 
     instance = _three_computes(size)
     bounds = solver_free_bounds(instance)
@@ -512,7 +512,7 @@ def test_the_preemptive_makespan_by_hand() -> None:
 def test_jackson_never_exceeds_the_brute_force_optimum(name: str) -> None:
     from themis_opt.bounds import jackson_bound
 
-    from .conftest import brute_force, load
+    from ..conftest import brute_force, load
 
     instance = load(name)
     assert jackson_bound(instance) <= brute_force(instance) * (1 + 1e-12)
@@ -554,7 +554,7 @@ def test_bounds_of_stages_are_each_stages_own_and_below_every_makespan() -> None
     from themis_opt.policies import baseline_orders
     from themis_opt.sim import simulate
 
-    from .conftest import load, pipelined
+    from ..conftest import load, pipelined
 
     for fresh in (lambda: load("two_stages"), pipelined):
         instance = fresh()
@@ -606,7 +606,7 @@ def test_the_iteration_bound_is_the_brute_force_optimum_where_every_formula_fall
     # continuous counts (tiny_ag, where it is above the span); a chain: the critical path with the span
     from themis_opt.bounds import iteration_bound, solver_free_bounds
 
-    from .conftest import brute_force, load
+    from ..conftest import brute_force, load
 
     instance = _chain() if name == "chain" else load(name)
     optimum = brute_force(instance)
@@ -619,7 +619,7 @@ def test_the_iteration_bound_is_the_brute_force_optimum_where_every_formula_fall
 def test_the_iteration_bound_never_exceeds_the_brute_force_optimum(name: str) -> None:
     from themis_opt.bounds import iteration_bound, solver_free_bounds
 
-    from .conftest import brute_force, load
+    from ..conftest import brute_force, load
 
     instance = _three_computes(100) if name == "three_computes" else load(name)
     bound = iteration_bound(instance)
@@ -632,7 +632,7 @@ def test_a_collective_span_alone_is_the_brute_force_optimum_and_at_least_its_sho
     from themis_opt.budget import Deadline
     from themis_opt.sim.model import shortest_durations
 
-    from .conftest import brute_force, load
+    from ..conftest import brute_force, load
 
     for name in ("tiny_rs", "tiny_ar"):
         instance = load(name)
@@ -661,7 +661,7 @@ def test_a_collective_solved_alone_by_cpsat_is_its_brute_force_optimum_where_fil
     from themis_opt.bounds import alone_span, collective_spans, exact_span, iteration_bound
     from themis_opt.budget import Deadline
 
-    from .conftest import brute_force
+    from ..conftest import brute_force
 
     instance = _rail_and_spine()
     optimum = brute_force(instance)
@@ -685,7 +685,7 @@ def test_the_iteration_bound_is_never_above_the_exact_suites_optima() -> None:
     from themis_opt import load_instance
     from themis_opt.bounds import iteration_bound
 
-    folder = Path(__file__).parents[1] / "themis_opt" / "suites" / "exact"
+    folder = ROOT / "themis_opt" / "suites" / "exact"
     optima = json.loads((folder / "optima.json").read_text())
     for name, known in optima.items():
         bound = iteration_bound(load_instance(folder / f"{name}.json"))
@@ -726,7 +726,7 @@ def test_past_the_deadline_the_iteration_bound_is_not_computed_or_weaker() -> No
     from themis_opt.bounds import iteration_bound
     from themis_opt.budget import Deadline
 
-    from .conftest import load
+    from ..conftest import load
 
     instance = load("tiny_ar")
     assert iteration_bound(instance, Deadline.after(0.0)) is None
@@ -757,7 +757,7 @@ def test_the_iteration_bound_is_below_cpsats_schedules_of_the_clusters_suite(nam
     from themis_opt import load_instance
     from themis_opt.bounds import iteration_bound
 
-    instance = load_instance(Path(__file__).parents[1] / "instances" / "clusters" / f"{name}.json")
+    instance = load_instance(ROOT / "instances" / "clusters" / f"{name}.json")
     bound = iteration_bound(instance)
     assert bound is not None and 0.95 * CPSAT_CLUSTERS[name] < bound <= CPSAT_CLUSTERS[name]
 
