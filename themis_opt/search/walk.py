@@ -19,6 +19,7 @@ import themis_opt.sim.core as core
 import themis_opt.sim.timers as timers
 from themis_opt.budget import Deadline
 from themis_opt.result import OPTIMALITY_TOLERANCE
+from themis_opt.sim.model import offsets
 from themis_opt.sim.queues import Intra
 
 _P = ctypes.c_void_p
@@ -106,7 +107,7 @@ class MoveDraws:
     @property
     def orders(self) -> array[int]:
         """Where each class's tokens by order rank start in the walk's cache, and their total."""
-        return core.offsets([math.factorial(len(d)) for d in self.dims])
+        return offsets([math.factorial(len(d)) for d in self.dims])
 
     @property
     def arrays(self) -> dict[str, array[int]]:
@@ -114,11 +115,11 @@ class MoveDraws:
         found: dict[str, array[int]] | None = self.__dict__.get("_arrays")
         if found is None:
             found = {
-                "class_ptr": core.offsets([len(p) for p in self.places]),
+                "class_ptr": offsets([len(p) for p in self.places]),
                 "places": array("i", [i for p in self.places for i in p]),
-                "known_ptr": core.offsets([len(k) for k in self.known]),
+                "known_ptr": offsets([len(k) for k in self.known]),
                 "known": array("i", [x for k in self.known for x in k]),
-                "dims_ptr": core.offsets([len(d) for d in self.dims]),
+                "dims_ptr": offsets([len(d) for d in self.dims]),
                 "dims": array("i", [d for ds in self.dims for d in ds]),
                 "token_ptr": self.orders,
             }

@@ -33,12 +33,11 @@ from typing import Any, assert_never
 
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.cost import PhaseSpec, merges
-from themis_opt.instance import Collective, Instance, Kind, Op
+from themis_opt.instance import Instance, Kind, Op
 from themis_opt.orders import Order, Orders, check_order
-from themis_opt.policies import planned_bytes
 from themis_opt.schedule import OP_CODES, PhaseColumns
 from themis_opt.sim.engine import later_durations
-from themis_opt.sim.model import chunk_plan, collective_tails, model_of
+from themis_opt.sim.model import chunk_plan, collective_tails, model_of, offsets, task_graph
 from themis_opt.sim.queues import queue_policy
 
 logger = logging.getLogger(__name__)
@@ -182,11 +181,6 @@ def pointer(values: array[Any]) -> int:
     return int(values.buffer_info()[0])
 
 
-def offsets(lengths: list[int]) -> array[int]:
-    """Where each of ``lengths`` starts, and the total (CSR offsets)."""
-    return array("q", [0, *itertools.accumulate(lengths)])
-
-
 def _rule_bits(op: Op) -> int:
     """A phase's rules for the core: bit 0, scf queues it as fifo does (an all-to-all or all-reduce);
     bit 1, a reduce-scatter (its last step reduces: ``serial_phase_ends`` handles its end last).
@@ -306,43 +300,14 @@ def _prepared(instance: Instance) -> _Prepared:
 
 
 def _static(instance: Instance) -> dict[str, array[Any]]:
-    tasks = instance.tasks
-    index = instance.task_index
+    """The compiled model's task graph, and what the core reads besides: each collective's kind
+    code and its tail (this process's, filled in place when a policy first reads them).
+    """
     colls = instance.collectives
-    is_coll = [isinstance(t, Collective) for t in tasks]
-    which, counts = [], [0, 0]
-    for flag in is_coll:
-        which.append(counts[flag])
-        counts[flag] += 1
-    successors: list[list[tuple[int, float]]] = [[] for _ in tasks]
-    for t, task in enumerate(tasks):
-        for dep in task.after:
-            successors[index[dep.task]].append((t, dep.lag_ns))
-    dims = instance.network.dimensions
-    active = instance.active_dims
-    nominal = [planned_bytes(instance, c) for c in range(len(colls))]
-    chunks = [c.chunks for c in colls]
     return {
-        "is_coll": array("B", is_coll),
-        "which": array("i", which),
-        "issue": array("d", [t.issue_ns for t in tasks]),
-        "pending_in": array("i", [len(t.after) for t in tasks]),
-        "succ_ptr": offsets([len(s) for s in successors]),
-        "succ_task": array("i", [t for s in successors for t, _ in s]),
-        "succ_lag": array("d", [lag for s in successors for _, lag in s]),
-        "chunks": array("i", chunks),
-        "first_chunk": array("i", offsets(chunks)[:-1]),
-        "priority": array("q", [c.priority for c in colls]),
-        "coll_tail": array("d", [0.0]) * len(colls),  # filled in place when a policy first reads them
+        **task_graph(instance),
+        "coll_tail": array("d", [0.0]) * len(colls),
         "kind": array("i", [_kind_code(c.kind) for c in colls]),
-        "task_of_coll": array("i", [t for t, flag in enumerate(is_coll) if flag]),
-        "active_ptr": offsets([len(a) for a in active]),
-        "active": array("i", [d for a in active for d in a]),
-        "nominal": array("q", nominal),
-        "compute_dur": array("d", [t.duration_ns for t in instance.computes]),
-        "task_of_compute": array("i", [t for t, flag in enumerate(is_coll) if not flag]),
-        "dim_size": array("q", [d.size for d in dims]),
-        "dim_bandwidth": array("d", [d.bandwidth_gbps for d in dims]),
     }
 
 

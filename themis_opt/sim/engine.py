@@ -69,10 +69,10 @@ from contextlib import contextmanager
 
 from themis_opt.budget import Deadline
 from themis_opt.cost import PhaseSpec, merges
-from themis_opt.instance import Collective, Instance, Op
+from themis_opt.instance import Instance, Op
 from themis_opt.orders import Orders, Planner, check_order
 from themis_opt.schedule import ChunkSchedule, ComputeSchedule, Phase, Schedule
-from themis_opt.sim.model import chunk_plan, collective_tails
+from themis_opt.sim.model import chunk_plan, collective_tails, task_graph
 from themis_opt.sim.queues import queue_policy
 
 PhaseMemo = dict[tuple[int, int, tuple[int, ...]], tuple[PhaseSpec, ...]]
@@ -267,25 +267,13 @@ def run_python(
     ids = instance.chunk_ids
     num_dims = instance.network.num_dims
     num_lanes = instance.num_lanes
-    index = instance.task_index
-    # task -> (is collective, collective or compute index)
-    kind_of: list[tuple[bool, int]] = []
-    counts = [0, 0]
-    for task in tasks:
-        is_coll = isinstance(task, Collective)
-        kind_of.append((is_coll, counts[0] if is_coll else counts[1]))
-        counts[0 if is_coll else 1] += 1
-    task_of_coll = [t for t, (is_coll, _) in enumerate(kind_of) if is_coll]
-    task_of_compute = [t for t, (is_coll, _) in enumerate(kind_of) if not is_coll]
-    successors: list[list[tuple[int, float]]] = [[] for _ in tasks]
-    pending = [len(task.after) for task in tasks]
-    earliest = [task.issue_ns for task in tasks]
-    for t, task in enumerate(tasks):
-        for dep in task.after:
-            successors[index[dep.task]].append((t, dep.lag_ns))
-    first_chunk = [0] * len(collectives)
-    for c in range(1, len(collectives)):
-        first_chunk[c] = first_chunk[c - 1] + collectives[c - 1].chunks
+    graph = task_graph(instance)  # the compiled model's task graph, as the core reads it
+    is_coll, which = graph["is_coll"].tolist(), graph["which"].tolist()
+    task_of_coll, task_of_compute = graph["task_of_coll"].tolist(), graph["task_of_compute"].tolist()
+    succ_ptr, succ_task, succ_lag = graph["succ_ptr"].tolist(), graph["succ_task"].tolist(), graph["succ_lag"].tolist()
+    pending = graph["pending_in"].tolist()
+    earliest = graph["issue"].tolist()
+    first_chunk = graph["first_chunk"].tolist()
     left = [coll.chunks for coll in collectives]
     priority = [coll.priority for coll in collectives]
     policy = queue_policy(intra)
@@ -320,10 +308,11 @@ def run_python(
     waited = [False] * num_stages  # each stage's compute unit has waited for a collective
 
     def end_task(t: int) -> None:
-        for dependent, lag in successors[t]:
+        for e in range(succ_ptr[t], succ_ptr[t + 1]):
+            dependent, lag = succ_task[e], succ_lag[e]
             if now + lag > earliest[dependent]:
                 earliest[dependent] = now + lag
-                held_by_collective[dependent] = kind_of[t][0]
+                held_by_collective[dependent] = bool(is_coll[t])
             pending[dependent] -= 1
             if not pending[dependent]:
                 heapq.heappush(events, (earliest[dependent], _RELEASE, dependent, 0))
@@ -426,8 +415,8 @@ def run_python(
                 compute_busy[compute_stage[a]] = False
                 end_task(task_of_compute[a])
             else:
-                is_coll, n = kind_of[a]
-                if is_coll:
+                n = which[a]
+                if is_coll[a]:
                     arrivals += release(n)
                 else:
                     heapq.heappush(compute_ready[compute_stage[n]], n)

@@ -13,8 +13,10 @@ Everything here is a fact of the model (no bound is proven here): the bounds in
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
@@ -31,7 +33,7 @@ from themis_opt.cost import (
     wire_time,
 )
 from themis_opt.instance import AllReducePhases, ChunkClass, Collective, Compute, Instance, Kind, Op
-from themis_opt.policies import baseline_order
+from themis_opt.policies import baseline_order, planned_bytes
 
 
 @dataclass
@@ -65,6 +67,63 @@ def model_of(instance: Instance) -> Model:
     found: Model | None = instance.__dict__.get("_model")
     if found is None:
         found = instance.__dict__["_model"] = Model()
+    return found
+
+
+def offsets(lengths: Iterable[int]) -> array[int]:
+    """Where each of ``lengths`` starts, and the total (CSR offsets)."""
+    return array("q", [0, *itertools.accumulate(lengths)])
+
+
+def task_graph(instance: Instance) -> dict[str, array[Any]]:
+    """The task graph as typed arrays, made once per instance, as both engines read it (the C
+    core's ``Model`` points at them): per task whether it is a collective (``is_coll``), its index
+    among the collectives or the compute tasks (``which``), its issue time and count of
+    dependencies (``pending_in``), its successors and their lags (CSR: ``succ_ptr``,
+    ``succ_task``, ``succ_lag``); per collective its chunks, its first chunk's index, its priority,
+    its task, its active dimensions (CSR: ``active_ptr``, ``active``) and the bytes Themis plans
+    a chunk by (``nominal``); per compute task its duration and task; per dimension its size and
+    bandwidth.
+    """
+    found: dict[str, array[Any]] | None = model_of(instance).memo.get("task_graph")
+    if found is not None:
+        return found
+    tasks = instance.tasks
+    index = instance.task_index
+    colls = instance.collectives
+    is_coll = [isinstance(t, Collective) for t in tasks]
+    which, counts = [], [0, 0]
+    for flag in is_coll:
+        which.append(counts[flag])
+        counts[flag] += 1
+    successors: list[list[tuple[int, float]]] = [[] for _ in tasks]
+    for t, task in enumerate(tasks):
+        for dep in task.after:
+            successors[index[dep.task]].append((t, dep.lag_ns))
+    dims = instance.network.dimensions
+    active = instance.active_dims
+    chunks = [c.chunks for c in colls]
+    found = {
+        "is_coll": array("B", is_coll),
+        "which": array("i", which),
+        "issue": array("d", [t.issue_ns for t in tasks]),
+        "pending_in": array("i", [len(t.after) for t in tasks]),
+        "succ_ptr": offsets(len(s) for s in successors),
+        "succ_task": array("i", [t for s in successors for t, _ in s]),
+        "succ_lag": array("d", [lag for s in successors for _, lag in s]),
+        "chunks": array("i", chunks),
+        "first_chunk": array("i", offsets(chunks)[:-1]),
+        "priority": array("q", [c.priority for c in colls]),
+        "task_of_coll": array("i", [t for t, flag in enumerate(is_coll) if flag]),
+        "active_ptr": offsets(len(a) for a in active),
+        "active": array("i", [d for a in active for d in a]),
+        "nominal": array("q", [planned_bytes(instance, c) for c in range(len(colls))]),
+        "compute_dur": array("d", [t.duration_ns for t in instance.computes]),
+        "task_of_compute": array("i", [t for t, flag in enumerate(is_coll) if not flag]),
+        "dim_size": array("q", [d.size for d in dims]),
+        "dim_bandwidth": array("d", [d.bandwidth_gbps for d in dims]),
+    }
+    model_of(instance).memo["task_graph"] = found
     return found
 
 

@@ -22,10 +22,10 @@ from themis_opt.sim.core import (
     _checked,
     _prepared,
     c_library,
-    offsets,
     pointer,
     policy_code,
 )
+from themis_opt.sim.model import offsets
 
 
 class PhaseGraph:
