@@ -9,8 +9,9 @@ the exact model its Python layer (with pandas).
 
 from __future__ import annotations
 
-from importlib import import_module as _import_module
-from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+from themis_opt.lazy import lazy_names
 
 if _TYPE_CHECKING:  # pragma: no cover
     from themis_opt.cpsat.driver import (
@@ -41,13 +42,4 @@ _HOMES = {
 __all__ = sorted(_HOMES)
 
 
-def __getattr__(name: str) -> _Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module 'themis_opt.cpsat' has no attribute {name!r}")
-    value = getattr(_import_module(f"themis_opt.cpsat.{_HOMES[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)

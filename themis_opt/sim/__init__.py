@@ -13,8 +13,9 @@ no engine.
 
 from __future__ import annotations
 
-from importlib import import_module as _import_module
-from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+from themis_opt.lazy import lazy_names
 
 if _TYPE_CHECKING:  # pragma: no cover
     from themis_opt.sim.dispatch import Engine as Engine, simulate as simulate, simulate_makespan as simulate_makespan
@@ -40,13 +41,4 @@ _HOMES = {
 __all__ = sorted(_HOMES)
 
 
-def __getattr__(name: str) -> _Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module 'themis_opt.sim' has no attribute {name!r}")
-    value = getattr(_import_module(f"themis_opt.sim.{_HOMES[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__getattr__, __dir__ = lazy_names(__name__, _HOMES)
