@@ -194,7 +194,7 @@ def test_pipeline_stages_and_sends_are_accepted_at_once(monkeypatch: pytest.Monk
         assert validate(instance, simulate(instance, themis_orders(instance), intra)) == []
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     which=st.integers(0, 10_000),
     phase=st.integers(0, 10),

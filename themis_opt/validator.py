@@ -54,10 +54,12 @@ def _before(a: float, b: float) -> bool:
 def validate(instance: Instance, schedule: Schedule) -> list[str]:
     """Every violation of the model in ``schedule``, one sentence each.
 
-    The rules are checked on the schedule's numpy columns first, every phase at once (no Python
-    object per phase); only a schedule that fails there, or that those checks do not cover (more
-    than one phase at once on a dimension, chunks out of (collective, chunk) order), is checked
-    phase by phase, which names each violation. Both apply the same rules and tolerances.
+    The rules are checked on the schedule's numpy columns, every phase at once (no Python object per
+    phase), and the violations found there named in the order a pass phase by phase names them;
+    only a schedule these checks do not cover (chunks out of (collective, chunk) order, missing or
+    twice, an order or a phase count not its collective's, a phase on another dimension or of
+    another operation, more than one phase at once on a dimension) is checked phase by phase. Both
+    apply the same rules, tolerances and sentences.
 
     Parameters
     ----------
@@ -71,9 +73,8 @@ def validate(instance: Instance, schedule: Schedule) -> list[str]:
     list of str
         Empty when the schedule is valid.
     """
-    if _valid_at_once(instance, schedule):
-        return []
-    return _violations(instance, schedule)
+    found = _violations_at_once(instance, schedule)
+    return found if found is not None else _violations(instance, schedule)
 
 
 def _close_at_once(a: Any, b: Any) -> Any:
@@ -88,34 +89,34 @@ def _before_at_once(a: Any, b: Any) -> Any:
     return (a <= b) | _close_at_once(a, b)
 
 
-def _valid_at_once(instance: Instance, schedule: Schedule) -> bool:
-    """Whether ``schedule`` passes every rule of :func:`_violations`, checked on its numpy columns;
-    ``False`` also where these checks do not apply (then :func:`_violations` decides).
+def _violations_at_once(instance: Instance, schedule: Schedule) -> list[str] | None:
+    """:func:`_violations` of ``schedule``, found on its numpy columns; ``None`` where these checks
+    do not apply (see :func:`validate`: then :func:`_violations` decides).
     """
     import numpy as np
 
     if instance.network.active_chunks > 1:
-        return False
+        return None
     columns = schedule.columns()
     starts, ends = columns.start_ns, columns.end_ns
     n, ids = len(starts), instance.chunk_ids
     if not n or not (np.isfinite(starts).all() and np.isfinite(ends).all()):
-        return False
+        return None
     # every chunk once, in (collective, chunk) order, its phases together
     new = np.ones(n, dtype=bool)
     new[1:] = (columns.collective[1:] != columns.collective[:-1]) | (columns.chunk[1:] != columns.chunk[:-1])
     first = np.flatnonzero(new)
     if len(first) != len(ids):
-        return False
+        return None
     if not (
         np.array_equal(columns.collective[first], [c for c, _ in ids])
         and np.array_equal(columns.chunk[first], [k for _, k in ids])
     ):
-        return False
+        return None
     count = np.diff(np.append(first, n))
     orders = schedule.orders
     if len(orders) != len(ids):
-        return False
+        return None
     # each chunk's phases as its order needs them: one table per distinct plan
     table: dict[tuple[int, float, tuple[int, ...]], int] = {}  # (collective, chunk bytes, order) -> its table
     merged: dict[tuple[int, float, tuple[int, ...]], int] = {}  # the same, as the baseline merges it
@@ -124,7 +125,7 @@ def _valid_at_once(instance: Instance, schedule: Schedule) -> bool:
     for i, ((c, k), m) in enumerate(zip(ids, count.tolist())):
         order = orders.get((c, k))
         if order is None:
-            return False
+            return None
         coll = instance.collectives[c]
         nbytes = coll.bytes_of(k)
         key = (c, nbytes, order)
@@ -132,7 +133,7 @@ def _valid_at_once(instance: Instance, schedule: Schedule) -> bool:
         if found is None:
             dims = instance.active_dims[c]
             if sorted(order) != list(dims) or (coll.kind is Kind.ALL_TO_ALL and tuple(order) != dims):
-                return False
+                return None
             found = table[key] = len(plans)
             plans.append(chunk_plan(instance, c, nbytes, tuple(order)))
         specs = plans[found]
@@ -143,7 +144,7 @@ def _valid_at_once(instance: Instance, schedule: Schedule) -> bool:
                 plans.append(chunk_plan(instance, c, nbytes, tuple(order), merged=True))
             specs = plans[found]
         if m != len(specs):
-            return False
+            return None
         table_of[i] = found
     phases = [p for specs in plans for p in specs]
     ptr = np.array([0, *itertools.accumulate(len(specs) for specs in plans)], dtype=np.int64)
@@ -152,33 +153,77 @@ def _valid_at_once(instance: Instance, schedule: Schedule) -> bool:
         np.array_equal(columns.dim, np.array([p.dim for p in phases], dtype=np.int64)[index])
         and np.array_equal(columns.op, np.array([OP_CODES.index(p.op) for p in phases], dtype=np.int8)[index])
     ):
-        return False
+        return None
     expected_in = np.array([p.bytes_in for p in phases], dtype=np.float64)[index]
     expected_out = np.array([p.bytes_out for p in phases], dtype=np.float64)[index]
     duration = np.array([p.duration for p in phases], dtype=np.float64)[index]
-    if not (
-        _close_at_once(columns.bytes_in, expected_in).all()
-        and _close_at_once(columns.bytes_out, expected_out).all()
-        and _close_at_once(ends - starts, duration).all()
-    ):
-        return False
+    bytes_bad = ~(_close_at_once(columns.bytes_in, expected_in) & _close_at_once(columns.bytes_out, expected_out))
+    lasts_bad = ~_close_at_once(ends - starts, duration)
     # a chunk's phases one after another, the first once its collective is released
     release = _releases(instance, schedule)
     released = np.array([release[instance.task_index[coll.id]] for coll in instance.collectives])
     later = ~new
-    if not (
-        _before_at_once(released[columns.collective[first]], starts[first]).all()
-        and _before_at_once(ends[:-1][later[1:]], starts[later]).all()
-    ):
-        return False
+    early_bad = np.zeros(n, dtype=bool)
+    early_bad[first] = ~_before_at_once(released[columns.collective[first]], starts[first])
+    after_bad = np.zeros(n, dtype=bool)
+    after_bad[1:] = later[1:] & ~_before_at_once(ends[:-1], starts[1:])
     # one phase at a time on each lane (a stage's dimension), by start, end, collective and chunk
     stage = np.array([coll.stage for coll in instance.collectives], dtype=np.int64)
-    lane = stage[columns.collective] * instance.network.num_dims + columns.dim
+    num_dims = instance.network.num_dims
+    lane = stage[columns.collective] * num_dims + columns.dim
     ranked = np.lexsort((columns.chunk, columns.collective, ends, starts, lane))
     same = lane[ranked][1:] == lane[ranked][:-1]
-    if not _before_at_once(ends[ranked][:-1][same], starts[ranked][1:][same]).all():
-        return False
-    return not _compute_violations(instance, schedule, release)
+    overlaps = np.flatnonzero(same & ~_before_at_once(ends[ranked][:-1], starts[ranked][1:]))
+    violations: list[str] = []
+    position = np.arange(n) - np.repeat(first, count)  # each phase's place in its chunk
+    for i in np.flatnonzero(bytes_bad | lasts_bad | early_bad | after_bad).tolist():
+        c, k, p = int(columns.collective[i]), int(columns.chunk[i]), int(position[i])
+        at = f"collective {c} chunk {k} phase {p}"
+        start, end = float(starts[i]), float(ends[i])
+        if bytes_bad[i]:
+            got = float(columns.bytes_in[i]), float(columns.bytes_out[i])
+            violations.append(_moves(at, got, (float(expected_in[i]), float(expected_out[i]))))
+        if lasts_bad[i]:
+            violations.append(_lasts(at, end - start, float(duration[i])))
+        if early_bad[i]:
+            violations.append(_early(at, start, instance.collectives[c].id, float(released[c])))
+        if after_bad[i]:
+            violations.append(_after(at, start, p, float(ends[i - 1])))
+    for j in overlaps.tolist():
+        a, b = int(ranked[j]), int(ranked[j + 1])
+        d, s = int(columns.dim[a]), int(stage[columns.collective[a]])
+        name = f"stage {s} dim {d}" if instance.num_stages > 1 else f"dim {d}"
+        first_run = (int(columns.collective[a]), int(columns.chunk[a]), float(starts[a]), float(ends[a]))
+        second_run = (int(columns.collective[b]), int(columns.chunk[b]), float(starts[b]), float(ends[b]))
+        violations.append(_overlap(name, first_run, second_run))
+    return violations + _compute_violations(instance, schedule, release)
+
+
+def _moves(at: str, got: tuple[float, float], expected: tuple[float, float]) -> str:
+    return f"{at}: moves {got[0]:g} -> {got[1]:g} bytes, expected {expected[0]:g} -> {expected[1]:g}"
+
+
+def _lasts(at: str, duration: float, expected: float) -> str:
+    return f"{at}: lasts {duration:.6f} ns, the cost model says {expected:.6f} ns"
+
+
+def _early(at: str, start: float, task: str, released: float) -> str:
+    return (
+        f"{at}: starts at {start:.6f} ns, before {task} is released "
+        f"at {released:.6f} ns (issue time, or a dependency's end plus lag)"
+    )
+
+
+def _after(at: str, start: float, p: int, end: float) -> str:
+    return f"{at}: starts at {start:.6f} ns, before phase {p - 1} ends at {end:.6f} ns"
+
+
+def _overlap(name: str, first: tuple[int, int, float, float], second: tuple[int, int, float, float]) -> str:
+    (pc, pk, ps, pe), (cc, ck, cs, ce) = first, second
+    return (
+        f"{name}: collective {pc} chunk {pk} ({ps:.6f}-{pe:.6f} ns) overlaps "
+        f"collective {cc} chunk {ck} ({cs:.6f}-{ce:.6f} ns)"
+    )
 
 
 def _violations(instance: Instance, schedule: Schedule) -> list[str]:
@@ -223,23 +268,14 @@ def _violations(instance: Instance, schedule: Schedule) -> list[str]:
                 )
                 continue
             if not (_close(phase.bytes_in, spec.bytes_in) and _close(phase.bytes_out, spec.bytes_out)):
-                violations.append(
-                    f"{at}: moves {phase.bytes_in:g} -> {phase.bytes_out:g} bytes, "
-                    f"expected {spec.bytes_in:g} -> {spec.bytes_out:g}"
-                )
+                violations.append(_moves(at, (phase.bytes_in, phase.bytes_out), (spec.bytes_in, spec.bytes_out)))
             if not _close(phase.duration, spec.duration):
-                violations.append(f"{at}: lasts {phase.duration:.6f} ns, the cost model says {spec.duration:.6f} ns")
+                violations.append(_lasts(at, phase.duration, spec.duration))
             released = release[instance.task_index[coll.id]]
             if p == 0 and not _before(released, phase.start_ns):
-                violations.append(
-                    f"{at}: starts at {phase.start_ns:.6f} ns, before {coll.id} is released "
-                    f"at {released:.6f} ns (issue time, or a dependency's end plus lag)"
-                )
+                violations.append(_early(at, phase.start_ns, coll.id, released))
             if p > 0 and not _before(chunk.phases[p - 1].end_ns, phase.start_ns):
-                violations.append(
-                    f"{at}: starts at {phase.start_ns:.6f} ns, before phase {p - 1} ends "
-                    f"at {chunk.phases[p - 1].end_ns:.6f} ns"
-                )
+                violations.append(_after(at, phase.start_ns, p, chunk.phases[p - 1].end_ns))
     for cid in sorted(expected - seen):
         violations.append(f"collective {cid[0]} chunk {cid[1]}: missing from the schedule")
     for (stage, d), entries in sorted(_by_lane(instance, schedule).items()):
@@ -253,8 +289,7 @@ def _violations(instance: Instance, schedule: Schedule) -> list[str]:
         for (prev, pc, pk), (cur, cc, ck) in zip(entries, entries[1:]):
             if not _before(prev.end_ns, cur.start_ns):
                 violations.append(
-                    f"{name}: collective {pc} chunk {pk} ({prev.start_ns:.6f}-{prev.end_ns:.6f} ns) overlaps "
-                    f"collective {cc} chunk {ck} ({cur.start_ns:.6f}-{cur.end_ns:.6f} ns)"
+                    _overlap(name, (pc, pk, prev.start_ns, prev.end_ns), (cc, ck, cur.start_ns, cur.end_ns))
                 )
     violations += _compute_violations(instance, schedule, release)
     return violations
