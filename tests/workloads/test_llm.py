@@ -168,6 +168,9 @@ def test_every_method_gives_a_valid_schedule(method: str) -> None:
         (Layout(tp=3, dp=1), TOY, "tp x ep x dp"),
         (Layout(tp=2, ep=2, dp=2), TOY, "ep: toy has no experts"),
         (Layout(tp=1, ep=8, dp=1), TOY_MOE, "ep: toy-moe has 2 experts"),
+        (Layout(tp=4, dp=2), TOY, "tp: toy's 2 attention heads do not divide over 4 tensor ranks"),
+        (Layout(tp=2, dp=1, pp=4), TOY, "pp: toy has 2 blocks: 4 stages would leave some empty"),
+        (Layout(tp=2, dp=4, batch=10**6, sequence=10**7), TOY, "batch: 1000000 x 10000000 tokens make compute"),
     ],
 )
 def test_bad_layouts_name_the_group(layout: Layout, config: LlmConfig, message: str) -> None:

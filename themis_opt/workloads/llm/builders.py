@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from themis_opt.errors import InputError
-from themis_opt.instance import Instance, Kind, Network
+from themis_opt.instance import MAX_SIZE_BYTES, MAX_TIME_NS, Instance, Kind, Network
 from themis_opt.workloads.graph import TaskGraph
 from themis_opt.workloads.llm.layouts import Layout, group_dims, stage_dims, stage_npus
 from themis_opt.workloads.llm.models import LlmConfig, Tensor, block_tensors, outer_tensors, parameter_count
@@ -81,9 +81,15 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
     Raises
     ------
     InputError
-        If the groups do not fit the network, or the experts do not divide over ``ep``.
+        If the groups do not fit the network; the attention heads or the MLP's columns do not
+        divide over ``tp``, or the experts over ``ep``; or there are more stages than blocks.
     """
     tp_dims, ep_dims, dp_dims = group_dims(network, layout)
+    if layout.pp > config.layers:
+        raise InputError("pp", f"{config.name} has {config.layers} blocks: {layout.pp} stages would leave some empty")
+    for part, count in (("attention heads", config.heads), ("MLP columns", config.ffn)):
+        if count % layout.tp:
+            raise InputError("tp", f"{config.name}'s {count} {part} do not divide over {layout.tp} tensor ranks")
     if config.moe and config.experts % layout.ep:
         raise InputError("ep", f"{config.name} has {config.experts} experts: they do not divide over {layout.ep}")
     if not config.moe and layout.ep > 1:
@@ -108,6 +114,14 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
     attn_fwd = layout.ns(flops(attention) + 4.0 * tokens * sequence * h / layout.tp)
     mlp_fwd = layout.ns(flops(mlp, routed=True))
     head_fwd = layout.ns(2.0 * tokens * h * config.vocab)
+    longest = 2 * max(attn_fwd, mlp_fwd, head_fwd)  # a backward compute task: twice its forward
+    if longest > MAX_TIME_NS or dispatch > MAX_SIZE_BYTES:
+        what = f"compute tasks of {longest:.3g} ns" if longest > MAX_TIME_NS else f"activations of {dispatch:.3g} bytes"
+        raise InputError(
+            "batch",
+            f"{layout.batch} x {sequence} tokens make {what}, above what a task may hold "
+            f"({MAX_TIME_NS:g} ns, {MAX_SIZE_BYTES} bytes): a smaller batch or sequence",
+        )
     graph = _Graph(layout.chunks, layout.sequence_parallel)
     waits: list[str] = []  # what a pass waits for: the previous pass's gradients
     staged = stage_dims(network, layout)
