@@ -26,6 +26,7 @@ PUBLISHED = {
 # MLP 3 x 8 x 16 = 384, two norms of 8; embedding and output 32 x 8 each, final norm 8
 TOY = LlmConfig("toy", 2, 8, 2, 1, 16, 32, 4, True)
 TOY_MOE = LlmConfig("toy-moe", 2, 8, 2, 1, 16, 32, 4, True, experts=2, top_k=1)
+TOY_WIDE = LlmConfig("toy-wide", 2, 8, 4, 1, 16, 32, 4, True)  # 4 heads: 4 tensor ranks take one each
 NET = Network(tuple(Dimension(2, "switch", b, 500.0) for b in (400.0, 100.0, 25.0)))  # 8 NPUs
 
 
@@ -45,7 +46,7 @@ def _colls(instance: Instance, part: str) -> list[Collective]:
 
 
 @pytest.mark.parametrize("data_parallel", ["ddp", "fsdp"])
-@pytest.mark.parametrize(("config", "tp", "ep", "dp"), [(TOY, 2, 1, 4), (TOY, 4, 1, 2), (TOY_MOE, 2, 2, 2)])
+@pytest.mark.parametrize(("config", "tp", "ep", "dp"), [(TOY, 2, 1, 4), (TOY_WIDE, 4, 1, 2), (TOY_MOE, 2, 2, 2)])
 def test_tensor_and_expert_parallel_collectives(
     config: LlmConfig, tp: int, ep: int, dp: int, data_parallel: str
 ) -> None:
