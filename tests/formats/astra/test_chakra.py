@@ -830,3 +830,41 @@ def test_the_cli_fits_an_instance_for_2x_on_asking(tmp_path: Path, capsys: pytes
     assert solve(_reimport(tmp_path / "out"), "baseline", intra="fifo").makespan == 63914.0
     assert main([*argv[:3], "1", *argv[4:], "--fit"]) == 2
     assert "--fit: makes an instance expressible by ASTRA-sim 2.x" in capsys.readouterr().err
+
+
+def _one_trace(tmp_path: Path) -> bytes:
+    """The bytes of a trace of two compute nodes, as write_trace writes it."""
+    nodes = [
+        TraceNode(0, "a", "COMP_NODE", (), (), 5, ()),
+        TraceNode(1, "b", "COMP_NODE", (0,), (), 7, ()),
+    ]
+    write_trace(tmp_path / "whole.et", nodes)
+    return (tmp_path / "whole.et").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda data: data + b"\xff" * 3, r"not a Chakra trace: it ends inside the length prefix at byte \d+"),
+        (
+            lambda data: data + b"\xff" * 6,
+            r"not a Chakra trace: a length prefix over 5 bytes at byte \d+ \(2\.x stops reading there\)",
+        ),
+        (lambda data: data + bytes([0x80 | 2**6, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x40]), ".* over 5 bytes"),
+        (
+            lambda data: data[:-3],
+            r"not a Chakra trace: the message at byte \d+ is cut short \(\d+ bytes announced, \d+ left\)",
+        ),
+        (lambda data: data + bytes([4, 0xFF, 0xFF, 0xFF, 0xFF]), r"not a Chakra trace \(the message at byte \d+\)"),
+        (lambda data: __import__("gzip").compress(data), "is gzipped: ASTRA-sim 2.x reads a trace's bytes as they are"),
+        (lambda data: b"", "is empty: not a Chakra trace"),
+    ],
+)
+def test_a_trace_is_read_to_its_last_byte(tmp_path: Path, change: Any, message: str) -> None:
+    from themis_opt.formats.astra.chakra import read_trace
+
+    data = _one_trace(tmp_path)
+    assert [n.duration_micros for n in read_trace(tmp_path / "whole.et")] == [5, 7]
+    (tmp_path / "changed.et").write_bytes(change(data))
+    with pytest.raises(InputError, match=r"changed\.et: " + message):
+        read_trace(tmp_path / "changed.et")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from themis_opt.errors import InputError, counted
-from themis_opt.fileio import atomic_writer, check_size
+from themis_opt.fileio import atomic_writer
 from themis_opt.formats.astra.groups import Groups, aligned_dims, move, offset, same_ring_moved
 from themis_opt.formats.astra.v2 import SystemV2, collective
 from themis_opt.instance import After, Collective, Compute, Kind, Network
@@ -107,36 +107,89 @@ def _value(attr: Any) -> Any:
     return value
 
 
+VARINT_BYTES = 5  # ASTRA-sim 2.x reads a length prefix of at most 5 bytes (a 32-bit varint)
+
+
+def messages(data: bytes, where: str) -> Iterator[tuple[int, bytes]]:
+    """Each length-delimited message of a trace's bytes, with the byte it starts at, read as ASTRA-sim
+    2.x's ``ProtobufUtils::readMessage`` reads them, to the last byte.
+
+    Raises
+    ------
+    InputError
+        Naming the byte, where the bytes are not whole messages: a length prefix longer than
+        2.x reads (it stops there, dropping the rest), a message cut short by the end of the file
+        (2.x parses what it has), or bytes after the last message that are not one.
+    """
+    pos, end = 0, len(data)
+    while pos < end:
+        start, size, shift = pos, 0, 0
+        while True:
+            if pos == end:
+                raise InputError(where, f"not a Chakra trace: it ends inside the length prefix at byte {start}")
+            byte = data[pos]
+            pos += 1
+            size |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                break
+            shift += 7
+            if pos - start == VARINT_BYTES:
+                problem = f"a length prefix over {VARINT_BYTES} bytes at byte {start} (2.x stops reading there)"
+                raise InputError(where, f"not a Chakra trace: {problem}")
+        if size > end - pos:
+            problem = f"the message at byte {start} is cut short ({size} bytes announced, {end - pos} left)"
+            raise InputError(where, f"not a Chakra trace: {problem}")
+        yield start, data[pos : pos + size]
+        pos += size
+
+
 def read_trace(path: Path) -> list[TraceNode]:
-    """The nodes of one trace file, in file order."""
-    schema, protolib = _chakra()
+    """The nodes of one trace file, in file order (the whole file: see :func:`messages`).
+
+    Raises
+    ------
+    InputError
+        Naming the file and the byte, if it is not a Chakra trace as ASTRA-sim 2.x reads one (a
+        gzipped one among them: 2.x reads the file's bytes as they are).
+    """
+    from google.protobuf.message import DecodeError
+
+    from themis_opt.fileio import read_bytes
+
+    schema, _ = _chakra()
+    where = str(path)
+    data = read_bytes(path)  # at most the input limit
+    if data[:2] == b"\x1f\x8b":
+        raise InputError(where, "is gzipped: ASTRA-sim 2.x reads a trace's bytes as they are (gunzip it)")
     nodes: list[TraceNode] = []
-    check_size(path)  # at most the input limit
+    found = messages(data, where)
+    at = 0  # the byte the message being parsed starts at
     try:
-        with protolib.openFileRd(str(path)) as handle:
-            metadata = schema.GlobalMetadata()
-            if not protolib.decodeMessage(handle, metadata):
-                raise InputError(str(path), "is empty: not a Chakra trace")
+        first = next(found, None)
+        if first is None:
+            raise InputError(where, "is empty: not a Chakra trace")
+        schema.GlobalMetadata().ParseFromString(first[1])
+        for position, body in found:
+            at = position
             node = schema.Node()
-            while protolib.decodeMessage(handle, node):
-                nodes.append(
-                    TraceNode(
-                        node.id,
-                        node.name,
-                        schema.NodeType.Name(node.type),
-                        tuple(node.data_deps),
-                        tuple(node.ctrl_deps),
-                        node.duration_micros,
-                        tuple((a.name, _value(a)) for a in node.attr),
-                    )
+            node.ParseFromString(body)
+            nodes.append(
+                TraceNode(
+                    node.id,
+                    node.name,
+                    schema.NodeType.Name(node.type),
+                    tuple(node.data_deps),
+                    tuple(node.ctrl_deps),
+                    node.duration_micros,
+                    tuple((a.name, _value(a)) for a in node.attr),
                 )
-                node = schema.Node()
+            )
     except InputError:
         raise
-    except OSError as error:
-        raise InputError(str(path), f"cannot be read ({error.strerror or error})") from None
-    except Exception as error:  # protobuf's DecodeError and struct errors: not a trace
-        raise InputError(str(path), f"not a Chakra trace ({type(error).__name__}: {error})") from None
+    except DecodeError as error:
+        raise InputError(where, f"not a Chakra trace (the message at byte {at}): {error}") from None
+    except ValueError as error:  # an enum value the schema does not know
+        raise InputError(where, f"not a Chakra trace: {error}") from None
     return nodes
 
 
