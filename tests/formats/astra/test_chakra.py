@@ -537,13 +537,18 @@ def test_groups_as_dimensions_run_over_them(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("groups", "pg", "message"),
     [
-        ({**DP, **TP}, lambda j: "77", "communicator group '77' is not in the group file"),
+        ({**DP, **TP}, lambda j: "77", "communicator group 77 ('77') is not in the group file"),
         ({"1": [0, 2, 1, 3], "2": [4, 5, 6, 7], "3": [8, 9, 10, 11], "4": [12, 13, 14, 15]},
          lambda j: str(1 + j // 4), "NPU 4's group [4, 5, 6, 7] is not NPU 0's [0, 2, 1, 3], nor that ring moved"),
         ({"1": [1, 2, 3]}, lambda j: "1", "NPU 0 is not in its communicator"),
         ({"0": list(range(4))}, lambda j: "0", "0 is every NPU"),
         ({"1": [0, 1, 1]}, lambda j: "1", "names an NPU twice"),
         ({"1": [0, 16]}, lambda j: "1", "names NPU 16, but the network has 16 NPUs"),
+        ({**DP, "9": []}, lambda j: str(1 + j // 4), "group '9': names no NPU"),
+        ({**DP, "2147483648": [0, 1]}, lambda j: str(1 + j // 4), "the id 2147483648 is beyond a 32-bit int"),
+        ({**DP, "x1": [0, 1]}, lambda j: str(1 + j // 4), "the id must start with a whole number, got 'x1'"),
+        ({**DP, "01": [0, 1]}, lambda j: str(1 + j // 4), "id 1 is given twice (2.x reads '01' as 1)"),
+        (DP, lambda j: "one", "pg_name: the id must start with a whole number, got 'one'"),
     ],
 )  # fmt: skip
 def test_groups_2x_cannot_run_or_asymmetric_ones_are_refused(
@@ -556,6 +561,26 @@ def test_groups_2x_cannot_run_or_asymmetric_ones_are_refused(
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert not (tmp_path / "x.json").exists()
+
+
+def test_group_ids_are_read_as_2x_reads_them_with_stoi(tmp_path: Path) -> None:
+    # "01", " 1" and "1_0" are group 1 to 2.x (std::stoi), in the group file and in a node's pg_name
+    net, system = _files(tmp_path, RINGS, NET4X4)
+    plain = import_astra(net, system, workload=_grouped_traces(tmp_path / "a", [lambda j: str(1 + j // 4)]),
+                         comm_groups=_groups(tmp_path / "a", DP))  # fmt: skip
+    spelled = {f"0{key}" if key == "1" else f"{key}_0": members for key, members in DP.items()}
+    other = import_astra(net, system, workload=_grouped_traces(tmp_path / "b", [lambda j: f" {1 + j // 4}_x"]),
+                         comm_groups=_groups(tmp_path / "b", spelled))  # fmt: skip
+    assert [c.group for c in other.collectives] == [c.group for c in plain.collectives]
+    assert [c.dimensions for c in other.collectives] == [c.dimensions for c in plain.collectives]
+
+
+def test_groups_as_dimensions_that_changes_nothing_is_refused(tmp_path: Path) -> None:
+    net, system = _files(tmp_path, RINGS, NET4X4)
+    pairs = {str(1 + i): [2 * i, 2 * i + 1] for i in range(8)}  # halves of dimension 0: no whole dimension
+    with pytest.raises(InputError, match="groups: dimensions changes nothing here"):
+        import_astra(net, system, workload=_grouped_traces(tmp_path, [lambda j: str(1 + j // 2)]),
+                     comm_groups=_groups(tmp_path, pairs), groups="dimensions")  # fmt: skip
 
 
 def test_a_group_without_the_group_file_is_refused(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from themis_opt.errors import InputError, counted
 from themis_opt.fileio import atomic_writer
-from themis_opt.formats.astra.groups import Groups, aligned_dims, move, offset, same_ring_moved
+from themis_opt.formats.astra.groups import Groups, aligned_dims, move, offset, same_ring_moved, stoi
 from themis_opt.formats.astra.v2 import SystemV2, collective
 from themis_opt.instance import After, Collective, Compute, Kind, Network
 
@@ -231,9 +231,12 @@ def group_of(node: TraceNode, groups: Groups | None, npus: int, where: str) -> t
         return ()
     if groups is None:
         raise InputError(where, f"runs in communicator group {name!r}: give the group file (--comm-groups)")
-    found = groups.get(name.strip())
+    number = stoi(name, f"{where}: pg_name")
+    found = groups.get(str(number))
     if found is None:
-        raise InputError(where, f"communicator group {name!r} is not in the group file (ASTRA-sim 2.x aborts)")
+        raise InputError(
+            where, f"communicator group {number} ({name!r}) is not in the group file (ASTRA-sim 2.x aborts)"
+        )
     return () if len(found) == npus else found
 
 
@@ -514,6 +517,8 @@ def trace_tasks(
                     raise InputError(where, "a metadata node: ASTRA-sim 2.x aborts on it (invalid node type)")
                 case _:
                     raise InputError(where, f"a {node.type}: ASTRA-sim 2.x skips it and may never issue its children")
+    if as_dimensions and not re_expressed:
+        raise InputError("groups", "dimensions changes nothing here: no collective's group is whole dimensions")
     for (file, spanned), ids in re_expressed.items():
         shown = ", ".join(map(str, ids[:4])) + (", ..." if len(ids) > 4 else "")
         notes.append(

@@ -14,6 +14,7 @@ links (a data- or tensor-parallel group of a ``dp x tp`` layout is).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,16 +39,15 @@ def read_comm_groups(path: str | Path, npus: int) -> Groups:
     groups: Groups = {}
     for key, members in raw.items():
         where = f"{path}: group {key!r}"
-        try:
-            number = int(key.strip())
-        except ValueError:
-            raise InputError(where, "the id must be a whole number (ASTRA-sim 2.x aborts: stoi)") from None
+        number = stoi(key, where)
         if number <= 0:
             raise InputError(where, "the id must be at least 1: 0 is every NPU (ASTRA-sim 2.x asserts)")
         if str(number) in groups:
-            raise InputError(where, f"id {number} is given twice")
+            raise InputError(where, f"id {number} is given twice (2.x reads {key!r} as {number})")
         if not isinstance(members, list) or not all(isinstance(m, int) and not isinstance(m, bool) for m in members):
             raise InputError(where, f"must be a list of NPU numbers, got {str(members)[:60]}")
+        if not members:
+            raise InputError(where, "names no NPU: a collective in it has nobody to run on")
         outside = [m for m in members if not 0 <= m < npus]
         if outside:
             raise InputError(where, f"names NPU {outside[0]}, but the network has {counted(npus, 'NPU')}")
@@ -55,6 +55,27 @@ def read_comm_groups(path: str | Path, npus: int) -> Groups:
             raise InputError(where, "names an NPU twice")
         groups[str(number)] = tuple(members)
     return groups
+
+
+def stoi(text: str, where: str) -> int:
+    """``text`` as ASTRA-sim 2.x's ``std::stoi`` reads a group id: leading white space, a sign and the
+    digits up to the first other character (``"1_0"`` is 1, ``"01"`` is 1).
+
+    Raises
+    ------
+    InputError
+        Where ``stoi`` throws (2.x aborts): no digits, or a value outside a 32-bit ``int``.
+    """
+    found = _STOI.match(text)
+    if found is None:
+        raise InputError(where, f"the id must start with a whole number, got {text!r} (ASTRA-sim 2.x aborts: stoi)")
+    value = int(found.group(1))
+    if not -(2**31) <= value < 2**31:
+        raise InputError(where, f"the id {found.group(1)} is beyond a 32-bit int (ASTRA-sim 2.x aborts: stoi)")
+    return value
+
+
+_STOI = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)")  # std::stoi: white space, a sign, decimal digits
 
 
 def offset(network: Network, a: int, b: int) -> tuple[int, ...]:
