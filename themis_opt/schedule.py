@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from themis_opt.errors import InputError
-from themis_opt.instance import Op, check_enum, check_int, check_number
+from themis_opt.instance import MAX_DIMENSIONS, Op, check_enum, check_int, check_number
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Phase:
     bytes_out: float
 
     def __post_init__(self) -> None:
-        check_int("dim", self.dim, 0)
+        check_int("dim", self.dim, 0, MAX_DIMENSIONS - 1)  # a dimension of a network
         object.__setattr__(self, "op", check_enum("op", self.op, Op))
         for name in ("start_ns", "end_ns", "bytes_in", "bytes_out"):
             object.__setattr__(self, name, check_number(name, getattr(self, name)))

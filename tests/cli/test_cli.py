@@ -659,3 +659,29 @@ def test_cpsat_s_own_verdict_never_reads_as_the_result_s_status(capsys: pytest.C
     code, out, _ = run(["solve", WORKED, "--method", "cpsat", "--time-limit", "5", "--workers", "1"], capsys)
     assert code == 0 and "optimal" in out
     assert "CP-SAT FEASIBLE" not in out and "CP-SAT OPTIMAL" not in out
+
+
+def test_show_refuses_an_instance_it_would_not_read_or_that_does_not_fit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result_file, trace = tmp_path / "r.json", tmp_path / "t.json"
+    assert run(["solve", WORKED, "--method", "baseline", "--out", str(result_file)], capsys)[0] == 0
+    code, _, err = run(["show", str(result_file), "--instance", "missing.json"], capsys)
+    assert code == 2 and "--instance: names the trace's collectives and dimensions: it applies with --trace" in err
+    document = json.loads(Path(WORKED).read_text())
+    document["network"]["dimensions"] = document["network"]["dimensions"][:1]  # the same name, fewer dimensions
+    smaller = tmp_path / "smaller.json"
+    smaller.write_text(json.dumps(document))
+    code, _, err = run(["show", str(result_file), "--trace", str(trace), "--instance", str(smaller)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "--instance: does not fit the result" in err
+    assert not trace.exists()
+
+
+def test_a_result_with_a_phase_past_any_network_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result_file = tmp_path / "r.json"
+    assert run(["solve", WORKED, "--method", "baseline", "--out", str(result_file)], capsys)[0] == 0
+    document = json.loads(result_file.read_text())
+    document["schedule"]["chunks"][0]["phases"][0]["dim"] = 10**7  # show would draw a row per dimension
+    result_file.write_text(json.dumps(document))
+    code, _, err = run(["show", str(result_file)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "dim: must be <= 15, got 10000000" in err

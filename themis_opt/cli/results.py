@@ -13,6 +13,7 @@ from themis_opt.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.instance import Instance
+    from themis_opt.result import Result
 
 
 COMMANDS = {  # each command of this family and its line in --help
@@ -59,6 +60,8 @@ def show(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.formats.native import check_writable, load_result, write_json
     from themis_opt.report import GANTT_MARGIN, fmt_time, gantt
 
+    if args.instance and not args.trace:
+        raise InputError("--instance", "names the trace's collectives and dimensions: it applies with --trace only")
     if args.trace:
         check_writable(args.trace)
     result = load_result(args.result)
@@ -68,7 +71,7 @@ def show(args: argparse.Namespace, console: Console) -> int:
     if args.trace:
         from themis_opt.formats.trace import trace_events
 
-        instance = _instance_of_result(args, result.instance) if args.instance else None
+        instance = _instance_of_result(args, result) if args.instance else None
         write_json(args.trace, trace_events(result.schedule, instance, result.instance))
     if args.width is not None:  # rich wraps every line at the console's width
         console = Console(width=args.width)
@@ -79,13 +82,23 @@ def show(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _instance_of_result(args: argparse.Namespace, name: str) -> Instance:
-    """``--instance``, refused unless it is the instance the result is for."""
+def _instance_of_result(args: argparse.Namespace, result: Result) -> Instance:
+    """``--instance``, refused unless it is the instance the result is for and its schedule fits it."""
     from themis_opt.formats.native import load_instance
 
     instance = load_instance(args.instance)
-    if instance.name != name:
-        raise InputError("--instance", f"is {instance.name!r}; the result is for {name!r}")
+    if instance.name != result.instance:
+        raise InputError("--instance", f"is {instance.name!r}; the result is for {result.instance!r}")
+    assert result.schedule is not None
+    chunks, dims = set(instance.chunk_ids), instance.network.num_dims
+    for chunk in result.schedule.chunks:  # what the trace and the figure look up in the instance
+        where = f"the result's collective {chunk.collective} chunk {chunk.chunk}"
+        if (chunk.collective, chunk.chunk) not in chunks:
+            raise InputError("--instance", f"does not fit the result: {where} is not in it")
+        if any(phase.dim >= dims for phase in chunk.phases):
+            raise InputError("--instance", f"does not fit the result: {where} runs on a dimension past its {dims}")
+    if any(c.compute >= len(instance.computes) for c in result.schedule.computes):
+        raise InputError("--instance", "does not fit the result: a compute task of the result is not in it")
     return instance
 
 
@@ -102,6 +115,6 @@ def plot(args: argparse.Namespace, console: Console) -> int:
         raise InputError(f"{args.result}: schedule", "is null: there is nothing to draw")
     names = None
     if args.instance:
-        names = [d.name for d in _instance_of_result(args, result.instance).network.dimensions]
+        names = [d.name for d in _instance_of_result(args, result).network.dimensions]
     console.print(f"wrote {save(gantt_figure(result, names), args.out)}")
     return 0

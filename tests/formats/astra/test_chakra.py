@@ -13,7 +13,7 @@ import pytest
 from themis_opt.cli import main
 from themis_opt.errors import InputError
 from themis_opt.formats.astra import import_astra
-from themis_opt.formats.astra.chakra import TraceNode, write_trace
+from themis_opt.formats.astra.etfiles import TraceNode, write_trace
 from themis_opt.instance import Collective, Kind
 from themis_opt.solving import solve
 from themis_opt.validator import validate
@@ -727,7 +727,7 @@ def test_a_group_is_moved_to_every_npu_so_that_its_moves_split_the_npus(tmp_path
     import dataclasses
 
     from themis_opt.formats.astra import export_astra
-    from themis_opt.formats.astra.chakra import read_trace
+    from themis_opt.formats.astra.etfiles import read_trace
     from themis_opt.instance import Instance
 
     net, system = _files(tmp_path, RINGS, NET4X4)
@@ -771,7 +771,7 @@ def test_a_two_stage_pipeline_exports_with_sends_and_receives_and_imports_as_the
     import dataclasses
 
     from themis_opt.formats.astra import export_astra
-    from themis_opt.formats.astra.chakra import read_trace
+    from themis_opt.formats.astra.etfiles import read_trace
     from themis_opt.formats.astra.export import fit_astra_2
 
     instance = _two_stages(tmp_path)
@@ -886,7 +886,7 @@ def _one_trace(tmp_path: Path) -> bytes:
     ],
 )
 def test_a_trace_is_read_to_its_last_byte(tmp_path: Path, change: Any, message: str) -> None:
-    from themis_opt.formats.astra.chakra import read_trace
+    from themis_opt.formats.astra.etfiles import read_trace
 
     data = _one_trace(tmp_path)
     assert [n.duration_micros for n in read_trace(tmp_path / "whole.et")] == [5, 7]

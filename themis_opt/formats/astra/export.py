@@ -20,7 +20,7 @@ from pathlib import Path
 
 from themis_opt.errors import InputError, counted
 from themis_opt.fileio import check_apart, write_text
-from themis_opt.formats.astra.chakra import TraceNode, write_trace
+from themis_opt.formats.astra.etfiles import TraceNode, write_trace
 from themis_opt.formats.astra.export_settings import (
     FREE_REDUCTIONS_GBPS as FREE_REDUCTIONS_GBPS,
     V2_SUPPORTED as V2_SUPPORTED,

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from themis_opt.errors import InputError
-from themis_opt.formats.astra.chakra import COLLECTIVE_TYPES, TraceNode
+from themis_opt.formats.astra.chakra import COLLECTIVE_TYPES
+from themis_opt.formats.astra.etfiles import TraceNode
 from themis_opt.formats.astra.groups import move, offset
 from themis_opt.instance import Collective, Compute, Instance, Kind
 
