@@ -137,7 +137,8 @@ def result_summary(instance: Instance, result: Result) -> RenderableType:
         dims = Table(title="per dimension", title_justify="left")
         for col in ("dim", "size", "topology", "GB/s", "busy", "busy share"):
             dims.add_column(col, justify="right" if col not in ("dim", "topology") else "left")
-        busy = result.schedule.busy_ns(instance.network.num_dims)
+        # with pipeline stages each stage has its own copy of a dimension: their mean, so busy / makespan = share
+        busy = [v / instance.num_stages for v in result.schedule.busy_ns(instance.network.num_dims)]
         share = [v / instance.num_stages for v in result.schedule.busy_share(instance.network.num_dims)]
         for d, dim in enumerate(instance.network.dimensions):
             dims.add_row(
