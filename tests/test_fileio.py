@@ -72,3 +72,21 @@ def test_outputs_apart_from_inputs_and_each_other(tmp_path: Path) -> None:
     os.symlink(a, tmp_path / "alias.json")
     with pytest.raises(InputError, match="an input file too"):
         check_apart([("--out", tmp_path / "alias.json")], [a])
+
+
+def test_a_folder_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    from themis_opt.fileio import atomic_folder
+
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError), atomic_folder(out) as folder:
+        (folder / "a.txt").write_text("first")
+        raise RuntimeError("the second file fails")
+    assert list(tmp_path.iterdir()) == []  # neither the folder nor a temporary one
+    with atomic_folder(out) as folder:
+        (folder / "a.txt").write_text("whole")
+    assert (out / "a.txt").read_text() == "whole"
+    with pytest.raises(InputError, match="is a folder that is not empty"), atomic_folder(out):
+        pass
+    with atomic_folder(out, force=True) as folder:
+        (folder / "b.txt").write_text("new")
+    assert sorted(p.name for p in out.iterdir()) == ["b.txt"] and sorted(p.name for p in tmp_path.iterdir()) == ["out"]

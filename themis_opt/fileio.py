@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -196,6 +197,45 @@ def atomic_writer(path: str | Path, mode: str = "w", **open_args: Any) -> Iterat
         if temporary is not None:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
+
+
+@contextlib.contextmanager
+def atomic_folder(path: str | Path, *, force: bool = False) -> Iterator[Path]:
+    """A new folder whose files replace ``path`` whole only when the body ends without an error.
+
+    The body writes into a temporary folder beside ``path``; then it takes ``path``'s place in one
+    rename: a reader sees no folder (or the old one) or the whole new one, never a mix, and a body
+    that fails (an error, Ctrl-C, a full disk) leaves no temporary folder behind.
+
+    Raises
+    ------
+    InputError
+        If ``path`` is a file, or a folder that is not empty (unless ``force``: then it is
+        replaced whole), naming it.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(str(path), "exists and is not a folder")
+    if path.is_dir() and any(path.iterdir()) and not force:
+        raise InputError(str(path), "is a folder that is not empty: give a new one (or --force to replace it whole)")
+    temporary: Path | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+        yield temporary
+        old: Path | None = None
+        if path.is_dir() and any(path.iterdir()):  # force: the old folder goes once the new one is whole
+            old = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".old"))
+            os.replace(path, old / path.name)
+        os.replace(temporary, path)  # onto nothing, or an empty folder
+        temporary = None
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError as error:
+        raise InputError(str(path), f"cannot be written ({error.strerror or error})") from None
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
 
 
 def write_text(path: str | Path, text: str) -> None:

@@ -274,21 +274,24 @@ def test_suites_ship_inside_the_package(tmp_path: Path, monkeypatch: pytest.Monk
         assert folder.is_dir() and "themis_opt" in folder.parts and any(folder.glob("*.json"))
 
 
-def test_ctrl_c_stops_a_search_at_once_with_one_message() -> None:
+@pytest.mark.parametrize(("sent", "code", "said"), [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")])
+def test_ctrl_c_stops_a_search_at_once_with_one_message(tmp_path: Path, sent: str, code: int, said: str) -> None:
     import signal
     import subprocess
     import sys
     import time
 
     hard = str(ROOT / "instances" / "paper" / "paper-4d-r2-fc8-r8-sw8.json")
+    out = tmp_path / "r.json"
     argv = [sys.executable, "-m", "themis_opt.cli", "solve", hard, "--method", "cpsat", "--time-limit", "60"]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen([*argv, "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(3.0)
-    sent = time.perf_counter()
-    process.send_signal(signal.SIGINT)
+    at = time.perf_counter()
+    process.send_signal(getattr(signal, sent))
     _, err = process.communicate(timeout=30)
-    assert time.perf_counter() - sent < 3.0
-    assert process.returncode == 130 and err == "themis-opt: interrupted\n"
+    assert time.perf_counter() - at < 3.0
+    assert process.returncode == code and err == f"themis-opt: {said}\n"
+    assert list(tmp_path.iterdir()) == []  # no temporary file left behind
 
 
 def _parsers() -> dict[str, object]:
@@ -569,8 +572,22 @@ def test_export_astra_never_writes_over_its_input(tmp_path: Path, capsys: pytest
     instance = exp / "network.json"
     instance.write_bytes((DATA / "tiny_ar.json").read_bytes())
     code, _, err = run(["export-astra", str(instance), "--out", str(exp)], capsys)
-    assert code == 2 and "an input file too" in err and err.count("\n") == 1
+    assert code == 2 and "is a folder that is not empty" in err and err.count("\n") == 1
+    code, _, err = run(["export-astra", str(instance), "--out", str(exp), "--force"], capsys)
+    assert code == 2 and "an input: --force would replace it" in err and err.count("\n") == 1
     assert instance.read_bytes() == (DATA / "tiny_ar.json").read_bytes() and len(list(exp.iterdir())) == 1
+
+
+def test_export_astra_writes_a_folder_whole_or_not_at_all(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "exp"
+    assert run(["export-astra", WORKED, "--out", str(out)], capsys)[0] == 0
+    first = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert run(["export-astra", WORKED, "--out", str(out), "--method", "baseline"], capsys)[0] == 2  # not empty
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == first
+    assert run(["export-astra", WORKED, "--out", str(out), "--method", "baseline", "--force"], capsys)[0] == 0
+    second = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert second.keys() == first.keys() and second != first  # replaced whole: the baseline's system file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exp"]  # no temporary folder left
 
 
 def test_a_refused_rows_file_keeps_its_last_line_cut_short(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -84,7 +84,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "2.x cuts them, each stage's collectives and sends chained in the order 2.x runs them (default: off, "
         "such an instance is an error)",
     )
-    out_option(p, "folder to write the files to")
+    out_option(p, "folder to write the files to, whole or not at all: a new or empty one")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing folder of --out whole, once the new one is written (default: off, refused)",
+    )
     p.set_defaults(handler=export_astra)
 
 
@@ -127,14 +132,17 @@ def export_astra(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.formats.astra.export import GROUP_FILE, fit_astra_2
     from themis_opt.formats.native import check_folder, load_instance
 
+    if args.fit and args.version != 2:
+        raise InputError("--fit", "makes an instance expressible by ASTRA-sim 2.x: give --version 2")
     check_folder(args.out)
+    out = Path(args.out)
+    if out.is_dir() and any(out.iterdir()) and not args.force:  # before any work
+        raise InputError("--out", f"{out} is a folder that is not empty: give a new one (or --force to replace it)")
     instance = load_instance(args.instance)
     notes: list[str] = []
     if args.fit:
-        if args.version != 2:
-            raise InputError("--fit", "makes an instance expressible by ASTRA-sim 2.x: give --version 2")
         instance, notes = fit_astra_2(instance)
-    files = export_astra(instance, args.version, args.out, args.method, keep=[args.instance])
+    files = export_astra(instance, args.version, args.out, args.method, keep=[args.instance], force=args.force)
     names = [f.name for f in files]
     shown = ", ".join(names) if len(names) <= 5 else f"{', '.join(names[:3])} ... {names[-1]}"
     console.print(f"wrote {counted(len(files), 'file')} to {args.out}: {shown}")

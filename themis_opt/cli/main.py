@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from rich.console import Console
 
@@ -44,7 +46,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, *, started: float | None = None) -> int:
-    """Run ``themis-opt``; returns the exit status (0 ok, 1 invalid schedule, 2 bad input, 130 interrupted).
+    """Run ``themis-opt``; returns the exit status (0 ok, 1 invalid schedule, 2 bad input, 130 interrupted,
+    143 terminated).
 
     ``--time-limit`` counts from ``started`` (a ``time.perf_counter()``
     reading; default now): loading and printing are stages too.
@@ -54,11 +57,15 @@ def main(argv: Sequence[str] | None = None, *, started: float | None = None) -> 
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     args.started = started
+    previous = _on_sigterm()
     try:
         outputs_apart(args)
         code: int = args.handler(args, Console())
         sys.stdout.flush()  # an output the OS refuses fails here, inside the one-line handling below
         return code
+    except Terminated:
+        sys.stderr.write("themis-opt: terminated\n")
+        return 143
     except InputError as error:
         sys.stderr.write(f"themis-opt: error: {_as_options(error, parser, args)}\n")
         return 2
@@ -69,6 +76,28 @@ def main(argv: Sequence[str] | None = None, *, started: float | None = None) -> 
     except KeyboardInterrupt:
         sys.stderr.write("themis-opt: interrupted\n")
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is, so that it stops as Ctrl-C stops it: every output
+    written whole or not at all, no temporary file left behind.
+    """
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def _on_sigterm() -> Any:
+    """Turn SIGTERM into :class:`Terminated` (from the main thread, where handlers can be set); the
+    handler it replaces, to put back.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _terminate)
 
 
 def _as_options(error: InputError, parser: argparse.ArgumentParser, args: argparse.Namespace) -> InputError:

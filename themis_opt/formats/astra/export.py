@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from themis_opt.errors import InputError, counted
-from themis_opt.fileio import check_apart, write_text
+from themis_opt.fileio import atomic_folder, check_apart, write_text
 from themis_opt.formats.astra.etfiles import TraceNode, write_trace
 from themis_opt.formats.astra.export_settings import (
     FREE_REDUCTIONS_GBPS as FREE_REDUCTIONS_GBPS,
@@ -159,12 +159,19 @@ def fit_astra_2(instance: Instance) -> tuple[Instance, list[str]]:
 
 
 def export_astra(
-    instance: Instance, version: int, out: str | Path, method: str | None = None, keep: Sequence[str | Path] = ()
+    instance: Instance,
+    version: int,
+    out: str | Path,
+    method: str | None = None,
+    keep: Sequence[str | Path] = (),
+    *,
+    force: bool = False,
 ) -> list[Path]:
     """Write ASTRA-sim input files for ``instance`` into folder ``out``; returns the files written.
 
-    Files of ``keep`` (the inputs) must not be among them: that is an error,
-    before any file is written. Each file is written atomically.
+    The folder is written whole or not at all (:func:`~themis_opt.fileio.atomic_folder`): ``out``
+    must be new or empty, or with ``force`` it is replaced whole. Files of ``keep`` (the inputs)
+    must not be in it: that is an error, before any file is written.
 
     ``method`` (``baseline`` or ``themis``, default themis) chooses the
     inter-dimension scheduling a 1.0 system file asks for; Themis is written
@@ -190,6 +197,9 @@ def export_astra(
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError(str(out), "exists and is not a folder")
+    for kept in keep:  # replaced whole, the folder must hold no input
+        if force and out.is_dir() and Path(kept).resolve().is_relative_to(out.resolve()):
+            raise InputError("--out", f"holds {kept}, an input: --force would replace it with the folder")
     dims = instance.network.dimensions
     if any(d.carved for d in dims):
         raise InputError("export-astra", "a dimension carved from another is ASTRA-sim's own split: not written")
@@ -243,11 +253,9 @@ def export_astra(
     else:
         raise InputError("version", f"must be 1 or 2, got {version!r}")
     check_apart([("--out", out / file) for file in [*files, *traces]], keep)
-    written = []
-    for file, text in files.items():
-        write_text(out / file, text)
-        written.append(out / file)
-    for file, nodes in traces.items():
-        write_trace(out / file, nodes)
-        written.append(out / file)
-    return written
+    with atomic_folder(out, force=force) as folder:
+        for file, text in files.items():
+            write_text(folder / file, text)
+        for file, nodes in traces.items():
+            write_trace(folder / file, nodes)
+    return [out / file for file in [*files, *traces]]
