@@ -48,7 +48,16 @@ from themis_opt.methods import MethodCall, SolveOptions
 from themis_opt.orders import Counts, Orders
 from themis_opt.params import SolveParams, Stage
 from themis_opt.policies import counts_match, spread_orders
-from themis_opt.result import Bounds, Result, SolverStats, Status, is_proven, optimality_tolerance, result_of
+from themis_opt.result import (
+    Bounds,
+    Interrupted,
+    Result,
+    SolverStats,
+    Status,
+    is_proven,
+    optimality_tolerance,
+    result_of,
+)
 from themis_opt.schedule import Schedule
 from themis_opt.search.counts import counts_within, level_counts
 from themis_opt.sim import simulate
@@ -460,7 +469,18 @@ def run_cpsat(call: MethodCall) -> Result:
         memo=call.memo,
         given=call.warm,
     )
-    run_stages(ctx)
+    try:
+        run_stages(ctx)
+    except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the best schedule so far is the answer
+        if ctx.best is None:
+            raise
+        ctx.note = "; ".join(filter(None, [ctx.note, "interrupted: the best schedule found before it"]))
+        raise Interrupted(_result(call, ctx)) from stop
+    return _result(call, ctx)
+
+
+def _result(call: MethodCall, ctx: Context) -> Result:
+    """The result of cpsat: the best schedule of ``ctx``, the bounds the call reports."""
     trajectory = tuple(ctx.trajectory) if ctx.best is not None else ()
     return result_of(
         call.instance,

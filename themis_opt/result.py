@@ -283,3 +283,13 @@ def result_of(
         tolerance_ns=tolerance,
         **extra,  # type: ignore[arg-type]
     )
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) stopped a search that had found a schedule: :attr:`result` holds the best
+    found before it (its note says so), for the caller to keep, as solver users expect.
+    """
+
+    def __init__(self, result: Result) -> None:
+        super().__init__("interrupted")
+        self.result = result

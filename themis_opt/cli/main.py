@@ -63,9 +63,6 @@ def main(argv: Sequence[str] | None = None, *, started: float | None = None) -> 
         code: int = args.handler(args, Console())
         sys.stdout.flush()  # an output the OS refuses fails here, inside the one-line handling below
         return code
-    except Terminated:
-        sys.stderr.write("themis-opt: terminated\n")
-        return 143
     except InputError as error:
         sys.stderr.write(f"themis-opt: error: {_as_options(error, parser, args)}\n")
         return 2
@@ -73,9 +70,10 @@ def main(argv: Sequence[str] | None = None, *, started: float | None = None) -> 
         where = error.filename or "standard output"
         sys.stderr.write(f"themis-opt: error: {where}: cannot be written ({error.strerror or error})\n")
         return 2
-    except KeyboardInterrupt:
-        sys.stderr.write("themis-opt: interrupted\n")
-        return 130
+    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM (Terminated), perhaps after the best so far was kept
+        terminated = isinstance(stop, Terminated) or isinstance(stop.__cause__, Terminated)
+        sys.stderr.write(f"themis-opt: {'terminated' if terminated else 'interrupted'}\n")
+        return 143 if terminated else 130
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

@@ -144,6 +144,7 @@ def _run(
     from themis_opt.formats.native import save_result
     from themis_opt.params import SolveParams
     from themis_opt.report import comparison_table, result_summary
+    from themis_opt.result import Interrupted
     from themis_opt.solving import run_method, solve_all
 
     settings = params or SolveParams()
@@ -154,7 +155,13 @@ def _run(
         solvers_loaded(deadline, settings.bounds, cpsat=exact)  # before the stages share out the time that is left
     written = outputs(args)
     if options is not None:
-        result = run_method(instance, dataclasses.replace(options, time_limit=left(deadline)), params=params)
+        try:
+            result = run_method(instance, dataclasses.replace(options, time_limit=left(deadline)), params=params)
+        except Interrupted as stop:  # the best schedule so far is kept, then the command stops as interrupted
+            console.print(result_summary(instance, stop.result))
+            if written:
+                save_result(stop.result, written[args.method])
+            raise
         console.print(result_summary(instance, result))
         if written:
             save_result(result, written[args.method])
