@@ -310,3 +310,28 @@ def test_sequence_parallelism_splits_each_tensor_parallel_all_reduce(pp: int) ->
 def test_sequence_parallelism_needs_a_tensor_parallel_group() -> None:
     with pytest.raises(InputError, match=r"sequence_parallel: .* needs tp > 1"):
         Layout(dp=8, sequence_parallel=True)
+
+
+def test_the_network_may_come_from_a_file_that_holds_only_a_network(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from themis_opt.formats.native import instance_to_dict
+
+    document = instance_to_dict(Instance(NET, (Collective("all_reduce", 2**20, 64),), "net"))
+    del document["tasks"]
+    alone, empty = tmp_path / "alone.json", tmp_path / "empty.json"
+    alone.write_text(json.dumps(document))
+    empty.write_text(json.dumps({**document, "tasks": []}))
+    made = []
+    for network in (alone, empty):
+        out = tmp_path / f"{network.stem}-it.json"
+        assert main(["workload", "llama3-8b", "--network", str(network), "--tp", "2", "--out", str(out)]) == 0
+        made.append(load_instance(out))
+    assert made[0].tasks == made[1].tasks and made[0].network == NET
+    assert {c.chunks for c in made[0].collectives if c.size_bytes >= 4} == {4}  # the layouts' default, not 64
+    broken = {**document, "network": {**document["network"], "dimensions": []}}
+    (tmp_path / "broken.json").write_text(json.dumps(broken))
+    assert main(["workload", "llama3-8b", "--network", str(tmp_path / "broken.json"), "--out", str(tmp_path / "x")]) == 2
+    assert "broken.json: network" in capsys.readouterr().err

@@ -28,6 +28,7 @@ FIELDS = {  # the option types' fields -> this command's dests, or what stands f
     "tp x ep x dp x pp": "--tp x --ep x --dp x --pp",
 }
 PRECISIONS = {"bf16": 2, "fp16": 2, "fp32": 4}  # bytes an element
+DEFAULT_CHUNKS = 4  # per collective where the network's file gives none: the LLM layouts' default (Layout.chunks)
 
 
 COMMANDS = {  # each command of this family and its line in --help
@@ -48,7 +49,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "model",
         help=f"a zoo model ({', '.join(MODELS)}; LLMs: {', '.join(LLMS)}) or an ASTRA-sim 1.0 workload file",
     )
-    p.add_argument("--network", required=True, help="an instance file of any version: its network is used")
+    p.add_argument(
+        "--network",
+        required=True,
+        help="an instance file of any version, or one that holds only a network (no tasks): its network is used",
+    )
     p.add_argument(
         "--passes", type=int_in(1, 100), default=None, help=f"training passes (default 2; LLMs {llm.passes})"
     )
@@ -56,7 +61,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--chunks",
         type=int_in(1, 4096),
         default=None,
-        help="chunks per collective (default: the network instance's preferred-dataset-splits or chunk count)",
+        help="chunks per collective (default: the network instance's preferred-dataset-splits or chunk count, "
+        f"{DEFAULT_CHUNKS} for a file that holds only a network)",
     )
     p.add_argument(
         "--policy",
@@ -162,17 +168,19 @@ def _dimension_list(text: str) -> tuple[int, ...]:
 
 def workload(args: argparse.Namespace, console: Console) -> int:
     """``themis-opt workload``."""
-    from themis_opt.formats.native import check_writable, in_file, load_instance, save_instance
+    from themis_opt.formats.native import check_writable, in_file, load_network, save_instance
     from themis_opt.formats.workload_text import parse_workload
     from themis_opt.workloads.astra1 import Cut, task_graph
     from themis_opt.workloads.llm import LLMS
     from themis_opt.workloads.zoo import MODEL_PARALLEL, MODELS, ZooOptions, model_workload
 
     check_writable(args.out)
-    source = load_instance(args.network)
+    source = load_network(args.network)
     network = source.network
-    meta = dict(source.metadata)
-    chunks = args.chunks if args.chunks is not None else int(meta.get("astra_splits", source.collectives[0].chunks))
+    meta = source.metadata
+    chunks = args.chunks
+    if chunks is None:  # an ASTRA-sim import's splits, else the file's own collective's, else the layouts'
+        chunks = int(meta.get("astra_splits", source.chunks if source.chunks is not None else DEFAULT_CHUNKS))
     if args.model in LLMS:
         return _llm_workload(args, console, network, chunks)
     for name in _LLM_ONLY:

@@ -23,10 +23,12 @@ Which module holds what:
 
 from themis_opt.formats.native.instances import (
     INSTANCE_FORMAT,
+    NetworkFile,
     instance_from_dict,
     instance_schema,
     instance_to_dict,
     load_instance,
+    load_network,
     save_instance,
 )
 from themis_opt.formats.native.jsonfile import VERSION, VERSIONS, in_file, parse_json, read_json, write_json
@@ -45,6 +47,7 @@ __all__ = [
     "RESULT_FORMAT",
     "VERSION",
     "VERSIONS",
+    "NetworkFile",
     "check_folder",
     "check_writable",
     "in_file",
@@ -52,6 +55,7 @@ __all__ = [
     "instance_schema",
     "instance_to_dict",
     "load_instance",
+    "load_network",
     "load_result",
     "parse_json",
     "read_json",

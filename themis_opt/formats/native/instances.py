@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -243,6 +244,49 @@ def load_instance(path: str | Path) -> Instance:
         Naming the file and the field path of the first problem.
     """
     return _read(path, lambda data: instance_from_dict(data, Path(path).stem))
+
+
+@dataclass(frozen=True)
+class NetworkFile:
+    """What a command that needs only a network reads of an instance file.
+
+    Parameters
+    ----------
+    network
+        The network.
+    metadata
+        The file's metadata (an ASTRA-sim import's ``astra_splits`` and scheduling policy among it).
+    chunks
+        Its first collective's chunk count, ``None`` for a file that holds only a network.
+    """
+
+    network: Network
+    metadata: dict[str, str]
+    chunks: int | None
+
+
+def load_network(path: str | Path) -> NetworkFile:
+    """The network of an instance file (format version 2), which may hold only a network: no
+    ``tasks``, or an empty list of them. A file with tasks must be a whole instance.
+
+    Raises
+    ------
+    InputError
+        Naming the file and the field path of the first problem.
+    """
+
+    def build(data: Any) -> NetworkFile:
+        if isinstance(data, dict) and data.get("version") == 2 and not data.get("tasks"):
+            data = _header(data, INSTANCE_FORMAT, {"network"}, {"name", "metadata", "stage_npus", "tasks"})
+            metadata = _object(data.get("metadata", {}), "metadata", set(), set(data.get("metadata") or {}))
+            for key, value in metadata.items():
+                if not isinstance(value, str):
+                    raise InputError(f"metadata.{key}", f"must be a string, got {_kind(value)}")
+            return NetworkFile(_network(data["network"]), dict(metadata), None)
+        instance = instance_from_dict(data, Path(path).stem)
+        return NetworkFile(instance.network, dict(instance.metadata), instance.collectives[0].chunks)
+
+    return _read(path, build)
 
 
 def instance_to_dict(instance: Instance) -> dict[str, Any]:
