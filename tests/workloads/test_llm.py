@@ -333,5 +333,6 @@ def test_the_network_may_come_from_a_file_that_holds_only_a_network(
     assert {c.chunks for c in made[0].collectives if c.size_bytes >= 4} == {4}  # the layouts' default, not 64
     broken = {**document, "network": {**document["network"], "dimensions": []}}
     (tmp_path / "broken.json").write_text(json.dumps(broken))
-    assert main(["workload", "llama3-8b", "--network", str(tmp_path / "broken.json"), "--out", str(tmp_path / "x")]) == 2
+    argv = ["workload", "llama3-8b", "--network", str(tmp_path / "broken.json"), "--out", str(tmp_path / "x")]
+    assert main(argv) == 2
     assert "broken.json: network" in capsys.readouterr().err
