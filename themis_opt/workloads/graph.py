@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from themis_opt.instance import After, Collective, Compute, Instance, Kind, Network, Task
+from themis_opt.errors import InputError
+from themis_opt.instance import MAX_COLLECTIVES, After, Collective, Compute, Instance, Kind, Network, Task
 
 
 def _after(waits: Sequence[After | str]) -> tuple[After, ...]:
@@ -22,8 +23,16 @@ class TaskGraph:
 
     tasks: list[Task] = field(default_factory=list)
 
+    def _room(self) -> None:
+        """Stop at the instance's task limit, before building more (a layout of too many tasks ran out of
+        memory building them all before the limit was checked).
+        """
+        if len(self.tasks) >= MAX_COLLECTIVES:
+            raise InputError("tasks", f"must hold at most {MAX_COLLECTIVES} tasks: this iteration makes more")
+
     def compute(self, task_id: str, duration_ns: float, after: Sequence[After | str] = (), *, stage: int = 0) -> str:
         """Add a compute task (on ``stage``'s compute unit); returns its id."""
+        self._room()
         self.tasks.append(Compute(duration_ns, task_id, after=_after(after), stage=stage))
         return task_id
 
@@ -43,6 +52,7 @@ class TaskGraph:
         """Add a collective (on ``stage``'s dimensions); returns its id. ``chunk_bytes``: every chunk's size
         but the last's, where it is not ``size_bytes // chunks``.
         """
+        self._room()
         self.tasks.append(
             Collective(
                 kind,
@@ -62,6 +72,7 @@ class TaskGraph:
         self, task_id: str, size_bytes: int, src: int, dst: int, after: Sequence[After | str] = (), *, stage: int = 0
     ) -> str:
         """Add a send of ``size_bytes`` from NPU ``src`` (``stage``'s) to NPU ``dst``; returns its id."""
+        self._room()
         self.tasks.append(
             Collective(Kind.SEND, size_bytes, 1, id=task_id, after=_after(after), group=(src, dst), stage=stage)
         )

@@ -893,3 +893,13 @@ def test_a_trace_is_read_to_its_last_byte(tmp_path: Path, change: Any, message: 
     (tmp_path / "changed.et").write_bytes(change(data))
     with pytest.raises(InputError, match=r"changed\.et: " + message):
         read_trace(tmp_path / "changed.et")
+
+
+def test_a_network_of_more_npus_than_traces_stops_at_the_first_missing_one(tmp_path: Path) -> None:
+    # 2^40 NPUs: the trace files are looked for one at a time (a list of every name ran out of memory)
+    huge = "topology: [ Switch, Switch ]\nnpus_count: [ 1048576, 1048576 ]\n"
+    huge += "bandwidth: [ 50, 50 ]\nlatency: [ 500, 500 ]\n"
+    net, system = _files(tmp_path, network=huge)
+    nodes = [_node(0, "COMP_NODE", duration_micros=1)]
+    with pytest.raises(InputError, match=r"trace\.4\.et: no such trace: the network has 1099511627776 NPUs"):
+        import_astra(net, system, workload=_traces(tmp_path, nodes))

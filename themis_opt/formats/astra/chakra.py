@@ -29,12 +29,14 @@ from themis_opt.instance import After, Collective, Compute, Kind, Network
 def trace_files(prefix: str | Path, npus: int) -> list[Path]:
     """``PREFIX.0.et`` to ``PREFIX.<npus - 1>.et``, as ASTRA-sim opens them; each must exist."""
     prefix = Path(prefix)
-    files = [prefix.parent / f"{prefix.name}.{npu}.et" for npu in range(npus)]
-    missing = next((f for f in files if not f.is_file()), None)
-    if missing is not None:
-        found = sorted(prefix.parent.glob(f"{prefix.name}.*.et")) if prefix.parent.is_dir() else []
-        have = f"{len(found)} found" if found else "none found"
-        raise InputError(str(missing), f"no such trace: the network has {npus} NPUs, one trace each ({have})")
+    files = []
+    for npu in range(npus):  # one at a time: a network of 2^40 NPUs stops at its first missing trace
+        path = prefix.parent / f"{prefix.name}.{npu}.et"
+        if not path.is_file():
+            found = sorted(prefix.parent.glob(f"{prefix.name}.*.et")) if prefix.parent.is_dir() else []
+            have = f"{len(found)} found" if found else "none found"
+            raise InputError(str(path), f"no such trace: the network has {npus} NPUs, one trace each ({have})")
+        files.append(path)
     return files
 
 
