@@ -903,3 +903,10 @@ def test_a_network_of_more_npus_than_traces_stops_at_the_first_missing_one(tmp_p
     nodes = [_node(0, "COMP_NODE", duration_micros=1)]
     with pytest.raises(InputError, match=r"trace\.4\.et: no such trace: the network has 1099511627776 NPUs"):
         import_astra(net, system, workload=_traces(tmp_path, nodes))
+
+
+def test_a_trace_of_more_nodes_than_an_instance_holds_is_refused_before_it_is_ordered(tmp_path: Path) -> None:
+    net, system = _files(tmp_path)
+    nodes = [_node(i, "COMP_NODE", data=(i - 1,) if i else (), duration_micros=1) for i in range(10_001)]
+    with pytest.raises(InputError, match=r"trace\.0\.et: 10001 nodes that would be tasks: an instance holds at most"):
+        import_astra(net, system, workload=_traces(tmp_path, nodes))
