@@ -87,3 +87,16 @@ def test_a_row_appended_to_a_file_whose_last_line_has_no_newline_starts_a_line(t
     assert prepare_rows_file(path, rec.settings()) == [rec]
     append_record(path, rec)
     assert read_records(path) == [rec, rec]
+
+
+def test_two_runs_on_one_rows_file_at_once_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from themis_opt.bench import rows_lock
+    from themis_opt.cli import main
+
+    rows = tmp_path / "rows.jsonl"
+    argv = ["bench", str(DATA / "tiny_rs.json"), "--methods", "baseline", "--workers", "1", "--out", str(rows)]
+    with rows_lock(rows):  # another run holds it
+        assert main(argv) == 2
+    assert "rows.jsonl: is being written by another bench run" in capsys.readouterr().err
+    assert not rows.exists()  # the holder added nothing: as if neither ran
+    assert main(argv) == 0 and len(rows.read_text().splitlines()) == 1

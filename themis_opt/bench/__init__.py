@@ -17,7 +17,7 @@ from themis_opt.bench.records import (
     instance_digest,
     settings_of,
 )
-from themis_opt.bench.rows import append_record, prepare_rows_file, read_records, write_csv
+from themis_opt.bench.rows import append_record, prepare_rows_file, read_records, rows_lock, write_csv
 from themis_opt.bench.summary import MethodSummary, Summary, summarize
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "parse_methods",
     "prepare_rows_file",
     "read_records",
+    "rows_lock",
     "run_document",
     "run_instance",
     "settings_of",

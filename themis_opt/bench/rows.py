@@ -9,7 +9,7 @@ import contextlib
 import csv
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +124,41 @@ def _end_with_newline(path: Path) -> None:
                 handle.write(b"\n")
     except OSError as error:
         raise InputError(str(path), f"cannot be written ({error.strerror or error})") from None
+
+
+@contextlib.contextmanager
+def rows_lock(path: str | Path) -> Iterator[None]:
+    """Hold the rows file at ``path`` for one run (an exclusive lock on the file itself, which is
+    made if missing and removed again if the run adds nothing to it).
+
+    Raises
+    ------
+    InputError
+        If another run holds it (two runs would mix their rows), or it cannot be opened.
+    """
+    import fcntl
+
+    path = Path(path)
+    made = not path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "ab")  # noqa: SIM115  # held open for the run: the lock lives as long as it
+    except OSError as error:
+        raise InputError(str(path), f"cannot be written ({error.strerror or error})") from None
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(
+                str(path), "is being written by another bench run: wait for it, or give another --out"
+            ) from None
+        yield
+    finally:
+        if made:
+            with contextlib.suppress(OSError):
+                if path.stat().st_size == 0:  # this run made it and added nothing: as if it never ran
+                    path.unlink()
+        handle.close()
 
 
 def append_record(path: str | Path, record: Record) -> None:

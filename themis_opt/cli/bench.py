@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -131,59 +132,59 @@ def bench(args: argparse.Namespace, console: Console) -> int:
     if args.scheduler is not None:
         check_scheduler(args.scheduler)
     settings = benchmod.settings_of(methods, args.time_limit, args.seed, params, args.bounds)
-    done: list[benchmod.Record] = []
-    if args.out:
-        done = benchmod.prepare_rows_file(args.out, settings, allow_mixed=args.allow_mixed, resume=args.resume)
-    if args.csv:
-        check_writable(args.csv)
-    kept = {r.digest: r for r in done if r.settings() == settings and not r.error} if args.resume else {}
-    todo = [p for p in paths if digests[p] not in kept]
-    records: dict[str, benchmod.Record] = {p: kept[digests[p]] for p in paths if digests[p] in kept}
-    if args.scheduler is None:
-        backend: Local | Dask = Local(args.jobs, args.workers, warn=_warn)
-    else:
-        timeout = args.connect_timeout if args.connect_timeout is not None else CONNECT_TIMEOUT_S
-        backend = Dask(args.scheduler, timeout, args.workers)
-    written = 0
-    with run_sweep(
-        backend, todo, documents, digests, methods, args.time_limit, args.seed, params, args.bounds
-    ) as sweep:
-        try:
-            for path, record in _with_progress(sweep.runs, len(todo)):
-                records[path] = record
-                if args.out:
-                    try:
-                        benchmod.append_record(args.out, record)
-                    except InputError as error:  # a full disk: the file holds whole rows, --resume runs the rest
-                        sys.stderr.write(
-                            f"themis-opt: error: {error}; {written} new rows kept (--resume runs the rest)\n"
-                        )
-                        return 2
-                    written += 1
-        except KeyboardInterrupt:
-            where = f": {written} new rows kept in {args.out}" if args.out else ""
-            sys.stderr.write(f"themis-opt: interrupted{where}\n")
-            return 130
-        except ClusterLost as error:
-            where = f"; {written} new rows kept in {args.out}" if args.out else ""
-            sys.stderr.write(f"themis-opt: error: lost the scheduler {args.scheduler} ({error}){where}\n")
+    # the rows file is held for the whole run: two runs on one file would mix their rows
+    with benchmod.rows_lock(args.out) if args.out else contextlib.nullcontext():
+        done: list[benchmod.Record] = []
+        if args.out:
+            done = benchmod.prepare_rows_file(args.out, settings, allow_mixed=args.allow_mixed, resume=args.resume)
+        if args.csv:
+            check_writable(args.csv)
+        kept = {r.digest: r for r in done if r.settings() == settings and not r.error} if args.resume else {}
+        todo = [p for p in paths if digests[p] not in kept]
+        records: dict[str, benchmod.Record] = {p: kept[digests[p]] for p in paths if digests[p] in kept}
+        if args.scheduler is None:
+            backend: Local | Dask = Local(args.jobs, args.workers, warn=_warn)
+        else:
+            timeout = args.connect_timeout if args.connect_timeout is not None else CONNECT_TIMEOUT_S
+            backend = Dask(args.scheduler, timeout, args.workers)
+        written = 0
+        with run_sweep(
+            backend, todo, documents, digests, methods, args.time_limit, args.seed, params, args.bounds
+        ) as sweep:
+            try:
+                for path, record in _with_progress(sweep.runs, len(todo)):
+                    records[path] = record
+                    if args.out:
+                        try:
+                            benchmod.append_record(args.out, record)
+                        except InputError as error:  # a full disk: the file holds whole rows, --resume runs the rest
+                            sys.stderr.write(
+                                f"themis-opt: error: {error}; {written} new rows kept (--resume runs the rest)\n"
+                            )
+                            return 2
+                        written += 1
+            except KeyboardInterrupt:
+                where = f": {written} new rows kept in {args.out}" if args.out else ""
+                sys.stderr.write(f"themis-opt: interrupted{where}\n")
+                return 130
+            except ClusterLost as error:
+                where = f"; {written} new rows kept in {args.out}" if args.out else ""
+                sys.stderr.write(f"themis-opt: error: lost the scheduler {args.scheduler} ({error}){where}\n")
+                return 1
+        ordered = [records[p] for p in paths if p in records]
+        if args.csv:
+            benchmod.write_csv(args.csv, ordered, methods)
+        console.print(bench_table(ordered, methods))
+        console.print(summary_table(benchmod.summarize(ordered, methods)))
+        jobs = f"{counted(sweep.jobs, 'job')} x {counted(sweep.workers, 'CP-SAT worker')}"
+        console.print(f"{counted(len(ordered), 'instance')}, {jobs}")
+        invalid = sum(1 for r in ordered for o in r.outcomes if not o.valid)
+        failed = sum(1 for r in ordered if r.error)
+        if invalid or failed:
+            bad = f"{counted(invalid, 'schedule')} failed the validator, {counted(failed, 'instance')} failed"
+            sys.stderr.write(f"themis-opt: {bad}\n")
             return 1
-    ordered = [records[p] for p in paths if p in records]
-    if args.csv:
-        benchmod.write_csv(args.csv, ordered, methods)
-    console.print(bench_table(ordered, methods))
-    console.print(summary_table(benchmod.summarize(ordered, methods)))
-    console.print(
-        f"{counted(len(ordered), 'instance')}, {counted(sweep.jobs, 'job')} x {counted(sweep.workers, 'CP-SAT worker')}"
-    )
-    invalid = sum(1 for r in ordered for o in r.outcomes if not o.valid)
-    failed = sum(1 for r in ordered if r.error)
-    if invalid or failed:
-        sys.stderr.write(
-            f"themis-opt: {counted(invalid, 'schedule')} failed the validator, {counted(failed, 'instance')} failed\n"
-        )
-        return 1
-    return 0
+        return 0
 
 
 def _warn(line: str) -> None:
