@@ -199,6 +199,17 @@ def atomic_writer(path: str | Path, mode: str = "w", **open_args: Any) -> Iterat
                 os.unlink(temporary)
 
 
+def check_new_folder(path: str | Path, *, force: bool = False) -> None:
+    """Raise :class:`InputError` unless ``path`` can be written as a new folder (see :func:`atomic_folder`):
+    for the checks before any work.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise InputError(str(path), "exists and is not a folder")
+    if path.is_dir() and any(path.iterdir()) and not force:
+        raise InputError(str(path), "is a folder that is not empty: give a new one (or --force to replace it whole)")
+
+
 @contextlib.contextmanager
 def atomic_folder(path: str | Path, *, force: bool = False) -> Iterator[Path]:
     """A new folder whose files replace ``path`` whole only when the body ends without an error.
@@ -214,10 +225,7 @@ def atomic_folder(path: str | Path, *, force: bool = False) -> Iterator[Path]:
         replaced whole), naming it.
     """
     path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise InputError(str(path), "exists and is not a folder")
-    if path.is_dir() and any(path.iterdir()) and not force:
-        raise InputError(str(path), "is a folder that is not empty: give a new one (or --force to replace it whole)")
+    check_new_folder(path, force=force)
     temporary: Path | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

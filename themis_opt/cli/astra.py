@@ -128,6 +128,7 @@ def import_astra(args: argparse.Namespace, console: Console) -> int:
 
 def export_astra(args: argparse.Namespace, console: Console) -> int:
     """``themis-opt export-astra``."""
+    from themis_opt.fileio import check_new_folder
     from themis_opt.formats.astra import export_astra
     from themis_opt.formats.astra.export import GROUP_FILE, fit_astra_2
     from themis_opt.formats.native import check_folder, load_instance
@@ -135,9 +136,7 @@ def export_astra(args: argparse.Namespace, console: Console) -> int:
     if args.fit and args.version != 2:
         raise InputError("--fit", "makes an instance expressible by ASTRA-sim 2.x: give --version 2")
     check_folder(args.out)
-    out = Path(args.out)
-    if out.is_dir() and any(out.iterdir()) and not args.force:  # before any work
-        raise InputError("--out", f"{out} is a folder that is not empty: give a new one (or --force to replace it)")
+    check_new_folder(args.out, force=args.force)  # before any work
     instance = load_instance(args.instance)
     notes: list[str] = []
     if args.fit:

@@ -37,7 +37,7 @@ from themis_opt.instance import Instance, Kind, Op
 from themis_opt.orders import Order, Orders, check_order
 from themis_opt.schedule import OP_CODES, PhaseColumns
 from themis_opt.sim.engine import later_durations
-from themis_opt.sim.model import chunk_plan, collective_tails, model_of, offsets, task_graph
+from themis_opt.sim.model import chunk_plan, collective_tails, model_of, offsets, plan_key, task_graph
 from themis_opt.sim.queues import queue_policy
 
 logger = logging.getLogger(__name__)
@@ -192,7 +192,7 @@ def _rule_bits(op: Op) -> int:
 class _Tables:
     """Phase tables in the order they were made, and the arrays the core reads."""
 
-    index: dict[tuple[Kind, tuple[int, ...], tuple[int, ...], int, Order, bool], int] = field(default_factory=dict)
+    index: dict[tuple[Any, ...], int] = field(default_factory=dict)  # plan_key -> table
     specs: list[tuple[PhaseSpec, ...]] = field(default_factory=list)
     orders: list[Order] = field(default_factory=list)
     arrays: tuple[array[Any], ...] | None = None
@@ -200,10 +200,7 @@ class _Tables:
     struct: _TablesStruct | None = None  # the core's view of arrays (made again with them)
 
     def table(self, instance: Instance, c: int, nbytes: int, order: Order, merged: bool) -> int:
-        coll = instance.collectives[c]
-        # a group's ring costs differ by its members, and a chunk's share by how its collective is cut
-        cut = (coll.chunks, coll.chunk_bytes, coll.last_chunk_bytes) if coll.group else ()
-        key = (coll.kind, coll.group, cut, nbytes, order, merged)
+        key = plan_key(instance, c, nbytes, order, merged)  # one table per plan
         found = self.index.get(key)
         if found is None:
             found = self.index[key] = len(self.specs)

@@ -192,14 +192,8 @@ class ScfQueue:
 
 def phase_plan(instance: Instance, orders: Orders) -> list[tuple[PhaseSpec, ...]]:
     """Every chunk's untimed phases, in ``instance.chunk_ids`` order."""
-    memo: dict[tuple[int, int, tuple[int, ...]], tuple[PhaseSpec, ...]] = {}
-    plan = []
-    for c, k in instance.chunk_ids:
-        key = (c, instance.collectives[c].bytes_of(k), tuple(orders[(c, k)]))
-        if key not in memo:
-            memo[key] = chunk_plan(instance, c, key[1], key[2])
-        plan.append(memo[key])
-    return plan
+    collectives = instance.collectives
+    return [chunk_plan(instance, c, collectives[c].bytes_of(k), tuple(orders[(c, k)])) for c, k in instance.chunk_ids]
 
 
 def build_schedule(

@@ -127,6 +127,18 @@ def task_graph(instance: Instance) -> dict[str, array[Any]]:
     return found
 
 
+def plan_key(
+    instance: Instance, collective: int, nbytes: float, order: tuple[int, ...], merged: bool = False
+) -> tuple[Any, ...]:
+    """What a chunk's phase plan depends on: its collective's shape, its size, its order and
+    whether the baseline merges it (chunks of one key share their plan).
+    """
+    coll = instance.collectives[collective]
+    # a group's ring costs differ by its members, and a chunk's share by how its collective is cut
+    cut = (coll.chunks, coll.chunk_bytes, coll.last_chunk_bytes) if coll.group else ()
+    return coll.kind, coll.group, cut, nbytes, order, merged
+
+
 def chunk_plan(
     instance: Instance, collective: int, nbytes: float, order: tuple[int, ...], merged: bool = False
 ) -> tuple[PhaseSpec, ...]:
@@ -134,10 +146,7 @@ def chunk_plan(
     baseline runs it), from the cost model (:func:`~themis_opt.cost.chunk_phases`), worked out once
     per shape: every part that needs a phase plan reads it here.
     """
-    coll = instance.collectives[collective]
-    # a group's ring costs differ by its members, and a chunk's share by how its collective is cut
-    cut = (coll.chunks, coll.chunk_bytes, coll.last_chunk_bytes) if coll.group else ()
-    key = (coll.kind, coll.group, cut, nbytes, order, merged)
+    key = plan_key(instance, collective, nbytes, order, merged)
     plans = model_of(instance).plans
     found = plans.get(key)
     if found is None:

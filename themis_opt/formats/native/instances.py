@@ -89,10 +89,7 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
             )
         else:
             tasks.append(_collective(raw, where, version=2))
-    metadata = _object(data.get("metadata", {}), "metadata", set(), set(data.get("metadata") or {}))
-    for key, value in metadata.items():
-        if not isinstance(value, str):
-            raise InputError(f"metadata.{key}", f"must be a string, got {_kind(value)}")
+    metadata = _metadata(data)
     instance: Instance = _build(
         "",
         Instance,
@@ -103,6 +100,15 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
         tuple(_list(data.get("stage_npus", []), "stage_npus")),
     )
     return instance
+
+
+def _metadata(data: dict[str, Any]) -> dict[str, str]:
+    """An instance document's metadata: strings by name."""
+    metadata = _object(data.get("metadata", {}), "metadata", set(), set(data.get("metadata") or {}))
+    for key, value in metadata.items():
+        if not isinstance(value, str):
+            raise InputError(f"metadata.{key}", f"must be a string, got {_kind(value)}")
+    return dict(metadata)
 
 
 def _network(raw: Any) -> Network:
@@ -278,11 +284,7 @@ def load_network(path: str | Path) -> NetworkFile:
     def build(data: Any) -> NetworkFile:
         if isinstance(data, dict) and data.get("version") == 2 and not data.get("tasks"):
             data = _header(data, INSTANCE_FORMAT, {"network"}, {"name", "metadata", "stage_npus", "tasks"})
-            metadata = _object(data.get("metadata", {}), "metadata", set(), set(data.get("metadata") or {}))
-            for key, value in metadata.items():
-                if not isinstance(value, str):
-                    raise InputError(f"metadata.{key}", f"must be a string, got {_kind(value)}")
-            return NetworkFile(_network(data["network"]), dict(metadata), None)
+            return NetworkFile(_network(data["network"]), _metadata(data), None)
         instance = instance_from_dict(data, Path(path).stem)
         return NetworkFile(instance.network, dict(instance.metadata), instance.collectives[0].chunks)
 
