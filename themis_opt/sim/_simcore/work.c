@@ -139,26 +139,16 @@ Snapshot *snapshot_new(const Work *w) {
 /* take: w's state into s; else s's into w (the same fields both ways) */
 void snapshot_copy(Snapshot *s, Work *w, Scalars *v, int policy, int take) {
 #define COPY(kept, live, bytes) (take ? memcpy((kept), (live), (bytes)) : memcpy((live), (kept), (bytes)))
+#define FIELD(kept, live) do { if (take) (kept) = (live); else (live) = (kept); } while (0)
     size_t tasks = (size_t)w->num_tasks, colls = (size_t)w->num_colls, n = (size_t)w->num_chunks;
-    if (take) {
-        s->events_len = w->events.len;
-        s->rel_len = w->rel_len;
-        s->num_ready = v->num_ready;
-        s->seq = v->seq;
-        s->handled = v->handled;
-        s->starts = v->starts;
-        s->compute_busy = v->compute_busy;
-        s->waited = v->waited;
-    } else {
-        w->events.len = s->events_len;
-        w->rel_len = s->rel_len;
-        v->num_ready = s->num_ready;
-        v->seq = s->seq;
-        v->handled = s->handled;
-        v->starts = s->starts;
-        v->compute_busy = s->compute_busy;
-        v->waited = s->waited;
-    }
+    FIELD(s->events_len, w->events.len);
+    FIELD(s->rel_len, w->rel_len);
+    FIELD(s->num_ready, v->num_ready);
+    FIELD(s->seq, v->seq);
+    FIELD(s->handled, v->handled);
+    FIELD(s->starts, v->starts);
+    FIELD(s->compute_busy, v->compute_busy);
+    FIELD(s->waited, v->waited);
     COPY(s->events, w->events.data, sizeof(Event) * (size_t)s->events_len);
     COPY(s->rel, w->rel, sizeof(double) * (size_t)s->rel_len);
     COPY(s->pending, w->pending, sizeof(int) * tasks);
@@ -174,8 +164,7 @@ void snapshot_copy(Snapshot *s, Work *w, Scalars *v, int policy, int take) {
     int64_t at = 0;
     for (int d = 0; d < w->num_dims; d++) {
         if (policy != SCF) {
-            if (take) s->queue_len[d] = w->fifo_len[d];
-            else w->fifo_len[d] = s->queue_len[d];
+            FIELD(s->queue_len[d], w->fifo_len[d]);
             COPY(s->fifo + at, w->fifo + (size_t)d * (n + 1), sizeof(FifoEntry) * (size_t)s->queue_len[d]);
         } else {
             Scf *q = &w->queues[d];
@@ -191,4 +180,5 @@ void snapshot_copy(Snapshot *s, Work *w, Scalars *v, int policy, int take) {
         at += s->queue_len[d];
     }
 #undef COPY
+#undef FIELD
 }
