@@ -99,6 +99,44 @@ def test_dependencies_on_tasks_listed_later_are_accepted_and_cycles_named_either
         Instance(network, looped)
 
 
+def test_the_dependency_graph_is_read_once_by_position_and_in_an_order_that_respects_it() -> None:
+    import pytest
+
+    from themis_opt.errors import InputError
+    from themis_opt.instance import After, Compute
+    from themis_opt.solving import solve
+    from themis_opt.validator import validate
+
+    network = Network((Dimension(4, "ring", 100.0, 500.0), Dimension(2, "switch", 50.0, 1000.0)))
+    tasks = (
+        Collective("all_reduce", 2**20, 2, id="ar", after=(After("late", 30.0), After("first"))),
+        Compute(100.0, "late", after=(After("first"),)),
+        Compute(5.0, "last", after=(After("ar"),)),
+        Compute(40.0, "first"),
+    )
+    shuffled = Instance(network, tasks)
+    assert shuffled.predecessors == ((1, 3), (3,), (0,), ())
+    order = list(shuffled.topological_order)
+    assert sorted(order) == [0, 1, 2, 3]
+    assert all(order.index(p) < order.index(t) for t, before in enumerate(shuffled.predecessors) for p in before)
+    listed = Instance(network, (tasks[3], tasks[1], tasks[0], tasks[2]))
+    assert list(listed.topological_order) == [0, 1, 2, 3]  # listed in dependency order: list order
+    for method in ("baseline", "themis"):  # the same graph, whatever the list order
+        result = solve(shuffled, method)
+        assert result.schedule is not None and validate(shuffled, result.schedule) == []
+        assert result.makespan == solve(listed, method).makespan
+    # the first bad dependency of a task is the one named, whichever way it is bad
+    one = Collective("all_reduce", 2**20, 2, id="c")
+    with pytest.raises(InputError, match=r"tasks\[0\] \(a\)\.after\[0\]: a task cannot wait for itself"):
+        Instance(network, (Compute(1.0, "a", after=(After("a"), After("nobody"))), one))
+    with pytest.raises(InputError, match=r"tasks\[0\] \(a\)\.after\[0\]: unknown task id 'nobody'"):
+        Instance(network, (Compute(1.0, "a", after=(After("nobody"), After("a"))), one))
+    with pytest.raises(InputError, match=r"tasks\[1\]\.id: duplicate id 'a' \(also tasks\[0\]\)"):
+        Instance(network, (Compute(1.0, "a"), Compute(2.0, "a"), one))
+    with pytest.raises(InputError, match=r"after\[1\]: must be an After"):
+        Compute(1.0, "b", after=(After("a"), "a"))  # type: ignore[arg-type]
+
+
 def test_an_instance_hashed_here_and_unpickled_elsewhere_hashes_as_its_equal_there(tmp_path: object) -> None:
     # the hash is kept once computed (hashing visits every dependency); a string's hash differs
     # between processes, so the kept one must not travel with the instance

@@ -255,9 +255,8 @@ class CpsatModel:
         """Releases after issue times and dependencies (with lags), collective ends, the makespan."""
         instance, m = self.instance, self.model
         ends = self.task_ends()
-        index = instance.task_index
         c = j = 0
-        for task in instance.tasks:
+        for task, before in zip(instance.tasks, instance.predecessors):
             if isinstance(task, Collective):
                 at = self.release[c]
                 c += 1
@@ -265,8 +264,8 @@ class CpsatModel:
                 at = self.compute_start[j]
                 j += 1
             m.add(at >= self.floor(task.issue_ns))
-            for dep in task.after:
-                m.add(at >= ends[index[dep.task]] + self.floor(dep.lag_ns))
+            for p, dep in zip(before, task.after):
+                m.add(at >= ends[p] + self.floor(dep.lag_ns))
         for i, (c, _) in enumerate(instance.chunk_ids):
             for key in self.start[i]:
                 m.add(self.start[i][key] >= self.release[c])
@@ -328,7 +327,6 @@ class CpsatModel:
         be less than the rounded-down sum, so it would cut off solutions of the rounded model).
         """
         instance = self.instance
-        index = instance.task_index
         least = [0] * len(instance.collectives)
         for (c, nbytes), plans in self.plans.items():
             least[c] = max(least[c], min(sum(self.rounded[(c, nbytes, order)]) for order in plans))
@@ -339,30 +337,19 @@ class CpsatModel:
                 c += 1
             else:
                 durations.append(self.floor(task.duration_ns))
-        release: list[int | None] = [None] * len(instance.tasks)
-        for root in range(len(instance.tasks)):  # depth first, each task after the tasks it waits for
-            stack = [root]
-            while stack:
-                t = stack[-1]
-                if release[t] is not None:
-                    stack.pop()
-                    continue
-                deps = [index[d.task] for d in instance.tasks[t].after]
-                waiting = [p for p in deps if release[p] is None]
-                if waiting:
-                    stack += waiting
-                    continue
-                stack.pop()
-                release[t] = max(
-                    [
-                        self.floor(instance.tasks[t].issue_ns),
-                        *(
-                            release[p] + durations[p] + self.floor(d.lag_ns)  # type: ignore[operator]
-                            for p, d in zip(deps, instance.tasks[t].after)
-                        ),
-                    ]
-                )
-        return [release[t] for t, task in enumerate(instance.tasks) if isinstance(task, Collective)]  # type: ignore[misc]
+        release = [0] * len(instance.tasks)
+        for t in instance.topological_order:
+            task = instance.tasks[t]
+            release[t] = max(
+                [
+                    self.floor(task.issue_ns),
+                    *(
+                        release[p] + durations[p] + self.floor(dep.lag_ns)
+                        for p, dep in zip(instance.predecessors[t], task.after)
+                    ),
+                ]
+            )
+        return [release[t] for t, task in enumerate(instance.tasks) if isinstance(task, Collective)]
 
     def _symmetry_constraints(self) -> None:
         """Chunks of one class are interchangeable: order indices do not

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -209,24 +210,57 @@ class Instance:
         return f"tasks[{self.task_index[task.id]}] ({task.id})"
 
     def _check_graph(self) -> None:
-        index: dict[str, int] = {}
-        for i, task in enumerate(self.tasks):
-            if task.id in index:
-                raise InputError(f"tasks[{i}].id", f"duplicate id {task.id!r} (also tasks[{index[task.id]}])")
-            index[task.id] = i
-        for i, task in enumerate(self.tasks):
-            for k, dep in enumerate(task.after):
-                if dep.task not in index:
-                    raise InputError(f"tasks[{i}] ({task.id}).after[{k}]", f"unknown task id {dep.task!r}")
-                if dep.task == task.id:
-                    raise InputError(f"tasks[{i}] ({task.id}).after[{k}]", "a task cannot wait for itself")
-        cycle = _find_cycle([[index[d.task] for d in t.after] for t in self.tasks])
-        if cycle:
+        if len(self.task_index) < len(self.tasks):  # an id stands twice: name its second place
+            seen: dict[str, int] = {}
+            for i, task in enumerate(self.tasks):
+                if task.id in seen:
+                    raise InputError(f"tasks[{i}].id", f"duplicate id {task.id!r} (also tasks[{seen[task.id]}])")
+                seen[task.id] = i
+        preds = self.predecessors
+        for i, (task, before) in enumerate(zip(self.tasks, preds)):
+            if -1 in before or i in before:
+                k = next(k for k, p in enumerate(before) if p in (-1, i))
+                what = "a task cannot wait for itself" if before[k] == i else f"unknown task id {task.after[k].task!r}"
+                raise InputError(f"tasks[{i}] ({task.id}).after[{k}]", what)
+        if len(self.topological_order) < len(self.tasks):  # the tasks of a cycle never come: name one
+            cycle = _find_cycle(preds)
             names = " -> ".join(self.tasks[i].id for i in cycle)
             raise InputError(
                 f"tasks[{cycle[0]}] ({self.tasks[cycle[0]].id}).after",
                 f"dependency cycle (each waits for the next): {names}",
             )
+
+    @cached_property
+    def predecessors(self) -> tuple[tuple[int, ...], ...]:
+        """Per task, the positions in ``tasks`` of the tasks it waits for, in ``after`` order: the
+        dependency graph every part reads (made once, as construction checks it).
+        """
+        index = self.task_index
+        return tuple(tuple([index.get(dep.task, -1) for dep in task.after]) for task in self.tasks)
+
+    @cached_property
+    def topological_order(self) -> Sequence[int]:
+        """The task positions, each after those it waits for: list order where every task waits only
+        for tasks listed before it, as generated graphs do.
+        """
+        preds = self.predecessors
+        if all(max(before, default=-1) < t for t, before in enumerate(preds)):
+            return range(len(preds))
+        waiting = [len(p) for p in preds]
+        users: list[list[int]] = [[] for _ in preds]
+        for t, before in enumerate(preds):
+            for p in before:
+                users[p].append(t)
+        ready = [t for t, n in enumerate(waiting) if not n]
+        order = []
+        while ready:
+            t = ready.pop()
+            order.append(t)
+            for u in users[t]:
+                waiting[u] -= 1
+                if not waiting[u]:
+                    ready.append(u)
+        return order
 
     @cached_property
     def task_index(self) -> dict[str, int]:
@@ -330,12 +364,10 @@ class Instance:
         )  # a group's collective (a send too) is one phase a chunk on its ring
 
 
-def _find_cycle(preds: list[list[int]]) -> list[int]:
+def _find_cycle(preds: Sequence[Sequence[int]]) -> list[int]:
     """A cycle of the graph whose node i waits for ``preds[i]``: nodes, each waiting
     for the next, ending where it starts; [] if there is none.
     """
-    if all(max(before, default=-1) < node for node, before in enumerate(preds)):
-        return []  # every task waits only for tasks listed before it (as generated graphs are): no cycle
     state = [0] * len(preds)  # 0 new, 1 on the stack, 2 done
     for root in range(len(preds)):
         if state[root]:

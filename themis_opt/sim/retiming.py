@@ -145,10 +145,10 @@ def left_shift(
         length[phases + j] = cdur[j]
         succ[release0 + task_of_compute[j]].append((phases + j, 0.0))
         succ[phases + j].append((end0 + task_of_compute[j], 0.0))
-    for t, task in enumerate(tasks):
+    for t, waited in enumerate(instance.predecessors):
         base[release0 + t] = issue[t]
-        for k, dep in enumerate(task.after):
-            succ[end0 + instance.task_index[dep.task]].append((release0 + t, lag[t][k]))
+        for p, wait in zip(waited, lag[t]):
+            succ[end0 + p].append((release0 + t, wait))
     indegree = [0] * size
     for edges in succ:
         for v, _ in edges:
