@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import assert_never
+from typing import NamedTuple, assert_never
 
 
 class Op(StrEnum):
@@ -73,6 +73,23 @@ Step = tuple[int, int, float]  # hops, messages sent at once, bytes per message 
 Steps = Callable[[int, Callable[[int], int], Op], tuple[Step, ...]]  # (NPUs, hops(k), op) -> steps
 
 
+class Transfer(NamedTuple):
+    """One message of one NPU in one step of a phase, in the dimension's coordinates.
+
+    ``blocks`` are the coordinates whose blocks the message carries: block ``b`` of the data an
+    NPU holds is the part bound for (reduce-scatter) or coming from (all-gather) the NPUs at
+    coordinate ``b`` on this dimension.
+    """
+
+    send: bool  # a send to ``peer``, or a receive from it
+    peer: int  # the other NPU's coordinate on the dimension
+    blocks: tuple[int, ...]
+
+
+Exchange = tuple[tuple[Transfer, ...], ...]  # the steps of one NPU's part of a phase, each its transfers
+Exchanges = Callable[[int, int, Op], Exchange]  # (NPUs n, this NPU's coordinate x, op) -> its steps
+
+
 @dataclass(frozen=True)
 class AlgorithmSpec:
     """One collective algorithm.
@@ -103,6 +120,10 @@ class AlgorithmSpec:
         Whether it can run an all-to-all.
     astra2
         Whether ASTRA-sim 2.x's system files may name it.
+    exchanges
+        Each NPU's transfers step by step, for a reduce-scatter, all-gather or all-reduce phase
+        (what a program of the phase sends and receives; :mod:`themis_opt.programs`); ``None``:
+        no program is written for it.
     """
 
     algorithm: Algorithm
@@ -115,6 +136,7 @@ class AlgorithmSpec:
     all_reduces: bool = False
     all_to_all: bool = True
     astra2: bool = True
+    exchanges: Exchanges | None = None
 
     def performed(self, op: Op) -> Op:
         """What a phase standing for ``op`` does under this algorithm."""
@@ -161,6 +183,64 @@ def _double_binary_tree_steps(n: int, hops: Callable[[int], int], op: Op) -> tup
     return (*up, (root, 1, 1.0), (root, 1, 1.0), *down)
 
 
+def _ring_exchanges(n: int, x: int, op: Op) -> Exchange:
+    # step s: send block x - s - 1 on to x + 1 (reduce-scatter; x - s for all-gather), receive the
+    # one behind it from x - 1; after n - 1 steps NPU x holds block x whole (all of them, gathered)
+    after, before = (x + 1) % n, (x - 1) % n
+    scatter = tuple(
+        (Transfer(True, after, ((x - s - 1) % n,)), Transfer(False, before, ((x - s - 2) % n,))) for s in range(n - 1)
+    )
+    gather = tuple(
+        (Transfer(True, after, ((x - s) % n,)), Transfer(False, before, ((x - s - 1) % n,))) for s in range(n - 1)
+    )
+    return _by_op(op, scatter, gather)
+
+
+def _direct_exchanges(n: int, x: int, op: Op) -> Exchange:
+    peers = [y for y in range(n) if y != x]
+    scatter = (tuple(Transfer(True, y, (y,)) for y in peers) + tuple(Transfer(False, y, (x,)) for y in peers),)
+    gather = (tuple(Transfer(True, y, (x,)) for y in peers) + tuple(Transfer(False, y, (y,)) for y in peers),)
+    return _by_op(op, scatter, gather)
+
+
+def _halving_doubling_exchanges(n: int, x: int, op: Op) -> Exchange:
+    # scatter step k: the partner 2^k apart gets the blocks that agree with x below bit k and not
+    # at it; gather step k (k falling) returns them: the mirror of the registry's steps
+    log = _log2(n)
+
+    def agreeing(bits: int, flip: int = 0) -> tuple[int, ...]:
+        mask = (1 << bits) - 1
+        return tuple(b for b in range(n) if (b ^ x ^ flip) & mask == 0)
+
+    scatter = tuple(
+        (
+            Transfer(True, x ^ 1 << k, tuple(b for b in agreeing(k) if (b ^ x) >> k & 1)),
+            Transfer(False, x ^ 1 << k, agreeing(k + 1)),
+        )
+        for k in range(log)
+    )
+    gather = tuple(
+        (
+            Transfer(True, x ^ 1 << k, agreeing(k + 1)),
+            Transfer(False, x ^ 1 << k, tuple(b for b in agreeing(k) if (b ^ x) >> k & 1)),
+        )
+        for k in reversed(range(log))
+    )
+    return _by_op(op, scatter, gather)
+
+
+def _by_op(op: Op, scatter: Exchange, gather: Exchange) -> Exchange:
+    match op:
+        case Op.REDUCE_SCATTER:
+            return scatter
+        case Op.ALL_GATHER:
+            return gather
+        case Op.ALL_REDUCE:
+            return scatter + gather
+        case _:
+            raise ValueError(f"no program is written for a {op.value} phase")
+
+
 def _only_reducing(reduced: Callable[[int, float], tuple[float, ...]]) -> Callable[[Op, int, float], tuple[float, ...]]:
     """Only reduce-scatter and all-reduce phases reduce."""
 
@@ -179,6 +259,7 @@ ALGORITHMS: dict[Algorithm, AlgorithmSpec] = {
             "n - 1 relayed steps to the next NPU (2 (n - 1) for an all-reduce)",
             # the first n - 1 receipts; an all-reduce's second lap is not reduced
             reductions=_only_reducing(lambda n, x: (x / n,) * (n - 1)),
+            exchanges=_ring_exchanges,
         ),
         AlgorithmSpec(
             Algorithm.DIRECT,
@@ -186,6 +267,7 @@ ALGORITHMS: dict[Algorithm, AlgorithmSpec] = {
             "one step to every other NPU at once (two for an all-reduce)",
             _direct_steps,
             _only_reducing(lambda n, x: (x / n,)),  # the n - 1 receipts reduced at once
+            exchanges=_direct_exchanges,
         ),
         AlgorithmSpec(
             Algorithm.HALVING_DOUBLING,
@@ -196,6 +278,7 @@ ALGORITHMS: dict[Algorithm, AlgorithmSpec] = {
             _only_reducing(lambda n, x: tuple(x / 2**j for j in range(2, _log2(n) + 1))),
             power_of_two=True,
             all_to_all=False,
+            exchanges=_halving_doubling_exchanges,
         ),
         AlgorithmSpec(
             Algorithm.DOUBLE_BINARY_TREE,

@@ -14,12 +14,12 @@ from typing import Any, NoReturn
 
 from rich.console import Console
 
-from themis_opt.cli import astra, bench, results, solving, workload
+from themis_opt.cli import astra, bench, programs, results, solving, workload
 from themis_opt.cli.options import Parser, flag, outputs_apart
 from themis_opt.errors import InputError
 from themis_opt.version import __version__
 
-COMMANDS = (solving, bench, results, workload, astra)  # each registers its commands, in --help's order
+COMMANDS = (solving, bench, results, workload, astra, programs)  # each registers its commands, in --help's order
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:

@@ -61,7 +61,7 @@ def _chakra() -> tuple[Any, Any]:
     return et_def_pb2, protolib
 
 
-def _value(attr: Any) -> Any:
+def attr_value(attr: Any) -> Any:
     """An attribute's value, whichever field of its ``oneof`` holds it (lists as tuples)."""
     field = attr.WhichOneof("value")
     if field is None:
@@ -146,7 +146,7 @@ def read_trace(path: Path) -> list[TraceNode]:
                     tuple(node.data_deps),
                     tuple(node.ctrl_deps),
                     node.duration_micros,
-                    tuple((a.name, _value(a)) for a in node.attr),
+                    tuple((a.name, attr_value(a)) for a in node.attr),
                 )
             )
     except InputError:

@@ -1,0 +1,127 @@
+"""Program folders: written for ASTRA-sim 2.x, read back into the same program, refused when broken."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.conftest import DATA, load
+from themis_opt import solve
+from themis_opt.cli import main
+from themis_opt.errors import InputError
+from themis_opt.formats.native import save_result
+from themis_opt.programs import Program, check_program, program_of
+from themis_opt.programs.astra import read_program, write_program
+
+COLUMNS = (
+    "kind",
+    "peer",
+    "size",
+    "tag",
+    "collective",
+    "chunk",
+    "phase",
+    "units",
+    "reduce",
+    "duration_ns",
+    "deps",
+    "dep_start",
+)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Program, Path]:
+    instance = load("tiny_ag")  # issued at 1 us: a computation too
+    program = program_of(instance, solve(instance, method="themis"))
+    out = tmp_path_factory.mktemp("programs") / "tiny_ag"
+    write_program(program, out, time_ns=check_program(program).time_ns)
+    return program, out
+
+
+def test_a_folder_reads_back_as_the_program_it_was(folder: tuple[Program, Path]) -> None:
+    program, out = folder
+    again = read_program(out)
+    for name in COLUMNS:
+        assert np.array_equal(getattr(program, name), getattr(again, name)), name
+    assert again.unit_sets == program.unit_sets
+    meta = json.loads((out / "program.json").read_text())
+    assert meta["program_time_ns"] == check_program(again).time_ns
+    assert meta["nodes"] == program.num_ops and meta["npus"] == 8
+    system = json.loads((out / "system.json").read_text())
+    assert system["preferred-dataset-splits"] == 1 and system["all-gather-implementation-custom"] == ["program"]
+    assert sorted(p.name for p in out.glob("program.*.et")) == sorted(f"program.{r}.et" for r in range(8))
+
+
+def test_a_trace_written_node_by_node_reads_the_same(folder: tuple[Program, Path], tmp_path: Path) -> None:
+    # the fast reader proves itself by writing the file again; one in another layout is read node by node
+    program, out = folder
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for path in out.iterdir():
+        if path.is_file():
+            (copy / path.name).write_bytes(path.read_bytes())
+    _rewrite(copy / "program.0.et", lambda nodes: list(reversed(nodes)))  # a node before those it waits for
+    again = read_program(copy)
+    assert np.array_equal(np.sort(again.tag), np.sort(program.tag))
+    assert check_program(again).time_ns == check_program(program).time_ns
+
+
+def _rewrite(path: Path, change: Callable[[list[Any]], list[Any]]) -> None:
+    """Write a trace again, node by node, as ``change`` makes its nodes."""
+    from chakra.schema.protobuf.et_def_pb2 import GlobalMetadata
+    from chakra.src.third_party.utils.protolib import encodeMessage
+
+    from themis_opt.formats.astra.etcolumns import read_nodes
+
+    nodes = change(list(read_nodes(path, path.read_bytes())))
+    with path.open("wb") as handle:
+        encodeMessage(handle, GlobalMetadata(version="0.0.4"))
+        for node in nodes:
+            node.name = f"node {node.id}"  # another layout than export-program's: read node by node
+            encodeMessage(handle, node)
+
+
+def test_a_missing_rank_is_named(folder: tuple[Program, Path], tmp_path: Path) -> None:
+    _, out = folder
+    for path in out.iterdir():
+        if path.is_file() and path.name != "program.5.et":
+            (tmp_path / path.name).write_bytes(path.read_bytes())
+    with pytest.raises(InputError, match=r"program\.5\.et: missing"):
+        read_program(tmp_path)
+
+
+def test_the_cli_exports_checks_and_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    instance = DATA / "worked.json"
+    result = tmp_path / "r.json"
+    save_result(solve(load("worked"), method="themis"), result)
+    out = tmp_path / "prog"
+    assert main(["export-program", str(result), "--instance", str(instance), "--out", str(out)]) == 0
+    assert "program time" in capsys.readouterr().out
+    assert main(["check-program", str(out)]) == 0
+    assert "every NPU ends with its collective's result" in capsys.readouterr().out
+    before = sorted(p.name for p in out.iterdir())
+    assert main(["export-program", str(result), "--instance", str(instance), "--out", str(out)]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == before
+    assert (
+        main(["export-program", str(result), "--instance", str(DATA / "tiny_ar.json"), "--out", str(tmp_path / "x")])
+        == 2
+    )
+    assert "the result is for" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+    # a receive of another size than its send: ASTRA-sim would run it and leave an NPU unfinished
+    recv = int(np.flatnonzero(read_program(out).kind == 1)[0])
+
+    def bigger(nodes: list[Any]) -> list[Any]:
+        next(a for a in nodes[recv].attr if a.name == "comm_size").int64_val += 1
+        return nodes
+
+    _rewrite(out / "program.0.et", bigger)
+    assert main(["check-program", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "another size" in err and err.count("\n") == 1

@@ -1,0 +1,217 @@
+"""Programs: built from every method's schedules, proved by the checker, timed as ASTRA-sim 2.x times them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tests.conftest import load
+from themis_opt import solve
+from themis_opt.errors import InputError
+from themis_opt.instance import Algorithm, Collective, Dimension, Instance, Kind, Network, Topology
+from themis_opt.programs import Link, OpKind, Program, ProgramCollective, check_program, program_of, time_program
+from themis_opt.schedule import ChunkSchedule, Phase, Schedule
+
+HEURISTICS = ("baseline", "themis", "balanced")
+
+
+def _instance(
+    dims: list[Dimension], kind: Kind = Kind.ALL_REDUCE, size: int = 1 << 20, chunks: int = 1, **net: object
+) -> Instance:
+    return Instance(Network(tuple(dims), **net), (Collective(kind, size, chunks),), name="p")  # type: ignore[arg-type]
+
+
+def test_a_hand_ring_takes_what_astra_sim_measured() -> None:
+    # ASTRA-sim 2.x (518bd51): a 1 MiB all-reduce as a hand ring on Ring 4 @ 50 GB/s, 500 ns:
+    # 3 reduce-scatter and 3 all-gather steps of 256 KiB, 5382 ns each, 32292 ns in all
+    instance = _instance([Dimension(4, Topology.RING, 50, 500)])
+    program = program_of(instance, solve(instance, method="baseline"))
+    assert check_program(program).time_ns == 32292
+    sends = program.kind == OpKind.SEND
+    assert set(program.size[sends].tolist()) == {1 << 18}
+    assert np.count_nonzero(sends) == 4 * 6
+
+
+def test_two_chunks_in_opposite_orders_take_what_astra_sim_measured() -> None:
+    # ASTRA-sim 2.x: Ring4 (100 GB/s, 500 ns) x Ring2 (25 GB/s, 1000 ns), 4 MiB as 2 chunks, chunk 0
+    # d0 then d1, chunk 1 the reverse, both dimensions one phase at a time: 101654 ns
+    instance = _instance(
+        [Dimension(4, Topology.RING, 100, 500), Dimension(2, Topology.RING, 25, 1000)], size=4 << 20, chunks=2
+    )
+    schedule = solve(instance, method="themis").schedule
+    assert schedule is not None and {c.order for c in schedule.chunks} == {(0, 1), (1, 0)}
+    assert check_program(program_of(instance, schedule)).time_ns == 101654
+
+
+@pytest.mark.parametrize("name", ["worked", "tiny_ar", "tiny_rs", "tiny_ag", "tiny_3d", "three_dim"])
+@pytest.mark.parametrize("method", HEURISTICS)
+def test_every_method_on_the_bundled_tiny_instances(name: str, method: str) -> None:
+    instance = load(name)
+    result = solve(instance, method=method)
+    program = program_of(instance, result)
+    timing = check_program(program)
+    assert result.makespan is not None
+    # the custom path has no endpoint delay: a few ns a step below the schedule, never above it
+    assert timing.time_ns <= result.makespan + 1
+    assert timing.time_ns >= 0.97 * result.makespan
+
+
+def test_cpsat_schedules_become_programs_too() -> None:
+    instance = load("tiny_ar")
+    result = solve(instance, method="cpsat", time_limit=5, workers=1)
+    timing = check_program(program_of(instance, result))
+    assert result.makespan is not None and timing.time_ns <= result.makespan + 1
+
+
+@st.composite
+def instances(draw: st.DrawFn) -> Instance:
+    dims = []
+    for _ in range(draw(st.integers(1, 3))):
+        topology = draw(st.sampled_from(list(Topology)))
+        algorithm = draw(st.sampled_from([Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING]))
+        size = draw(st.sampled_from([2, 4] if algorithm is Algorithm.HALVING_DOUBLING else [2, 3, 4]))
+        bandwidth = draw(st.sampled_from([25.0, 50.0, 100.0]))
+        dims.append(Dimension(size, topology, bandwidth, draw(st.sampled_from([0.0, 300.0])), algorithm=algorithm))
+    kind = draw(st.sampled_from([Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER]))
+    size = draw(st.sampled_from([1 << 16, 3 * 5 * 7 * 1024 + 1]))  # shared out evenly, or not
+    return _instance(dims, kind, size, draw(st.integers(1, 4)), congestion_unaware=draw(st.booleans()))
+
+
+@settings(max_examples=30, deadline=None)
+@given(instances(), st.sampled_from(HEURISTICS))
+def test_random_programs_compute_their_collective(instance: Instance, method: str) -> None:
+    result = solve(instance, method=method)
+    program = program_of(instance, result)
+    timing = check_program(program)
+    assert result.makespan is not None and timing.time_ns <= result.makespan + 1
+    # every message's bytes add up to what the phases move
+    sends = program.kind == OpKind.SEND
+    assert program.size[sends].min() > 0
+
+
+def _tamper(program: Program, **columns: np.ndarray) -> Program:
+    return dataclasses.replace(program, **columns)
+
+
+@pytest.fixture(scope="module")
+def tiny() -> Program:
+    instance = load("tiny_ar")
+    return program_of(instance, solve(instance, method="themis"))
+
+
+def test_a_receive_of_another_size_is_refused(tiny: Program) -> None:
+    size = tiny.size.copy()
+    size[np.flatnonzero(tiny.kind == OpKind.RECV)[3]] += 1
+    with pytest.raises(InputError, match="another size"):
+        check_program(_tamper(tiny, size=size))
+
+
+def test_a_send_without_its_receive_is_refused(tiny: Program) -> None:
+    tag = tiny.tag.copy()
+    tag[np.flatnonzero(tiny.kind == OpKind.SEND)[0]] += 10**9
+    with pytest.raises(InputError, match="without its match"):
+        check_program(_tamper(tiny, tag=tag))
+
+
+def test_data_reduced_twice_is_refused(tiny: Program) -> None:
+    # a reduce-scatter receive that copies leaves the sum short; one that an all-gather's becomes sums twice
+    reduce = tiny.reduce.copy()
+    reduce[(tiny.kind == OpKind.RECV) & ~tiny.reduce] = True
+    with pytest.raises(InputError, match=r"holds it already|without its result"):
+        check_program(_tamper(tiny, reduce=reduce))
+
+
+def test_the_wrong_units_are_refused(tiny: Program) -> None:
+    units = tiny.units.copy()
+    recvs = np.flatnonzero(tiny.kind == OpKind.SEND)
+    units[recvs[0]] = (units[recvs[0]] + 1) % len(tiny.unit_sets)
+    with pytest.raises(InputError):
+        check_program(_tamper(tiny, units=units))
+
+
+def _two_npus(first: OpKind, second: OpKind, *, chained: bool) -> Program:
+    """Two NPUs on a 2-ring, each running ``first`` then ``second`` (to the other), one chunk of 2 units."""
+    kinds = [first, second] * 2
+    peers = [1, 1, 0, 0]
+    zeros = np.zeros(4, dtype=np.int64)
+    sends = [k == OpKind.SEND for k in kinds]
+    return Program(
+        links=(Link(2, Topology.RING, 50.0, 500.0),),
+        collectives=(ProgramCollective(Kind.REDUCE_SCATTER, (0,), (2048,)),),
+        unit_sets=(0b10, 0b01),
+        rank_start=np.array([0, 2, 4]),
+        kind=np.array(kinds),
+        peer=np.array(peers),
+        size=np.full(4, 1024),
+        tag=zeros,
+        collective=zeros,
+        chunk=zeros,
+        phase=zeros,
+        units=np.array([0 if (r == 0) == send else 1 for r, send in zip([0, 0, 1, 1], sends)]),
+        reduce=~np.array(sends),
+        duration_ns=zeros,
+        dep_start=np.array([0, 0, 1, 1, 2]) if chained else np.zeros(5, dtype=np.int64),
+        deps=np.array([0, 2]) if chained else np.zeros(0, dtype=np.int64),
+    )
+
+
+def test_a_reduce_scatter_by_hand_is_proved() -> None:
+    program = _two_npus(OpKind.SEND, OpKind.RECV, chained=False)
+    assert check_program(program).time_ns == int(500 + 1024 / (50 * 2**30 / 1e9))
+
+
+def test_each_waiting_to_receive_first_is_a_deadlock() -> None:
+    with pytest.raises(InputError, match="deadlock"):
+        check_program(_two_npus(OpKind.RECV, OpKind.SEND, chained=True))
+
+
+def _rebuild(program: Program, deps: list[list[int]]) -> Program:
+    counts = np.array([len(d) for d in deps])
+    return dataclasses.replace(
+        program, dep_start=np.r_[0, np.cumsum(counts)], deps=np.array([x for d in deps for x in d], dtype=np.int64)
+    )
+
+
+def test_two_phases_at_once_on_a_dimension_are_refused() -> None:
+    instance = _instance([Dimension(4, Topology.RING, 50, 500)], chunks=2)
+    program = program_of(instance, solve(instance, method="baseline"))
+    check_program(program)
+    # drop every dependency of the second chunk's first step: it then runs beside the first chunk
+    deps = [program.deps_of(i).tolist() for i in range(program.num_ops)]
+    for i in range(program.num_ops):
+        if program.chunk[i] == 1 and program.tag[i] % 10 == 0 and program.phase[i] == 0:
+            deps[i] = []
+    with pytest.raises(InputError, match="still runs there"):
+        check_program(_rebuild(program, deps))
+
+
+def test_what_no_program_is_written_for_is_named() -> None:
+    tree = _instance([Dimension(4, Topology.SWITCH, 50, 500, algorithm=Algorithm.DOUBLE_BINARY_TREE)])
+    with pytest.raises(InputError, match="double_binary_tree"):
+        program_of(tree, solve(tree, method="baseline"))
+    a2a = _instance([Dimension(4, Topology.SWITCH, 50, 500)], Kind.ALL_TO_ALL)
+    with pytest.raises(InputError, match="all_to_all"):
+        program_of(a2a, solve(a2a, method="baseline"))
+
+
+def test_a_schedule_of_another_instance_is_refused() -> None:
+    instance = load("tiny_ar")
+    other = load("worked")
+    with pytest.raises(InputError, match="does not fit"):
+        program_of(instance, solve(other, method="baseline"))
+    bad = Schedule((ChunkSchedule(0, 0, (0,), (Phase(0, "reduce_scatter", 0, 1, 1, 1),)),))  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="does not fit"):
+        program_of(instance, bad)
+
+
+def test_the_timer_follows_the_longest_path(tiny: Program) -> None:
+    timing = time_program(tiny)
+    assert timing.time_ns == timing.end_ns.max()
+    assert len(timing.order) == tiny.num_ops
+    place = np.empty(tiny.num_ops, dtype=np.int64)
+    place[timing.order] = np.arange(tiny.num_ops)
+    owner = np.repeat(np.arange(tiny.num_ops), np.diff(tiny.dep_start))
+    assert np.all(place[tiny.deps] < place[owner])

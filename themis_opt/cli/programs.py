@@ -1,0 +1,86 @@
+"""Programs: ``export-program`` (a result as every NPU's sends and receives, a folder ASTRA-sim 2.x
+runs) and ``check-program`` (such a folder proved to compute its collectives, and timed).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+
+from themis_opt.cli.options import out_option
+from themis_opt.errors import InputError, counted
+
+COMMANDS = {  # each command of this family and its line in --help
+    "export-program": "write a result's schedule as a program ASTRA-sim 2.x runs (per-NPU sends and receives)",
+    "check-program": "prove a program folder computes its collectives, and time it as ASTRA-sim 2.x does",
+}
+FORMATS = ("astra",)  # what export-program writes
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``export-program`` and ``check-program``."""
+    p = sub.add_parser("export-program", help=COMMANDS["export-program"])
+    p.add_argument("result", help="result JSON file (from solve)")
+    p.add_argument("--instance", required=True, help="the instance JSON the result is for")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="astra",
+        help="astra: a folder ASTRA-sim 2.x runs as it is (its custom collectives; run.sh holds the command) "
+        "(default astra)",
+    )
+    out_option(p, "folder to write the program to, whole or not at all: a new or empty one")
+    p.set_defaults(handler=export_program)
+
+    p = sub.add_parser("check-program", help=COMMANDS["check-program"])
+    p.add_argument("folder", help="a folder export-program wrote")
+    p.set_defaults(handler=check_program)
+
+
+def export_program(args: argparse.Namespace, console: Console) -> int:
+    """``themis-opt export-program``."""
+    from themis_opt.fileio import check_new_folder
+    from themis_opt.formats.native import check_folder, load_instance, load_result
+    from themis_opt.programs import check_program, program_of
+    from themis_opt.programs.astra import write_program
+    from themis_opt.report import fmt_time
+
+    check_folder(args.out)
+    check_new_folder(args.out)  # new or empty: it holds no input to overwrite
+    result = load_result(args.result)
+    instance = load_instance(args.instance)
+    if instance.name != result.instance:
+        raise InputError("--instance", f"is {instance.name!r}; the result is for {result.instance!r}")
+    program = program_of(instance, result)
+    timing = check_program(program)
+    extra = {"instance": instance.name, "method": result.label, "schedule_makespan_ns": result.makespan}
+    files = write_program(program, args.out, time_ns=timing.time_ns, extra=extra)
+    size = sum(f.stat().st_size for f in files)
+    console.print(
+        f"wrote {counted(len(files), 'file')} ({size / 2**20:.1f} MiB) to {args.out}: "
+        f"{counted(program.npus, 'NPU')}, {counted(program.num_ops, 'node')}, checked"
+    )
+    assert result.makespan is not None  # a result with a schedule has one
+    change = (timing.time_ns - result.makespan) / result.makespan
+    console.print(
+        f"program time {fmt_time(timing.time_ns)} as ASTRA-sim 2.x times it; the schedule's makespan "
+        f"{fmt_time(result.makespan)} ({change:+.3%}); run it with {args.out}/run.sh"
+    )
+    return 0
+
+
+def check_program(args: argparse.Namespace, console: Console) -> int:
+    """``themis-opt check-program``."""
+    from themis_opt.programs import check_program
+    from themis_opt.programs.astra import read_program
+    from themis_opt.report import fmt_time
+
+    program = read_program(args.folder)
+    timing = check_program(program)
+    console.print(
+        f"{args.folder}: {counted(program.npus, 'NPU')}, {counted(len(program.collectives), 'collective')}, "
+        f"{counted(program.num_ops, 'node')}: every message matched, no deadlock, each dimension one phase at a "
+        f"time, every NPU ends with its collective's result; time {fmt_time(timing.time_ns)} ({timing.time_ns} ns)"
+    )
+    return 0

@@ -1,0 +1,362 @@
+"""A program as a folder ASTRA-sim 2.x runs as it is: its custom collectives (the Collective API).
+
+The folder holds ``network.yml``, ``system.json`` (every collective's ``*-implementation-custom``
+names the prefix ``program``; ``preferred-dataset-splits`` 1: 2.x stalls or fails otherwise),
+``memory.json``, the workload ``workload.<r>.et`` (one collective node a rank: 2.x hands it to the
+program whatever its size), the program ``program.<r>.et`` (a rank's sends, receives and
+computations, with their dependencies), ``run.sh`` (the command line, run from the folder) and
+``program.json``: the program's counts, its time as 2.x's custom path times it (``program_time_ns``)
+and what the checker needs that a trace cannot say (each message's collective, chunk, phase and
+units, in attributes named ``themis_*`` that 2.x does not read).
+
+The whole program is one custom collective: the workload's one node per rank runs it, so several
+collectives issued at once keep the schedule's interleaving, which one program per collective
+would lose.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from themis_opt.errors import InputError
+from themis_opt.fileio import atomic_folder, read_bytes, read_text, write_bytes, write_text
+from themis_opt.formats.astra.etcolumns import NODE_TYPES, Columns, decode_trace, encode_trace, read_nodes
+from themis_opt.formats.astra.etfiles import attr_value
+from themis_opt.instance import Kind, Topology
+from themis_opt.programs.ir import Link, OpKind, Program, ProgramCollective
+
+FORMAT = "themis-opt-program"
+VERSION = 1
+PREFIX = "program"  # the custom collectives' files: program.<r>.et
+WORKLOAD = "workload"  # the workload's: workload.<r>.et
+TYPES = {Kind.ALL_REDUCE: 0, Kind.ALL_GATHER: 2, Kind.ALL_TO_ALL: 6, Kind.REDUCE_SCATTER: 7}  # Chakra's comm_type
+CUSTOM_KEYS = (
+    "all-reduce-implementation-custom",
+    "reduce-scatter-implementation-custom",
+    "all-gather-implementation-custom",
+    "all-to-all-implementation-custom",
+)
+TOPOLOGY_NAMES = {Topology.RING: "Ring", Topology.SWITCH: "Switch", Topology.FULLY_CONNECTED: "FullyConnected"}
+SEMANTICS = "themis"  # each message's collective, chunk, phase, unit set and whether it reduces (2.x reads it not)
+RUN = """#!/bin/sh
+# Runs this program in ASTRA-sim 2.x (congestion-unaware analytical backend); ASTRA_SIM names its binary.
+cd "$(dirname "$0")" && exec "${ASTRA_SIM:-AstraSim_Analytical_Congestion_Unaware}" \\
+  --workload-configuration=workload --system-configuration=system.json \\
+  --network-configuration=network.yml --remote-memory-configuration=memory.json
+"""
+
+
+def write_program(
+    program: Program, folder: str | Path, *, time_ns: int, extra: dict[str, Any] | None = None
+) -> list[Path]:
+    """Write ``program`` as a folder ASTRA-sim 2.x runs (see the module's docstring), whole or not at all.
+
+    ``time_ns`` is the program's time (:func:`~themis_opt.programs.time_program`); ``extra`` adds
+    fields to ``program.json`` (the schedule's makespan, its method). Returns the files written.
+    """
+    folder = Path(folder)
+    first = program.collectives[0] if program.collectives else None
+    with atomic_folder(folder) as out:
+        write_text(out / "network.yml", _network_yml(program.links))
+        system = {
+            "scheduling-policy": "FIFO",
+            "endpoint-delay": 0,
+            "active-chunks-per-dimension": 1,
+            "preferred-dataset-splits": 1,
+            **{key: [PREFIX] for key in CUSTOM_KEYS},
+        }
+        write_text(out / "system.json", json.dumps(system, indent=2) + "\n")
+        write_text(out / "memory.json", json.dumps({"memory-type": "NO_MEMORY_EXPANSION"}, indent=2) + "\n")
+        write_text(out / "run.sh", RUN)
+        (out / "run.sh").chmod(0o755)
+        kind = first.kind if first is not None else Kind.ALL_REDUCE
+        size = first.chunk_bytes[0] * len(first.chunk_bytes) if first is not None else 1
+        none = np.zeros(0, dtype=np.int64)
+        workload = encode_trace(
+            Columns(
+                np.array([NODE_TYPES["COMM_COLL_NODE"]]),
+                np.zeros(2, dtype=np.int64),
+                none,
+                {"comm_type": np.array([TYPES[kind]]), "comm_size": np.array([size])},
+                {},
+                np.zeros(1, dtype=np.int64),
+            )
+        )
+        for r in range(program.npus):
+            write_bytes(out / f"{WORKLOAD}.{r}.et", workload)
+            write_bytes(out / f"{PREFIX}.{r}.et", _trace(program, r))
+        meta = {
+            "format": FORMAT,
+            "version": VERSION,
+            **program.summary(),
+            "program_time_ns": time_ns,
+            **(extra or {}),
+            "links": [
+                {
+                    "size": link.size,
+                    "topology": link.topology.value,
+                    "bandwidth_gbps": link.bandwidth_gbps,
+                    "latency_ns": link.latency_ns,
+                }
+                for link in program.links
+            ],
+            "programs": [
+                {"kind": c.kind.value, "dims": list(c.dims), "chunk_bytes": list(c.chunk_bytes)}
+                for c in program.collectives
+            ],
+            "active_phases": program.active_phases,
+            "unit_sets": [format(mask, "x") for mask in program.unit_sets],
+        }
+        write_text(out / "program.json", json.dumps(meta, indent=1) + "\n")
+    return sorted(folder.iterdir())
+
+
+def _network_yml(links: tuple[Link, ...]) -> str:
+    return (
+        f"topology: [ {', '.join(TOPOLOGY_NAMES[link.topology] for link in links)} ]\n"
+        f"npus_count: [ {', '.join(str(link.size) for link in links)} ]\n"
+        f"bandwidth: [ {', '.join(repr(link.bandwidth_gbps) for link in links)} ]  # GB/s per link\n"
+        f"latency: [ {', '.join(repr(link.latency_ns) for link in links)} ]  # ns\n"
+    )
+
+
+def _trace(program: Program, rank: int) -> bytes:
+    """Rank ``rank``'s trace: node ids are its rows' positions; an NPU without one computes for 0 ns
+    (2.x refuses an empty trace).
+    """
+    rows = program.ops_of(rank)
+    if not len(rows):
+        none = np.zeros(0, dtype=np.int64)
+        return encode_trace(
+            Columns(
+                np.array([NODE_TYPES["COMP_NODE"]]),
+                np.zeros(2, dtype=np.int64),
+                none,
+                {},
+                {},
+                np.zeros(1, dtype=np.int64),
+            )
+        )
+    part = slice(rows.start, rows.stop)
+    kind = program.kind[part]
+    send, recv = kind == OpKind.SEND, kind == OpKind.RECV
+    message = send | recv
+    starts = program.dep_start[rows.start : rows.stop + 1]
+    semantics = np.stack(
+        [
+            program.collective[part],
+            program.chunk[part],
+            program.phase[part],
+            program.units[part],
+            program.reduce[part].astype(np.int64),
+        ],
+        axis=1,
+    )
+    semantics[~message] = -1
+    if np.any(program.duration_ns[part] % 1000):
+        raise InputError(
+            f"program: NPU {rank}", "a computation of a fraction of a microsecond: ASTRA-sim 2.x times whole ones"
+        )
+    columns = Columns(
+        type=np.select(
+            [send, recv], [NODE_TYPES["COMM_SEND_NODE"], NODE_TYPES["COMM_RECV_NODE"]], NODE_TYPES["COMP_NODE"]
+        ),
+        dep_start=starts - starts[0],
+        deps=program.deps[starts[0] : starts[-1]] - rows.start,
+        attrs={
+            "comm_dst": np.where(send, program.peer[part], -1),
+            "comm_src": np.where(recv, program.peer[part], -1),
+            "comm_size": np.where(message, program.size[part], -1),
+            "comm_tag": np.where(message, program.tag[part], -1),
+        },
+        lists={SEMANTICS: semantics},
+        durations=program.duration_ns[part] // 1000,
+    )
+    return encode_trace(columns)
+
+
+def read_program(folder: str | Path) -> Program:
+    """The program of a folder :func:`write_program` wrote (or one written like it).
+
+    Raises
+    ------
+    InputError
+        A missing or unreadable file, a missing rank, a node without what a program needs, or
+        dependencies that form a cycle at a rank, naming the file and node.
+    """
+    folder = Path(folder)
+    where = folder / "program.json"
+    if not folder.is_dir():
+        raise InputError(str(folder), "is not a folder")
+    try:
+        meta = json.loads(read_text(where))
+    except json.JSONDecodeError as error:
+        raise InputError(str(where), f"not JSON: {error.msg} at line {error.lineno}") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise InputError(str(where), f"not a {FORMAT} file")
+    if meta.get("version") != VERSION:
+        raise InputError(str(where), f"version {meta.get('version')!r}: this themis-opt reads version {VERSION}")
+    try:
+        links = tuple(
+            Link(int(x["size"]), Topology(x["topology"]), float(x["bandwidth_gbps"]), float(x["latency_ns"]))
+            for x in meta["links"]
+        )
+        collectives = tuple(
+            ProgramCollective(
+                Kind(x["kind"]), tuple(int(d) for d in x["dims"]), tuple(int(b) for b in x["chunk_bytes"])
+            )
+            for x in meta["programs"]
+        )
+        unit_sets = tuple(int(text, 16) for text in meta["unit_sets"])
+        npus, active = int(meta["npus"]), int(meta["active_phases"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise InputError(str(where), f"not a program's description ({error})") from None
+    tables: list[np.ndarray] = []
+    dep_parts: list[np.ndarray] = []
+    count_parts: list[np.ndarray] = []
+    rank_start = [0]
+    for r in range(npus):
+        path = folder / f"{PREFIX}.{r}.et"
+        if not path.is_file():
+            raise InputError(str(path), f"missing: the program has {npus} NPUs")
+        data = read_bytes(path)
+        fast = decode_trace(data, str(path), ATTRS, {SEMANTICS: 5})
+        base = rank_start[-1]
+        if fast is not None and fast.type.size and _as_written(fast, data):
+            tables.append(_fast_rows(fast))
+            dep_parts.append(fast.deps + base)
+            count_parts.append(np.diff(fast.dep_start))
+            rank_start.append(base + len(fast.type))
+            continue
+        nodes = _in_order(read_nodes(path, data), str(path))
+        local = {node.id: j for j, node in enumerate(nodes)}
+        rows, deps, counts = [], [], []
+        for node in nodes:
+            rows.append(_row(node, f"{path} node {node.id}"))
+            waits = [base + local[d] for d in (*node.data_deps, *node.ctrl_deps)]
+            deps.extend(waits)
+            counts.append(len(waits))
+        tables.append(np.array(rows, dtype=np.int64).reshape(len(rows), 10))
+        dep_parts.append(np.array(deps, dtype=np.int64))
+        count_parts.append(np.array(counts, dtype=np.int64))
+        rank_start.append(base + len(nodes))
+    dep_counts = np.concatenate(count_parts) if count_parts else np.zeros(0, dtype=np.int64)
+    table = np.concatenate(tables) if tables else np.zeros((0, 10), dtype=np.int64)
+    return Program(
+        links=links,
+        collectives=collectives,
+        unit_sets=unit_sets,
+        rank_start=np.array(rank_start),
+        kind=table[:, 0],
+        peer=table[:, 1],
+        size=table[:, 2],
+        tag=table[:, 3],
+        collective=table[:, 4],
+        chunk=table[:, 5],
+        phase=table[:, 6],
+        units=table[:, 7],
+        reduce=table[:, 8].astype(bool),
+        duration_ns=table[:, 9],
+        dep_start=np.r_[0, np.cumsum(dep_counts, dtype=np.int64)],
+        deps=np.concatenate(dep_parts) if dep_parts else np.zeros(0, dtype=np.int64),
+        active_phases=active,
+    )
+
+
+ATTRS = ("comm_dst", "comm_src", "comm_size", "comm_tag")
+
+
+def _as_written(columns: Columns, data: bytes) -> bool:
+    """Whether ``columns`` read from ``data`` is what encoding them writes: then the fast read is right."""
+    return encode_trace(columns) == data
+
+
+def _fast_rows(columns: Columns) -> np.ndarray:
+    """A trace read at once as a program's rows (see :func:`_row`)."""
+    kind = np.select(
+        [columns.type == NODE_TYPES["COMM_SEND_NODE"], columns.type == NODE_TYPES["COMM_RECV_NODE"]],
+        [int(OpKind.SEND), int(OpKind.RECV)],
+        int(OpKind.COMP),
+    )
+    peer = np.where(kind == OpKind.SEND, columns.attrs["comm_dst"], columns.attrs["comm_src"])
+    meaning = columns.lists[SEMANTICS]
+    table = np.column_stack(
+        [
+            kind,
+            peer,
+            columns.attrs["comm_size"],
+            columns.attrs["comm_tag"],
+            meaning[:, :4],
+            meaning[:, 4],
+            columns.durations * 1000,
+        ]
+    )
+    comp = kind == OpKind.COMP
+    table[comp, 1:9] = [-1, 0, 0, -1, -1, -1, -1, 0]
+    return table
+
+
+def _in_order(nodes: Any, where: str) -> list[Any]:
+    """The nodes, each after what it waits for (a cycle, or a wait for no node, is an error)."""
+    position = {node.id: j for j, node in enumerate(nodes)}
+    if len(position) != len(nodes):
+        raise InputError(where, "two nodes have the same id")
+    waits: list[list[int]] = []
+    in_order = True
+    for j, node in enumerate(nodes):
+        mine = []
+        for d in (*node.data_deps, *node.ctrl_deps):
+            if d not in position:
+                raise InputError(f"{where} node {node.id}", f"waits for node {d}, which is not in the file")
+            mine.append(position[d])
+            in_order = in_order and position[d] < j
+        waits.append(mine)
+    if in_order:
+        return list(nodes)
+    waiting = [len(mine) for mine in waits]
+    followers: list[list[int]] = [[] for _ in nodes]
+    for j, mine in enumerate(waits):
+        for d in mine:
+            followers[d].append(j)
+    ready = [j for j, count in enumerate(waiting) if not count]
+    ordered: list[int] = []
+    while ready:
+        j = ready.pop()
+        ordered.append(j)
+        for f in followers[j]:
+            waiting[f] -= 1
+            if not waiting[f]:
+                ready.append(f)
+    if len(ordered) < len(nodes):
+        stuck = min(nodes[j].id for j, count in enumerate(waiting) if count)
+        raise InputError(f"{where} node {stuck}", "its dependencies form a cycle (the program would deadlock)")
+    return [nodes[j] for j in ordered]
+
+
+def _row(node: Any, where: str) -> list[int]:
+    """One node as a program's row: kind, peer, size, tag, collective, chunk, phase, units, reduce, duration."""
+    if node.type == NODE_TYPES["COMP_NODE"]:
+        return [OpKind.COMP, -1, 0, 0, -1, -1, -1, -1, 0, node.duration_micros * 1000]
+    if node.type not in (NODE_TYPES["COMM_SEND_NODE"], NODE_TYPES["COMM_RECV_NODE"]):
+        raise InputError(where, f"a node of type {node.type}: a program holds sends, receives and computations")
+    send = node.type == NODE_TYPES["COMM_SEND_NODE"]
+    found = {
+        a.name: attr_value(a) for a in node.attr if a.WhichOneof("value") in ("int64_val", "int32_val", "int64_list")
+    }
+    values = []
+    for name in ("comm_dst" if send else "comm_src", "comm_size", "comm_tag"):
+        value = found.get(name)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InputError(where, f"has no whole-number {name}")
+        values.append(value)
+    meaning = found.get(SEMANTICS)
+    if not isinstance(meaning, tuple) or len(meaning) != 5:
+        raise InputError(
+            where,
+            f"has no {SEMANTICS} list of 5 integers (collective, chunk, phase, units, reduce): not themis-opt's",
+        )
+    return [OpKind.SEND if send else OpKind.RECV, *values, *meaning[:4], int(bool(meaning[4])), 0]

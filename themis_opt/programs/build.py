@@ -1,0 +1,345 @@
+"""A schedule expanded into its program: every NPU's part of every phase, step by step.
+
+Each phase of a chunk on a dimension becomes the dimension's algorithm's exchanges
+(:attr:`~themis_opt.algorithms.AlgorithmSpec.exchanges`) among each NPU's peers there. The
+dependencies keep the schedule and add no freedom it lacks: a step waits for the receipts of the
+step before it; a phase's first step waits for its chunk's previous phase and for the phase its
+dimension served before it (``active_chunks`` back) at the same NPU, in the schedule's sequence;
+a collective's first phases wait for its issue time and the collectives it comes after. So the
+program's longest path is the schedule's makespan when each message takes what the phase's step
+takes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from themis_opt.errors import InputError
+from themis_opt.instance import Collective, Instance, Kind, Op, Topology
+from themis_opt.programs.ir import PROGRAM_KINDS, Link, OpKind, Program, ProgramCollective
+from themis_opt.result import Result
+from themis_opt.schedule import Schedule
+
+logger = logging.getLogger(__name__)
+
+
+def links_of(instance: Instance) -> tuple[Link, ...]:
+    """The network's dimensions as messages are timed on them: one link's bandwidth a message."""
+    links = []
+    for d in instance.network.dimensions:
+        count = d.size - 1 if d.topology is Topology.FULLY_CONNECTED else 1
+        links.append(Link(d.size, d.topology, d.bandwidth_gbps / max(count, 1), d.latency_ns))
+    return tuple(links)
+
+
+def check_programmable(instance: Instance) -> None:
+    """A one-line error for an instance no program is written for (yet), naming what stands in the way."""
+    network = instance.network
+    for index, dim in enumerate(network.dimensions):
+        if dim.carved:
+            raise InputError(f"network.dimensions[{index}]", "carved from another: no program is written for it")
+    for c, coll in enumerate(instance.collectives):
+        where = instance.where(coll)
+        if coll.kind not in PROGRAM_KINDS:
+            raise InputError(
+                where, f"a {coll.kind.value}: programs are written for all-reduce, reduce-scatter and all-gather"
+            )
+        if coll.group:
+            raise InputError(where, "a communicator group: programs are written for collectives over whole dimensions")
+        if any(dep.lag_ns for dep in coll.after):
+            raise InputError(where, "a dependency with a lag: no program is written for it")
+        for d in instance.active_dims[c]:
+            algorithm = network.dimensions[d].algorithm_for(coll.kind)
+            if algorithm.flattened or algorithm.spec.exchanges is None or algorithm.spec.all_reduces:
+                raise InputError(f"network.dimensions[{d}]", f"{algorithm.value}: no program is written for it")
+    if instance.computes:
+        raise InputError("tasks", "compute tasks: programs are written for collectives alone")
+
+
+# a step whose operations x what they wait for reach this waits on one join instead (a COMP of 0 ns,
+# 1 ns in ASTRA-sim): a direct phase's dependencies stay linear in its NPUs
+JOIN_AT = 16
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """One phase's operations at every NPU (``R`` NPUs, ``S`` steps of ``T`` transfers), the same for
+    every chunk whose phase has this collective, narrowing, dimension and op.
+    """
+
+    send: np.ndarray  # (S, T): a send, else a receive
+    peer: np.ndarray  # (R, S, T): the other NPU
+    unit: np.ndarray  # (R, S, T): the unit set carried (an id)
+    count: np.ndarray  # (R, S, T): how many units that is
+    reduce: np.ndarray  # (S, T): a receive that reduces
+
+
+class _Builder:
+    """The program's operations as numpy blocks, in the schedule's phase order (each NPU's rows are
+    then in an order its dependencies follow).
+    """
+
+    def __init__(self, instance: Instance, links: tuple[Link, ...], collectives: tuple[ProgramCollective, ...]) -> None:
+        network = instance.network
+        self.network, self.links, self.collectives = network, links, collectives
+        self.npus = network.num_npus
+        sizes = np.array([link.size for link in links])
+        self.coords = np.arange(self.npus)[:, None] // np.cumprod(np.r_[1, sizes[:-1]])[None, :] % sizes[None, :]
+        self.unit_ids: dict[int, int] = {}
+        self.shapes: dict[tuple[int, frozenset[int], int, Op], _Shape] = {}
+        self.digits: dict[int, list[list[int]]] = {}
+        self.next_id = 0
+        self.columns: list[tuple[np.ndarray, ...]] = []
+        self.edges: list[tuple[np.ndarray, np.ndarray]] = []
+        self.durations: list[tuple[np.ndarray, int]] = []  # computations' rows and their time
+
+    def shape(self, c: int, held: frozenset[int], d: int, op: Op) -> _Shape:
+        key = (c, held, d, op)
+        found = self.shapes.get(key)
+        if found is None:
+            found = self.shapes[key] = self._shape(c, held, d, op)
+        return found
+
+    def _shape(self, c: int, held: frozenset[int], d: int, op: Op) -> _Shape:
+        pc = self.collectives[c]
+        n = self.links[d].size
+        exchanges = self.network.dimensions[d].algorithm_for(pc.kind).spec.exchanges
+        assert exchanges is not None  # checked by check_programmable
+        per_x = [exchanges(n, x, op) for x in range(n)]
+        send = np.array([[t.send for t in step] for step in per_x[0]], dtype=bool)
+        if any(np.array([[t.send for t in step] for step in steps], dtype=bool).shape != send.shape for steps in per_x):
+            raise AssertionError("an algorithm's NPUs take different steps")
+        peer_coord = np.array([[[t.peer for t in step] for step in steps] for steps in per_x])
+        x = self.coords[:, d]
+        place = int(np.prod([link.size for link in self.links[:d]]))
+        peer = np.arange(self.npus)[:, None, None] + (peer_coord[x] - x[:, None, None]) * place
+        digit = self._digit_masks(c)
+        pinned = [j for j in pc.dims if j in held]
+        unit = np.zeros(peer.shape, dtype=np.int64)
+        count = np.zeros(peer.shape, dtype=np.int64)
+        cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        at = pc.dims.index(d)
+        for r in range(self.npus):
+            own = (*(int(self.coords[r, j]) for j in pinned), int(x[r]))
+            found = cache.get(own)
+            if found is None:
+                base = (1 << int(np.prod([self.links[j].size for j in pc.dims]))) - 1
+                for j, v in zip(pinned, own):
+                    base &= digit[pc.dims.index(j)][v]
+                ids, counts = [], []
+                for step in per_x[own[-1]]:
+                    for t in step:
+                        mask = base
+                        blocks = 0
+                        for b in t.blocks:
+                            blocks |= digit[at][b]
+                        mask &= blocks
+                        ids.append(self.unit_ids.setdefault(mask, len(self.unit_ids)))
+                        counts.append(mask.bit_count())
+                found = cache[own] = (np.array(ids).reshape(send.shape), np.array(counts).reshape(send.shape))
+            unit[r], count[r] = found
+        reduce = ~send & (op is not Op.ALL_GATHER)
+        if op is Op.ALL_REDUCE:
+            reduce[len(send) // 2 :] = False  # an all-reduce phase gathers after it scatters
+        return _Shape(send, peer, unit, count, reduce)
+
+    def _digit_masks(self, c: int) -> list[list[int]]:
+        """Per dimension of the collective and coordinate there, the units at that coordinate (a bit mask)."""
+        found = self.digits.get(c)
+        if found is None:
+            dims = self.collectives[c].dims
+            shape = [self.links[j].size for j in dims]
+            count = int(np.prod(shape))
+            digits = np.arange(count)[:, None] // np.cumprod([1, *shape[:-1]])[None, :] % np.array(shape)[None, :]
+            found = self.digits[c] = [[_mask(digits[:, j] == v) for v in range(size)] for j, size in enumerate(shape)]
+        return found
+
+    def sizes(self, c: int, chunk: int, shape: _Shape) -> np.ndarray:
+        """Bytes of each of a shape's messages for ``chunk``: the chunk's bytes shared out over its units."""
+        pc = self.collectives[c]
+        units = int(np.prod([self.links[j].size for j in pc.dims]))
+        total = pc.chunk_bytes[chunk]
+        if total % units == 0:
+            return shape.count * (total // units)
+        masks = list(self.unit_ids)
+        used, back = np.unique(shape.unit, return_inverse=True)
+        exact = np.array([pc.unit_bytes(chunk, masks[u], units) for u in used.tolist()])
+        return exact[back.reshape(shape.unit.shape)]
+
+    def ids(self, count: int) -> np.ndarray:
+        start = self.next_id
+        self.next_id += count
+        return np.arange(start, self.next_id)
+
+    def add(self, ids: np.ndarray, columns: tuple[np.ndarray, ...], waits: np.ndarray | None) -> None:
+        """Rows ``ids`` (R x T) with their columns, each waiting for the row's ``waits`` (R x W)."""
+        self.columns.append((ids.ravel(), *(np.broadcast_to(col, ids.shape).ravel() for col in columns)))
+        if waits is not None and waits.shape[1]:
+            owners = np.broadcast_to(ids[:, :, None], (*ids.shape, waits.shape[1]))
+            self.edges.append((owners.ravel(), np.broadcast_to(waits[:, None, :], owners.shape).ravel()))
+
+    def join(self, waits: np.ndarray | None, duration_ns: int = 0) -> np.ndarray:
+        """One COMP of ``duration_ns`` a NPU waiting for ``waits`` (R x W): what waits for it waits for them all."""
+        ids = self.ids(self.npus)[:, None]
+        none = np.array(-1)
+        columns = (np.arange(self.npus)[:, None], np.array(OpKind.COMP), none, np.array(0), np.array(0))
+        self.add(ids, (*columns, none, none, none, none, np.array(False)), waits)
+        self.durations.append((ids.ravel(), duration_ns))
+        return ids
+
+
+def _mask(keep: np.ndarray) -> int:
+    return int.from_bytes(np.packbits(keep, bitorder="little").tobytes(), "little")
+
+
+def program_of(instance: Instance, result: Result | Schedule) -> Program:
+    """The program of ``result``'s schedule on ``instance`` (see the module's docstring).
+
+    Raises
+    ------
+    InputError
+        The result has no schedule, does not fit the instance, or the instance holds what no
+        program is written for (:func:`check_programmable`).
+    """
+    from themis_opt.validator import validate
+
+    schedule = result.schedule if isinstance(result, Result) else result
+    if schedule is None:
+        raise InputError("result", "holds no schedule")
+    check_programmable(instance)
+    problems = validate(instance, schedule)
+    if problems:
+        raise InputError("result", f"does not fit the instance: {problems[0]}")
+    network = instance.network
+    links = links_of(instance)
+    collectives = tuple(
+        ProgramCollective(coll.kind, instance.active_dims[c], tuple(coll.bytes_of(k) for k in range(coll.chunks)))
+        for c, coll in enumerate(instance.collectives)
+    )
+    builder = _Builder(instance, links, collectives)
+    npus = builder.npus
+    ranks = np.arange(npus)[:, None]
+    stride = 2 * max(link.size for link in links) + 2  # tags: a phase's steps never reach the next phase's
+    phases = sorted(
+        (p.start_ns, p.end_ns, cs.collective, cs.chunk, i) for cs in schedule.chunks for i, p in enumerate(cs.phases)
+    )
+    by_chunk = {(cs.collective, cs.chunk): cs for cs in schedule.chunks}
+    narrowed: dict[tuple[int, int], frozenset[int]] = {}
+    chunk_end: dict[tuple[int, int], np.ndarray] = {}
+    dim_ends: dict[int, deque[np.ndarray]] = {}
+    released: dict[int, np.ndarray | None] = {}
+    index = instance.task_index
+    for serial, (_, _, c, k, i) in enumerate(phases):
+        phase = by_chunk[(c, k)].phases[i]
+        pc = collectives[c]
+        if (c, k) not in chunk_end and c not in released:
+            released[c] = _release(builder, instance, c, index, chunk_end)
+        before = narrowed.get((c, k), frozenset(pc.dims) if pc.kind is Kind.ALL_GATHER else frozenset())
+        held, narrowed[(c, k)] = _held(before, phase.dim, phase.op)
+        shape = builder.shape(c, held, phase.dim, phase.op)
+        size = builder.sizes(c, k, shape)
+        ends = dim_ends.setdefault(phase.dim, deque())
+        start = chunk_end.get((c, k), released[c])
+        parts = [start] if start is not None else []
+        if len(ends) >= network.active_chunks:
+            parts.append(ends.popleft())
+        waits: np.ndarray | None = np.concatenate(parts, axis=1) if parts else None
+        for s in range(len(shape.send)):
+            t_count = shape.send.shape[1]
+            if waits is not None and waits.shape[1] * t_count >= JOIN_AT and waits.shape[1] > 1:
+                waits = builder.join(waits)
+            ids = builder.ids(npus * t_count).reshape(npus, t_count)
+            kind = np.where(shape.send[s], int(OpKind.SEND), int(OpKind.RECV))[None, :]
+            columns = (
+                ranks,
+                kind,
+                shape.peer[:, s],
+                size[:, s],
+                np.array(serial * stride + s),
+                np.array(c),
+                np.array(k),
+                np.array(i),
+                shape.unit[:, s],
+                shape.reduce[s][None, :],
+            )
+            builder.add(ids, columns, waits)
+            waits = ids[:, ~shape.send[s]]
+        assert waits is not None
+        chunk_end[(c, k)] = waits
+        ends.append(waits)
+    return _assemble(builder, network.active_chunks)
+
+
+def _release(
+    builder: _Builder, instance: Instance, c: int, index: dict[str, int], chunk_end: dict[tuple[int, int], np.ndarray]
+) -> np.ndarray | None:
+    """What a collective's first phases wait for at each NPU: a computation of its issue time, and
+    a join of the collectives it comes after (1 ns in ASTRA-sim); ``None``: nothing.
+    """
+    coll = instance.collectives[c]
+    issue = builder.join(None, round(coll.issue_ns)) if coll.issue_ns else None
+    if not coll.after:
+        return issue
+    colls = instance.collectives
+    before = [task for dep in coll.after if isinstance(task := instance.tasks[index[dep.task]], Collective)]
+    ends = [chunk_end[(colls.index(b), k)] for b in before for k in range(b.chunks)]
+    return builder.join(np.concatenate([*([issue] if issue is not None else []), *ends], axis=1))
+
+
+def _held(fixed: frozenset[int], d: int, op: Op) -> tuple[frozenset[int], frozenset[int]]:
+    """The dimensions an NPU's data is narrowed to its own coordinate on, when a phase's blocks are
+    cut (the blocks then differ on ``d``) and after the phase.
+    """
+    match op:
+        case Op.REDUCE_SCATTER:
+            return fixed - {d}, fixed | {d}
+        case Op.ALL_GATHER:
+            return fixed - {d}, fixed - {d}
+        case _:
+            return fixed - {d}, fixed
+
+
+def _assemble(builder: _Builder, active: int) -> Program:
+    blocks = builder.columns
+    ids = np.concatenate([b[0] for b in blocks]) if blocks else np.zeros(0, dtype=np.int64)
+    cols = [np.concatenate([b[j] for b in blocks]) if blocks else np.zeros(0, dtype=np.int64) for j in range(1, 11)]
+    rank = cols[0]
+    order = np.lexsort((ids, rank))  # rank-major, each rank's rows in the order they were made
+    where = np.empty(len(ids), dtype=np.int64)
+    where[ids[order]] = np.arange(len(ids))
+    if builder.edges:
+        owner = where[np.concatenate([e[0] for e in builder.edges])]
+        dep = where[np.concatenate([e[1] for e in builder.edges])]
+    else:
+        owner = dep = np.zeros(0, dtype=np.int64)
+    by_owner = np.argsort(owner, kind="stable")
+    durations = np.zeros(len(ids), dtype=np.int64)
+    for rows, duration in builder.durations:
+        durations[rows] = duration  # ids are positions before the sort
+    counts = np.bincount(owner, minlength=len(ids))
+    rank_start = np.searchsorted(rank[order], np.arange(builder.npus + 1))
+    logger.info("program: %d operations on %d NPUs", len(ids), builder.npus)
+    kind, peer, size, tag, coll, chunk, phase, unit, reduce = (col[order] for col in cols[1:])
+    return Program(
+        links=builder.links,
+        collectives=builder.collectives,
+        unit_sets=tuple(builder.unit_ids),
+        rank_start=rank_start,
+        kind=kind,
+        peer=peer,
+        size=size,
+        tag=tag,
+        collective=coll,
+        chunk=chunk,
+        phase=phase,
+        units=unit,
+        reduce=reduce.astype(bool),
+        duration_ns=durations[order],
+        dep_start=np.r_[0, np.cumsum(counts)],
+        deps=dep[by_owner],
+        active_phases=active,
+    )

@@ -1,0 +1,334 @@
+"""The program of a schedule: every NPU's sends, receives and computations, and what each carries.
+
+A :class:`Program` is to the program writers what a compiler's IR is to its back ends: built once
+from a schedule (:func:`~themis_opt.programs.program_of`), checked (:func:`~themis_opt.programs.check_program`),
+timed (:func:`~themis_opt.programs.time_program`) and written as ASTRA-sim 2.x custom collectives
+(:mod:`themis_opt.programs.astra`); a writer reads it back into the same type.
+
+Its operations are columns (one numpy array a field, one row an operation) because a program of a
+64-chunk all-reduce on 512 NPUs holds over a million of them. Rank ``r``'s operations are the rows
+``rank_start[r]:rank_start[r + 1]``, each depending only on earlier rows of the same rank (the
+order is topological, so no rank's dependencies have a cycle).
+
+What an operation carries is a set of *units*: a collective's data cut into one unit per member NPU
+(unit ``u`` of a chunk is the part a reduce-scatter leaves on ``members[u]``, the part an all-gather
+starts from there). ``unit_sets`` holds the distinct sets as bit masks, and ``units`` indexes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from themis_opt.errors import InputError
+from themis_opt.instance import Kind, Topology
+
+PROGRAM_KINDS = (Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER)  # the collectives a program is written for
+SEND_HOPS = {Topology.SWITCH: 2, Topology.FULLY_CONNECTED: 1}  # a ring's: the shorter way round
+
+
+class OpKind(IntEnum):
+    """What one operation of a program does."""
+
+    SEND = 0
+    RECV = 1
+    COMP = 2
+
+
+@dataclass(frozen=True)
+class Link:
+    """One dimension as a program's messages are timed on it (ASTRA-sim 2.x's network file).
+
+    Parameters
+    ----------
+    size
+        NPUs along it.
+    topology
+        Ring, switch or fully connected (how many hops a message takes).
+    bandwidth_gbps
+        One message's bandwidth, GB/s (2^30 B): a link's.
+    latency_ns
+        Latency of one hop, ns.
+    """
+
+    size: int
+    topology: Topology
+    bandwidth_gbps: float
+    latency_ns: float
+
+    def __post_init__(self) -> None:
+        if self.size < 1 or self.bandwidth_gbps <= 0 or self.latency_ns < 0:
+            raise InputError("program.links", f"a dimension of {self.size} NPUs at {self.bandwidth_gbps} GB/s")
+
+    def hops(self, apart: int) -> int:
+        """Hops between two NPUs ``apart`` positions apart on this dimension."""
+        if self.topology is Topology.RING:
+            apart %= self.size
+            return min(apart, self.size - apart)
+        return SEND_HOPS[self.topology]
+
+
+@dataclass(frozen=True)
+class ProgramCollective:
+    """One collective of a program.
+
+    Parameters
+    ----------
+    kind
+        All-reduce, reduce-scatter or all-gather.
+    dims
+        The dimensions it runs over: each NPU's group is the NPUs that differ from it in these alone,
+        and unit ``u`` of a chunk belongs to the group's NPU at position ``u`` (its coordinates on
+        ``dims``, the first varying fastest).
+    chunk_bytes
+        Each chunk's bytes (an all-gather's: its output).
+    """
+
+    kind: Kind
+    dims: tuple[int, ...]
+    chunk_bytes: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if self.kind not in PROGRAM_KINDS:
+            raise InputError("program.collectives", f"no program is written for a {self.kind.value}")
+        if not self.dims or list(self.dims) != sorted(set(self.dims)):
+            raise InputError("program.collectives", f"dims must be distinct and ascending, got {list(self.dims)}")
+        if not self.chunk_bytes or min(self.chunk_bytes) < 1:
+            raise InputError("program.collectives", "every chunk must hold bytes")
+
+    def unit_bytes(self, chunk: int, units: int, count: int) -> int:
+        """Bytes of the units (a bit mask) of ``chunk`` cut in ``count`` units, shared out so that they add up."""
+        total = self.chunk_bytes[chunk]
+        if total % count == 0:
+            return units.bit_count() * (total // count)
+        size, u = 0, 0
+        while units:
+            if units & 1:
+                size += (u + 1) * total // count - u * total // count
+            units >>= 1
+            u += 1
+        return size
+
+
+COLUMNS = ("kind", "peer", "size", "tag", "collective", "chunk", "phase", "units", "reduce", "duration_ns")
+
+
+@dataclass(frozen=True, eq=False)
+class Program:
+    """Every NPU's operations, as columns (see the module's docstring).
+
+    Parameters
+    ----------
+    links
+        The network's dimensions, innermost first (NPU ``n``'s coordinate on dimension ``d`` varies
+        fastest for ``d = 0``).
+    collectives
+        The collectives the program runs.
+    unit_sets
+        The distinct unit sets operations carry, as bit masks.
+    rank_start
+        Rank ``r``'s operations are rows ``rank_start[r]:rank_start[r + 1]``.
+    kind, peer, size, tag
+        Per operation: :class:`OpKind`, the other NPU (``-1`` for a computation), bytes, tag.
+    collective, chunk, phase, units, reduce
+        Per message: its collective, chunk, the phase of the chunk's schedule it belongs to, its unit
+        set (an index of ``unit_sets``), and for a receive whether it reduces (else it copies).
+    duration_ns
+        Per computation, its time (ASTRA-sim costs 0 as 1 ns).
+    dep_start, deps
+        Operation ``i`` waits for rows ``deps[dep_start[i]:dep_start[i + 1]]``.
+    active_phases
+        How many phases one dimension serves at once at one NPU (the network's ``active_chunks``).
+    """
+
+    links: tuple[Link, ...]
+    collectives: tuple[ProgramCollective, ...]
+    unit_sets: tuple[int, ...]
+    rank_start: np.ndarray
+    kind: np.ndarray
+    peer: np.ndarray
+    size: np.ndarray
+    tag: np.ndarray
+    collective: np.ndarray
+    chunk: np.ndarray
+    phase: np.ndarray
+    units: np.ndarray
+    reduce: np.ndarray
+    duration_ns: np.ndarray
+    dep_start: np.ndarray
+    deps: np.ndarray
+    active_phases: int = 1
+
+    def __post_init__(self) -> None:
+        n = len(self.kind)
+        for name in (*COLUMNS, "rank_start", "dep_start", "deps"):
+            value = np.asarray(getattr(self, name), dtype=bool if name == "reduce" else np.int64)
+            value.setflags(write=False)
+            object.__setattr__(self, name, value)
+            if name in COLUMNS and len(value) != n:
+                raise InputError("program", f"{name} holds {len(value)} rows, kind {n}")
+        _check(self, n)
+
+    @property
+    def npus(self) -> int:
+        """Number of NPUs."""
+        return len(self.rank_start) - 1
+
+    @property
+    def num_ops(self) -> int:
+        """Number of operations."""
+        return len(self.kind)
+
+    @cached_property
+    def rank(self) -> np.ndarray:
+        """Each operation's NPU."""
+        return np.repeat(np.arange(self.npus), np.diff(self.rank_start))
+
+    @cached_property
+    def coordinates(self) -> np.ndarray:
+        """NPU ``n``'s coordinate on each dimension: ``coordinates[n, d]``."""
+        sizes = np.array([link.size for link in self.links])
+        coords: np.ndarray = np.arange(self.npus)[:, None] // np.cumprod(np.r_[1, sizes[:-1]])[None, :] % sizes[None, :]
+        return coords
+
+    @cached_property
+    def message_dim(self) -> np.ndarray:
+        """Each message's dimension (the one its NPUs differ in); ``-1`` for a computation."""
+        dims = np.full(self.num_ops, -1)
+        messages = self.kind != OpKind.COMP
+        differ = self.coordinates[self.rank[messages]] != self.coordinates[self.peer[messages]]
+        dims[messages] = differ.argmax(axis=1)
+        return dims
+
+    @cached_property
+    def sender(self) -> np.ndarray:
+        """Each receive's send (``-1`` for the others): the one with the same NPUs and tag, of the same
+        size. ASTRA-sim matches on these in issue order; a program here names each message once, so the
+        match does not depend on timing.
+
+        Raises
+        ------
+        InputError
+            A message sent or received twice, a receive without its send or the other way round, or
+            a send and its receive of different sizes (ASTRA-sim would hang one NPU without a word).
+        """
+        sends = np.flatnonzero(self.kind == OpKind.SEND)
+        recvs = np.flatnonzero(self.kind == OpKind.RECV)
+        send_keys = np.stack([self.rank[sends], self.peer[sends], self.tag[sends]], axis=1)
+        recv_keys = np.stack([self.peer[recvs], self.rank[recvs], self.tag[recvs]], axis=1)
+        for rows, keys, what in ((sends, send_keys, "sent"), (recvs, recv_keys, "received")):
+            order = np.lexsort(keys.T[::-1])
+            same = np.all(keys[order][1:] == keys[order][:-1], axis=1)
+            if np.any(same):
+                op = int(rows[order][1:][np.argmax(same)])
+                raise InputError(_where(self, op), f"a message {what} twice (the same NPUs and tag)")
+        send_order = np.lexsort(send_keys.T[::-1])
+        recv_order = np.lexsort(recv_keys.T[::-1])
+        if len(sends) != len(recvs) or np.any(send_keys[send_order] != recv_keys[recv_order]):
+            lone = _lone(self, sends, send_keys, recvs, recv_keys)
+            raise InputError(
+                _where(self, lone), "a message without its match (no receive for a send, or no send for a receive)"
+            )
+        matched = np.full(self.num_ops, -1, dtype=np.int64)
+        matched[recvs[recv_order]] = sends[send_order]
+        unequal = (self.kind == OpKind.RECV) & (self.size != self.size[np.maximum(matched, 0)])
+        if np.any(unequal):
+            raise InputError(_where(self, int(np.argmax(unequal))), "a receive of another size than its send")
+        return matched
+
+    def group_units(self, collective: int) -> int:
+        """How many units a chunk of ``collective`` is cut in: the NPUs of one of its groups."""
+        return int(np.prod([self.links[d].size for d in self.collectives[collective].dims]))
+
+    def ops_of(self, rank: int) -> range:
+        """Rank ``rank``'s rows."""
+        return range(int(self.rank_start[rank]), int(self.rank_start[rank + 1]))
+
+    def deps_of(self, op: int) -> np.ndarray:
+        """The rows operation ``op`` waits for."""
+        return self.deps[self.dep_start[op] : self.dep_start[op + 1]]
+
+    def summary(self) -> dict[str, Any]:
+        """Counts for reports and ``program.json``."""
+        return {
+            "npus": self.npus,
+            "collectives": len(self.collectives),
+            "nodes": self.num_ops,
+            "messages": int(np.count_nonzero(self.kind == OpKind.SEND)),
+        }
+
+
+def _check(program: Program, n: int) -> None:
+    """The structure every program has, whatever its schedule: a one-line error otherwise."""
+    npus = program.npus
+    sizes = [link.size for link in program.links]
+    if not program.links or int(np.prod(sizes)) != npus:
+        raise InputError("program", f"{npus} NPUs on dimensions {sizes}")
+    for c, coll in enumerate(program.collectives):
+        if coll.dims[-1] >= len(sizes):
+            raise InputError(
+                f"program.collectives[{c}]", f"dimension {coll.dims[-1]} of a {len(sizes)}-dimension network"
+            )
+    starts = program.rank_start
+    if starts[0] != 0 or starts[-1] != n or np.any(np.diff(starts) < 0):
+        raise InputError("program.rank_start", "must rise from 0 to the number of operations")
+    if len(program.dep_start) != n + 1 or program.dep_start[0] != 0 or program.dep_start[-1] != len(program.deps):
+        raise InputError("program.dep_start", "must give every operation its dependencies")
+    if np.any(np.diff(program.dep_start) < 0):
+        raise InputError("program.dep_start", "must not fall")
+    kinds = program.kind
+    if n and (kinds.min() < 0 or kinds.max() > OpKind.COMP):
+        raise InputError("program.kind", "must be 0 (send), 1 (receive) or 2 (computation)")
+    messages = kinds != OpKind.COMP
+    _first_bad(
+        messages & ((program.peer < 0) | (program.peer >= npus) | (program.peer == program.rank)),
+        program,
+        "sends to or receives from an NPU that is not another of the network's",
+    )
+    if np.any(messages):
+        own, peer = program.coordinates[program.rank[messages]], program.coordinates[program.peer[messages]]
+        apart = np.zeros(n, dtype=np.int64)
+        apart[messages] = (own != peer).sum(axis=1)
+        _first_bad(
+            messages & (apart != 1), program, "its NPUs differ in several dimensions (write one hop a dimension)"
+        )
+    _first_bad(messages & (program.size <= 0), program, "a message of no bytes")
+    _first_bad(~messages & (program.duration_ns < 0), program, "a negative duration")
+    count = len(program.collectives)
+    _first_bad(messages & ((program.collective < 0) | (program.collective >= count)), program, "no such collective")
+    _first_bad(messages & ((program.units < 0) | (program.units >= len(program.unit_sets))), program, "no unit set")
+    if np.any(messages):
+        chunks = np.array([len(c.chunk_bytes) for c in program.collectives])
+        colls = np.where(messages, program.collective, 0)
+        _first_bad(messages & ((program.chunk < 0) | (program.chunk >= chunks[colls])), program, "no such chunk")
+    owner = np.repeat(np.arange(n), np.diff(program.dep_start))
+    deps = program.deps
+    wrong = (deps < program.rank_start[program.rank[owner]]) | (deps >= owner)
+    if np.any(wrong):
+        op = int(owner[np.argmax(wrong)])
+        raise InputError(_where(program, op), "waits for an operation that is not an earlier one of its NPU")
+
+
+def _lone(program: Program, sends: np.ndarray, send_keys: np.ndarray, recvs: np.ndarray, recv_keys: np.ndarray) -> int:
+    """A message without its match."""
+    sent = {tuple(key) for key in send_keys.tolist()}
+    received = {tuple(key) for key in recv_keys.tolist()}
+    for rows, keys, other in ((sends, send_keys, received), (recvs, recv_keys, sent)):
+        for row, key in zip(rows.tolist(), keys.tolist()):
+            if tuple(key) not in other:
+                return int(row)
+    raise AssertionError("unmatched keys without a lone message")
+
+
+def _where(program: Program, op: int) -> str:
+    rank = int(program.rank[op])
+    return f"program: NPU {rank} node {op - int(program.rank_start[rank])}"
+
+
+def _first_bad(bad: np.ndarray, program: Program, problem: str) -> None:
+    if np.any(bad):
+        raise InputError(_where(program, int(np.argmax(bad))), problem)
