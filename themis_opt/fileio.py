@@ -199,11 +199,14 @@ def atomic_writer(path: str | Path, mode: str = "w", **open_args: Any) -> Iterat
                 os.unlink(temporary)
 
 
-def check_new_folder(path: str | Path, *, force: bool = False) -> None:
+def check_new_folder(path: str | Path, *, force: bool = False, keep: Sequence[str | Path] = ()) -> None:
     """Raise :class:`InputError` unless ``path`` can be written as a new folder (see :func:`atomic_folder`):
-    for the checks before any work.
+    for the checks before any work. Replaced whole (``force``), it must hold none of ``keep`` (the inputs).
     """
     path = Path(path)
+    for kept in keep:
+        if force and path.is_dir() and Path(kept).resolve().is_relative_to(path.resolve()):
+            raise InputError("--out", f"holds {kept}, an input: --force would replace it with the folder")
     if path.exists() and not path.is_dir():
         raise InputError(str(path), "exists and is not a folder")
     if path.is_dir() and any(path.iterdir()) and not force:

@@ -104,6 +104,13 @@ def test_the_cli_exports_checks_and_refuses(tmp_path: Path, capsys: pytest.Captu
     assert "program time" in capsys.readouterr().out
     assert main(["check-program", str(out)]) == 0
     assert "every NPU ends with its collective's result" in capsys.readouterr().out
+    inside = out / "r.json"
+    inside.write_bytes(result.read_bytes())
+    assert main(["export-program", str(inside), "--instance", str(instance), "--out", str(out), "--force"]) == 2
+    assert "an input" in capsys.readouterr().err and inside.exists()
+    inside.unlink()
+    assert main(["export-program", str(result), "--instance", str(instance), "--out", str(out), "--force"]) == 0
+    capsys.readouterr()
     before = sorted(p.name for p in out.iterdir())
     assert main(["export-program", str(result), "--instance", str(instance), "--out", str(out)]) == 2
     assert "not empty" in capsys.readouterr().err

@@ -31,6 +31,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "(default astra)",
     )
     out_option(p, "folder to write the program to, whole or not at all: a new or empty one")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing folder of --out whole, once the new one is written (default: off, refused)",
+    )
     p.set_defaults(handler=export_program)
 
     p = sub.add_parser("check-program", help=COMMANDS["check-program"])
@@ -47,7 +52,7 @@ def export_program(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.report import fmt_time
 
     check_folder(args.out)
-    check_new_folder(args.out)  # new or empty: it holds no input to overwrite
+    check_new_folder(args.out, force=args.force, keep=[args.result, args.instance])
     result = load_result(args.result)
     instance = load_instance(args.instance)
     if instance.name != result.instance:
@@ -55,7 +60,7 @@ def export_program(args: argparse.Namespace, console: Console) -> int:
     program = program_of(instance, result)
     timing = check_program(program)
     extra = {"instance": instance.name, "method": result.label, "schedule_makespan_ns": result.makespan}
-    files = write_program(program, args.out, time_ns=timing.time_ns, extra=extra)
+    files = write_program(program, args.out, time_ns=timing.time_ns, extra=extra, force=args.force)
     size = sum(f.stat().st_size for f in files)
     console.print(
         f"wrote {counted(len(files), 'file')} ({size / 2**20:.1f} MiB) to {args.out}: "

@@ -51,16 +51,17 @@ cd "$(dirname "$0")" && exec "${ASTRA_SIM:-AstraSim_Analytical_Congestion_Unawar
 
 
 def write_program(
-    program: Program, folder: str | Path, *, time_ns: int, extra: dict[str, Any] | None = None
+    program: Program, folder: str | Path, *, time_ns: int, extra: dict[str, Any] | None = None, force: bool = False
 ) -> list[Path]:
     """Write ``program`` as a folder ASTRA-sim 2.x runs (see the module's docstring), whole or not at all.
 
     ``time_ns`` is the program's time (:func:`~themis_opt.programs.time_program`); ``extra`` adds
-    fields to ``program.json`` (the schedule's makespan, its method). Returns the files written.
+    fields to ``program.json`` (the schedule's makespan, its method); ``force`` replaces an existing
+    folder whole once the new one is written. Returns the files written.
     """
     folder = Path(folder)
     first = program.collectives[0] if program.collectives else None
-    with atomic_folder(folder) as out:
+    with atomic_folder(folder, force=force) as out:
         write_text(out / "network.yml", _network_yml(program.links))
         system = {
             "scheduling-policy": "FIFO",

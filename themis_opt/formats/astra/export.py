@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from themis_opt.errors import InputError, counted
-from themis_opt.fileio import atomic_folder, check_apart, write_text
+from themis_opt.fileio import atomic_folder, check_apart, check_new_folder, write_text
 from themis_opt.formats.astra.etfiles import TraceNode, write_trace
 from themis_opt.formats.astra.export_settings import (
     FREE_REDUCTIONS_GBPS as FREE_REDUCTIONS_GBPS,
@@ -197,9 +197,7 @@ def export_astra(
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError(str(out), "exists and is not a folder")
-    for kept in keep:  # replaced whole, the folder must hold no input
-        if force and out.is_dir() and Path(kept).resolve().is_relative_to(out.resolve()):
-            raise InputError("--out", f"holds {kept}, an input: --force would replace it with the folder")
+    check_new_folder(out, force=force, keep=keep)
     dims = instance.network.dimensions
     if any(d.carved for d in dims):
         raise InputError("export-astra", "a dimension carved from another is ASTRA-sim's own split: not written")

@@ -1,0 +1,169 @@
+"""Our schedules run by ASTRA-sim 2.x: every method's program exported, checked and run as 2.x's
+custom collectives, beside 2.x's own (native) baseline on the same network.
+
+    python -m bench.figures.astra_programs --astra PATH/TO/astra-sim [--binary BIN] [--work DIR]
+        [--suites quick,astra,paper] [--methods baseline,themis,balanced,cpsat] [--max-npus 1024]
+        [--time-limit 10]
+
+``--astra`` is an ASTRA-sim 2.x checkout built as the docs' ASTRA-sim page says (its binary is
+``build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware`` unless ``--binary``).
+For every single-collective instance of the suites with at most ``--max-npus`` NPUs, each method
+solves it (in this process, ``--time-limit`` seconds for cpsat, one worker), its program is built,
+checked and written (``export-program``'s library calls) to ``--work``, and 2.x runs the folder from
+inside it. A row: the schedule's makespan, ``program_time_ns``, 2.x's largest ``sys[i] finished``
+(all NPUs must finish), and the wall times. The native baseline is the instance's ``export-astra
+--version 2`` folder, run as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from themis_opt.errors import InputError
+from themis_opt.formats.astra import export_astra
+from themis_opt.formats.native import load_instance
+from themis_opt.programs import check_program, check_programmable, program_of
+from themis_opt.programs.astra import write_program
+from themis_opt.solving import solve
+from themis_opt.suites import suite_folder
+
+FINISHED = re.compile(r"sys\[(\d+)\] finished, (\d+) cycles")
+
+
+def run_folder(binary: Path, folder: Path, args: list[str]) -> tuple[dict[int, int], float]:
+    """2.x run from inside ``folder``: each finished NPU's time, ns, and the wall seconds."""
+    began = time.perf_counter()
+    run = subprocess.run([str(binary), *args], cwd=folder, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - began
+    return {int(n): int(t) for n, t in FINISHED.findall(run.stdout + run.stderr)}, seconds
+
+
+def native(binary: Path, astra: Path, path: Path, work: Path) -> tuple[int | None, float]:
+    """2.x's own baseline of the instance (``export-astra --version 2``): its time and wall seconds."""
+    folder = work / f"{path.stem}-native"
+    instance = load_instance(path)
+    try:
+        export_astra(instance, 2, folder)
+    except InputError as error:
+        print(f"  native: not exported ({error})", file=sys.stderr)
+        return None, 0.0
+    memory = astra / "examples/remote_memory/analytical/no_memory_expansion.json"
+    args = [
+        "--workload-configuration=workload",
+        "--system-configuration=system.json",
+        "--network-configuration=network.yml",
+        f"--remote-memory-configuration={memory}",
+    ]
+    times, seconds = run_folder(binary, folder, args)
+    shutil.rmtree(folder, ignore_errors=True)
+    if len(times) != instance.network.num_npus:
+        return None, seconds
+    return max(times.values()), seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--astra", type=Path, required=True)
+    parser.add_argument("--binary", type=Path, default=None)
+    parser.add_argument("--work", type=Path, default=None)
+    parser.add_argument("--suites", default="quick,astra,paper")
+    parser.add_argument("--methods", default="baseline,themis,balanced,cpsat")
+    parser.add_argument("--max-npus", type=int, default=1024)
+    parser.add_argument("--time-limit", type=float, default=10.0)
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    args = parser.parse_args()
+    binary = args.binary or args.astra / "build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware"
+    work = args.work or Path(tempfile.mkdtemp(prefix="programs-"))
+    work.mkdir(parents=True, exist_ok=True)
+    rows = []
+    print(
+        "| instance | NPUs | method | makespan (ns) | program (ns) | ASTRA-sim 2.x (ns) | program - makespan "
+        "| nodes | MiB | ours (s) | 2.x (s) |"
+    )
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for suite in args.suites.split(","):
+        for path in sorted(suite_folder(suite).glob("*.json")):
+            instance = load_instance(path)
+            if len(instance.collectives) != 1 or instance.network.num_npus > args.max_npus:
+                continue
+            try:
+                check_programmable(instance)
+            except InputError as error:
+                print(f"{path.stem}: skipped ({error})", file=sys.stderr)
+                continue
+            base_time, base_wall = native(binary, args.astra, path, work)
+            rows.append(
+                {
+                    "instance": path.stem,
+                    "suite": suite,
+                    "method": "native baseline",
+                    "astra_ns": base_time,
+                    "astra_s": round(base_wall, 2),
+                    "npus": instance.network.num_npus,
+                }
+            )
+            print(
+                f"| {path.stem} | {instance.network.num_npus} | 2.x native baseline | | | {base_time} | | | | | "
+                f"{base_wall:.1f} |",
+                flush=True,
+            )
+            for method in args.methods.split(","):
+                began = time.perf_counter()
+                result = solve(instance, method=method, time_limit=args.time_limit, workers=1)
+                program = program_of(instance, result)
+                timing = check_program(program)
+                folder = work / f"{path.stem}-{method}"
+                files = write_program(
+                    program, folder, time_ns=timing.time_ns, extra={"schedule_makespan_ns": result.makespan}
+                )
+                ours = time.perf_counter() - began
+                size = sum(f.stat().st_size for f in files) / 2**20
+                times, wall = run_folder(
+                    binary,
+                    folder,
+                    [
+                        "--workload-configuration=workload",
+                        "--system-configuration=system.json",
+                        "--network-configuration=network.yml",
+                        "--remote-memory-configuration=memory.json",
+                    ],
+                )
+                shutil.rmtree(folder, ignore_errors=True)
+                astra = max(times.values()) if len(times) == program.npus else None
+                assert result.makespan is not None
+                row = {
+                    "instance": path.stem,
+                    "suite": suite,
+                    "method": result.label,
+                    "npus": program.npus,
+                    "makespan_ns": result.makespan,
+                    "program_ns": timing.time_ns,
+                    "astra_ns": astra,
+                    "finished": len(times),
+                    "nodes": program.num_ops,
+                    "mib": round(size, 1),
+                    "ours_s": round(ours, 2),
+                    "astra_s": round(wall, 2),
+                }
+                rows.append(row)
+                change = (timing.time_ns - result.makespan) / result.makespan
+                print(
+                    f"| {path.stem} | {program.npus} | {result.label} | {result.makespan:.0f} | {timing.time_ns} | "
+                    f"{astra if astra is not None else f'{len(times)} NPUs finished'} | {change:+.3%} | "
+                    f"{program.num_ops} | {size:.1f} | {ours:.1f} | {wall:.1f} |",
+                    flush=True,
+                )
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
