@@ -5,17 +5,18 @@ runs) and ``check-program`` (such a folder proved to compute its collectives, an
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from rich.console import Console
 
-from themis_opt.cli.options import out_option
+from themis_opt.cli.options import int_in, out_option
 from themis_opt.errors import InputError, counted
 
 COMMANDS = {  # each command of this family and its line in --help
     "export-program": "write a result's schedule as a program ASTRA-sim 2.x runs (per-NPU sends and receives)",
     "check-program": "prove a program folder computes its collectives, and time it as ASTRA-sim 2.x does",
 }
-FORMATS = ("astra",)  # what export-program writes
+FORMATS = ("astra", "msccl")  # what export-program writes
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,8 +28,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--format",
         choices=FORMATS,
         default="astra",
-        help="astra: a folder ASTRA-sim 2.x runs as it is (its custom collectives; run.sh holds the command) "
-        "(default astra)",
+        help="astra: a folder ASTRA-sim 2.x runs as it is (its custom collectives; run.sh holds the command); "
+        "msccl: MSCCL-IR XML for the MSCCL executor, one all-reduce (default astra)",
+    )
+    p.add_argument(
+        "--max-steps",
+        type=int_in(1, 1 << 20),
+        default=None,
+        help="msccl: steps a thread block may hold, the executor's MSCCL_MAX_NUM_STEPS (default 64, its default "
+        "build's; raise it for a runtime built with more)",
     )
     out_option(p, "folder to write the program to, whole or not at all: a new or empty one")
     p.add_argument(
@@ -39,7 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(handler=export_program)
 
     p = sub.add_parser("check-program", help=COMMANDS["check-program"])
-    p.add_argument("folder", help="a folder export-program wrote")
+    p.add_argument("folder", help="a folder export-program wrote (either format: program.xml marks MSCCL's)")
     p.set_defaults(handler=check_program)
 
 
@@ -51,6 +59,8 @@ def export_program(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.programs.astra import write_program
     from themis_opt.report import fmt_time
 
+    if args.max_steps is not None and args.format != "msccl":
+        raise InputError("--max-steps", "sets MSCCL's steps a thread block: it applies with --format msccl only")
     check_folder(args.out)
     check_new_folder(args.out, force=args.force, keep=[args.result, args.instance])
     result = load_result(args.result)
@@ -60,7 +70,13 @@ def export_program(args: argparse.Namespace, console: Console) -> int:
     program = program_of(instance, result)
     timing = check_program(program)
     extra = {"instance": instance.name, "method": result.label, "schedule_makespan_ns": result.makespan}
-    files = write_program(program, args.out, time_ns=timing.time_ns, extra=extra, force=args.force)
+    if args.format == "msccl":
+        from themis_opt.programs.msccl import MAX_STEPS, write_msccl
+
+        steps = args.max_steps or MAX_STEPS
+        files = write_msccl(program, args.out, time_ns=timing.time_ns, max_steps=steps, extra=extra, force=args.force)
+    else:
+        files = write_program(program, args.out, time_ns=timing.time_ns, extra=extra, force=args.force)
     size = sum(f.stat().st_size for f in files)
     console.print(
         f"wrote {counted(len(files), 'file')} ({size / 2**20:.1f} MiB) to {args.out}: "
@@ -68,9 +84,10 @@ def export_program(args: argparse.Namespace, console: Console) -> int:
     )
     assert result.makespan is not None  # a result with a schedule has one
     change = (timing.time_ns - result.makespan) / result.makespan
+    run = f"run it with {args.out}/run.sh" if args.format == "astra" else "in place, one buffer"
     console.print(
         f"program time {fmt_time(timing.time_ns)} as ASTRA-sim 2.x times it; the schedule's makespan "
-        f"{fmt_time(result.makespan)} ({change:+.3%}); run it with {args.out}/run.sh"
+        f"{fmt_time(result.makespan)} ({change:+.3%}); {run}"
     )
     return 0
 
@@ -79,9 +96,10 @@ def check_program(args: argparse.Namespace, console: Console) -> int:
     """``themis-opt check-program``."""
     from themis_opt.programs import check_program
     from themis_opt.programs.astra import read_program
+    from themis_opt.programs.msccl import XML, read_msccl
     from themis_opt.report import fmt_time
 
-    program = read_program(args.folder)
+    program = read_msccl(args.folder) if (Path(args.folder) / XML).is_file() else read_program(args.folder)
     timing = check_program(program)
     console.print(
         f"{args.folder}: {counted(program.npus, 'NPU')}, {counted(len(program.collectives), 'collective')}, "

@@ -23,14 +23,13 @@ from typing import Any
 import numpy as np
 
 from themis_opt.errors import InputError
-from themis_opt.fileio import atomic_folder, read_bytes, read_text, write_bytes, write_text
+from themis_opt.fileio import atomic_folder, read_bytes, write_bytes, write_text
 from themis_opt.formats.astra.etcolumns import NODE_TYPES, Columns, decode_trace, encode_trace, read_nodes
 from themis_opt.formats.astra.etfiles import attr_value
 from themis_opt.instance import Kind, Topology
-from themis_opt.programs.ir import Link, OpKind, Program, ProgramCollective
+from themis_opt.programs.folder import read_description, topological, write_description
+from themis_opt.programs.ir import Link, OpKind, Program
 
-FORMAT = "themis-opt-program"
-VERSION = 1
 PREFIX = "program"  # the custom collectives' files: program.<r>.et
 WORKLOAD = "workload"  # the workload's: workload.<r>.et
 TYPES = {Kind.ALL_REDUCE: 0, Kind.ALL_GATHER: 2, Kind.ALL_TO_ALL: 6, Kind.REDUCE_SCATTER: 7}  # Chakra's comm_type
@@ -90,29 +89,7 @@ def write_program(
         for r in range(program.npus):
             write_bytes(out / f"{WORKLOAD}.{r}.et", workload)
             write_bytes(out / f"{PREFIX}.{r}.et", _trace(program, r))
-        meta = {
-            "format": FORMAT,
-            "version": VERSION,
-            **program.summary(),
-            "program_time_ns": time_ns,
-            **(extra or {}),
-            "links": [
-                {
-                    "size": link.size,
-                    "topology": link.topology.value,
-                    "bandwidth_gbps": link.bandwidth_gbps,
-                    "latency_ns": link.latency_ns,
-                }
-                for link in program.links
-            ],
-            "programs": [
-                {"kind": c.kind.value, "dims": list(c.dims), "chunk_bytes": list(c.chunk_bytes)}
-                for c in program.collectives
-            ],
-            "active_phases": program.active_phases,
-            "unit_sets": [format(mask, "x") for mask in program.unit_sets],
-        }
-        write_text(out / "program.json", json.dumps(meta, indent=1) + "\n")
+        write_description(out, program, time_ns, extra)
     return sorted(folder.iterdir())
 
 
@@ -190,32 +167,9 @@ def read_program(folder: str | Path) -> Program:
         dependencies that form a cycle at a rank, naming the file and node.
     """
     folder = Path(folder)
-    where = folder / "program.json"
-    if not folder.is_dir():
-        raise InputError(str(folder), "is not a folder")
-    try:
-        meta = json.loads(read_text(where))
-    except json.JSONDecodeError as error:
-        raise InputError(str(where), f"not JSON: {error.msg} at line {error.lineno}") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise InputError(str(where), f"not a {FORMAT} file")
-    if meta.get("version") != VERSION:
-        raise InputError(str(where), f"version {meta.get('version')!r}: this themis-opt reads version {VERSION}")
-    try:
-        links = tuple(
-            Link(int(x["size"]), Topology(x["topology"]), float(x["bandwidth_gbps"]), float(x["latency_ns"]))
-            for x in meta["links"]
-        )
-        collectives = tuple(
-            ProgramCollective(
-                Kind(x["kind"]), tuple(int(d) for d in x["dims"]), tuple(int(b) for b in x["chunk_bytes"])
-            )
-            for x in meta["programs"]
-        )
-        unit_sets = tuple(int(text, 16) for text in meta["unit_sets"])
-        npus, active = int(meta["npus"]), int(meta["active_phases"])
-    except (KeyError, TypeError, ValueError) as error:
-        raise InputError(str(where), f"not a program's description ({error})") from None
+    description = read_description(folder)
+    links, collectives, unit_sets = description.links, description.collectives, description.unit_sets
+    npus, active = description.npus, description.active_phases
     tables: list[np.ndarray] = []
     dep_parts: list[np.ndarray] = []
     count_parts: list[np.ndarray] = []
@@ -307,35 +261,14 @@ def _in_order(nodes: Any, where: str) -> list[Any]:
     if len(position) != len(nodes):
         raise InputError(where, "two nodes have the same id")
     waits: list[list[int]] = []
-    in_order = True
-    for j, node in enumerate(nodes):
+    for node in nodes:
         mine = []
         for d in (*node.data_deps, *node.ctrl_deps):
             if d not in position:
                 raise InputError(f"{where} node {node.id}", f"waits for node {d}, which is not in the file")
             mine.append(position[d])
-            in_order = in_order and position[d] < j
         waits.append(mine)
-    if in_order:
-        return list(nodes)
-    waiting = [len(mine) for mine in waits]
-    followers: list[list[int]] = [[] for _ in nodes]
-    for j, mine in enumerate(waits):
-        for d in mine:
-            followers[d].append(j)
-    ready = [j for j, count in enumerate(waiting) if not count]
-    ordered: list[int] = []
-    while ready:
-        j = ready.pop()
-        ordered.append(j)
-        for f in followers[j]:
-            waiting[f] -= 1
-            if not waiting[f]:
-                ready.append(f)
-    if len(ordered) < len(nodes):
-        stuck = min(nodes[j].id for j, count in enumerate(waiting) if count)
-        raise InputError(f"{where} node {stuck}", "its dependencies form a cycle (the program would deadlock)")
-    return [nodes[j] for j in ordered]
+    return [nodes[j] for j in topological(waits, where, [node.id for node in nodes])]
 
 
 def _row(node: Any, where: str) -> list[int]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from themis_opt.errors import InputError
-from themis_opt.instance import Collective, Instance, Kind, Op, Topology
+from themis_opt.instance import After, Collective, Instance, Kind, Op, Topology
 from themis_opt.programs.ir import PROGRAM_KINDS, Link, OpKind, Program, ProgramCollective
 from themis_opt.result import Result
 from themis_opt.schedule import Schedule
@@ -50,14 +50,17 @@ def check_programmable(instance: Instance) -> None:
             )
         if coll.group:
             raise InputError(where, "a communicator group: programs are written for collectives over whole dimensions")
-        if any(dep.lag_ns for dep in coll.after):
-            raise InputError(where, "a dependency with a lag: no program is written for it")
         for d in instance.active_dims[c]:
             algorithm = network.dimensions[d].algorithm_for(coll.kind)
             if algorithm.flattened or algorithm.spec.exchanges is None or algorithm.spec.all_reduces:
                 raise InputError(f"network.dimensions[{d}]", f"{algorithm.value}: no program is written for it")
-    if instance.computes:
-        raise InputError("tasks", "compute tasks: programs are written for collectives alone")
+    for task in instance.tasks:
+        if any(dep.lag_ns for dep in task.after):
+            raise InputError(instance.where(task), "a dependency with a lag: no program is written for it")
+        if task.issue_ns and not isinstance(task, Collective):
+            raise InputError(instance.where(task), "a computation with an issue time: no program is written for it")
+    if instance.num_stages > 1:
+        raise InputError("stage_npus", "pipeline stages: programs are written for one stage")
 
 
 # a step whose operations x what they wait for reach this waits on one join instead (a COMP of 0 ns,
@@ -224,29 +227,40 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
     npus = builder.npus
     ranks = np.arange(npus)[:, None]
     stride = 2 * max(link.size for link in links) + 2  # tags: a phase's steps never reach the next phase's
-    phases = sorted(
-        (p.start_ns, p.end_ns, cs.collective, cs.chunk, i) for cs in schedule.chunks for i, p in enumerate(cs.phases)
+    # phases and computations in the schedule's time order: what each waits for is made before it
+    events = sorted(
+        [
+            (p.start_ns, p.end_ns, 0, ch.collective, ch.chunk, i)
+            for ch in schedule.chunks
+            for i, p in enumerate(ch.phases)
+        ]
+        + [(cs.start_ns, cs.end_ns, 1, cs.compute, 0, 0) for cs in schedule.computes]
     )
     by_chunk = {(cs.collective, cs.chunk): cs for cs in schedule.chunks}
     narrowed: dict[tuple[int, int], frozenset[int]] = {}
-    chunk_end: dict[tuple[int, int], np.ndarray] = {}
+    ends = _Ends(instance, {})
     dim_ends: dict[int, deque[np.ndarray]] = {}
-    released: dict[int, np.ndarray | None] = {}
-    index = instance.task_index
-    for serial, (_, _, c, k, i) in enumerate(phases):
+    computing: np.ndarray | None = None  # the compute unit's last computation
+    for serial, (_, _, is_compute, c, k, i) in enumerate(events):
+        if is_compute:
+            compute = instance.computes[c]
+            computing = ends.computes[c] = builder.join(
+                ends.of(compute.after, [computing] if computing is not None else []), round(compute.duration_ns)
+            )
+            continue
         phase = by_chunk[(c, k)].phases[i]
         pc = collectives[c]
-        if (c, k) not in chunk_end and c not in released:
-            released[c] = _release(builder, instance, c, index, chunk_end)
+        if (c, k) not in ends.chunks and c not in ends.released:
+            ends.released[c] = _release(builder, instance.collectives[c], ends)
         before = narrowed.get((c, k), frozenset(pc.dims) if pc.kind is Kind.ALL_GATHER else frozenset())
         held, narrowed[(c, k)] = _held(before, phase.dim, phase.op)
         shape = builder.shape(c, held, phase.dim, phase.op)
         size = builder.sizes(c, k, shape)
-        ends = dim_ends.setdefault(phase.dim, deque())
-        start = chunk_end.get((c, k), released[c])
+        served = dim_ends.setdefault(phase.dim, deque())
+        start = ends.chunks.get((c, k), ends.released[c])
         parts = [start] if start is not None else []
-        if len(ends) >= network.active_chunks:
-            parts.append(ends.popleft())
+        if len(served) >= network.active_chunks:
+            parts.append(served.popleft())
         waits: np.ndarray | None = np.concatenate(parts, axis=1) if parts else None
         for s in range(len(shape.send)):
             t_count = shape.send.shape[1]
@@ -269,25 +283,47 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
             builder.add(ids, columns, waits)
             waits = ids[:, ~shape.send[s]]
         assert waits is not None
-        chunk_end[(c, k)] = waits
-        ends.append(waits)
+        ends.chunks[(c, k)] = waits
+        served.append(waits)
     return _assemble(builder, network.active_chunks)
 
 
-def _release(
-    builder: _Builder, instance: Instance, c: int, index: dict[str, int], chunk_end: dict[tuple[int, int], np.ndarray]
-) -> np.ndarray | None:
+class _Ends:
+    """What each task ends with at every NPU (R x W rows), for what waits for it."""
+
+    def __init__(self, instance: Instance, chunks: dict[tuple[int, int], np.ndarray]) -> None:
+        self.instance = instance
+        self.chunks = chunks  # a chunk's last phase's receipts
+        self.computes: dict[int, np.ndarray] = {}  # a computation's row
+        self.released: dict[int, np.ndarray | None] = {}  # what a collective's first phases wait for
+        self.where = {id(task): n for n, task in enumerate(instance.collectives)}
+        self.where_compute = {id(task): n for n, task in enumerate(instance.computes)}
+
+    def of(self, after: tuple[After, ...], more: list[np.ndarray]) -> np.ndarray | None:
+        """The rows that the tasks of ``after`` end with, and ``more``, side by side (``None``: none)."""
+        index, tasks = self.instance.task_index, self.instance.tasks
+        parts = list(more)
+        for dep in after:
+            task = tasks[index[dep.task]]
+            if isinstance(task, Collective):
+                c = self.where[id(task)]
+                found = [self.chunks.get((c, k)) for k in range(task.chunks)]
+                if any(end is None for end in found):  # a collective without phases ends at its release
+                    found = [self.released.get(c)]
+                parts += [end for end in found if end is not None]
+            else:
+                parts.append(self.computes[self.where_compute[id(task)]])
+        return np.concatenate(parts, axis=1) if parts else None
+
+
+def _release(builder: _Builder, coll: Collective, ends: _Ends) -> np.ndarray | None:
     """What a collective's first phases wait for at each NPU: a computation of its issue time, and
-    a join of the collectives it comes after (1 ns in ASTRA-sim); ``None``: nothing.
+    a join of the tasks it comes after (1 ns in ASTRA-sim); ``None``: nothing.
     """
-    coll = instance.collectives[c]
     issue = builder.join(None, round(coll.issue_ns)) if coll.issue_ns else None
     if not coll.after:
         return issue
-    colls = instance.collectives
-    before = [task for dep in coll.after if isinstance(task := instance.tasks[index[dep.task]], Collective)]
-    ends = [chunk_end[(colls.index(b), k)] for b in before for k in range(b.chunks)]
-    return builder.join(np.concatenate([*([issue] if issue is not None else []), *ends], axis=1))
+    return builder.join(ends.of(coll.after, [issue] if issue is not None else []))
 
 
 def _held(fixed: frozenset[int], d: int, op: Op) -> tuple[frozenset[int], frozenset[int]]:

@@ -1,0 +1,94 @@
+"""MSCCL-IR XML: every method's all-reduce written within the executor's limits, read back and proved."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tests.conftest import load
+from themis_opt import solve
+from themis_opt.errors import InputError
+from themis_opt.instance import Algorithm, Collective, Dimension, Instance, Kind, Network, Topology
+from themis_opt.programs import check_program, program_of
+from themis_opt.programs.msccl import LIMITS, XML, read_msccl, write_msccl
+
+STEP = re.compile(r'^ {6}<step( [a-z_A-Z]+="-?\w+")+/>$')
+
+
+def _roundtrip(instance: Instance, method: str, folder: Path, **options: int) -> tuple[int, int]:
+    program = program_of(instance, solve(instance, method=method))
+    time_ns = check_program(program).time_ns
+    write_msccl(program, folder, time_ns=time_ns, **options)
+    return time_ns, check_program(read_msccl(folder)).time_ns
+
+
+@st.composite
+def all_reduces(draw: st.DrawFn) -> Instance:
+    dims = []
+    for _ in range(draw(st.integers(1, 3))):
+        algorithm = draw(st.sampled_from([Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING]))
+        size = draw(st.sampled_from([2, 4] if algorithm is Algorithm.HALVING_DOUBLING else [2, 3, 4]))
+        topology = draw(st.sampled_from(list(Topology)))
+        dims.append(Dimension(size, topology, draw(st.sampled_from([25.0, 100.0])), 300.0, algorithm=algorithm))
+    coll = Collective(Kind.ALL_REDUCE, 1 << 20, draw(st.integers(1, 4)))
+    return Instance(Network(tuple(dims)), (coll,), name="m")
+
+
+@settings(max_examples=20, deadline=None)
+@given(all_reduces(), st.sampled_from(["baseline", "themis", "balanced"]))
+def test_random_all_reduces_are_written_and_proved(instance: Instance, method: str) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        ours, back = _roundtrip(instance, method, Path(folder) / "m")
+        # the joins (1 ns each in ASTRA-sim) are gone, a thread block's steps run in order
+        assert abs(back - ours) <= 0.02 * ours + 50
+        text = (Path(folder) / "m" / XML).read_text()
+    lines = text.splitlines()
+    assert lines[0].startswith('<algo name="themis_opt" proto="Simple"') and lines[-1] == "</algo>"
+    assert "\t" not in text and "<?xml" not in text
+    assert all(STEP.match(line) for line in lines if "<step" in line)
+
+
+def test_the_bundled_all_reduces_every_method(tmp_path: Path) -> None:
+    for name in ("worked", "three_dim"):
+        for method in ("baseline", "themis", "cpsat"):
+            ours, back = _roundtrip(load(name), method, tmp_path / f"{name}-{method}")
+            assert abs(back - ours) <= 0.01 * ours
+
+
+def test_fewer_steps_a_thread_block_take_more_channels(tmp_path: Path) -> None:
+    _roundtrip(load("worked"), "themis", tmp_path / "a")
+    _roundtrip(load("worked"), "themis", tmp_path / "b", max_steps=8)
+    channels = [int(re.search(r'nchannels="(\d+)"', (tmp_path / f / XML).read_text()).group(1)) for f in "ab"]
+    assert channels[1] > channels[0]
+    steps = max(len(re.findall("<step", tb)) for tb in (tmp_path / "b" / XML).read_text().split("<tb ")[1:])
+    assert steps <= 8
+
+
+def test_what_msccl_cannot_run_is_refused_with_the_limit_named(tmp_path: Path) -> None:
+    rs = load("tiny_rs")
+    with pytest.raises(InputError, match="one all-reduce"):
+        _roundtrip(rs, "baseline", tmp_path / "rs")
+    with pytest.raises(InputError, match="steps"):
+        _roundtrip(load("three_dim"), "themis", tmp_path / "few", max_steps=1)
+    big = Instance(
+        Network((Dimension(16, Topology.SWITCH, 50, 500), Dimension(16, Topology.SWITCH, 50, 500))),
+        (Collective(Kind.ALL_REDUCE, 1 << 24, 2),),
+        name="big",
+    )
+    with pytest.raises(InputError, match=f"at most {LIMITS['chunks a step moves']}"):
+        _roundtrip(big, "baseline", tmp_path / "big")
+    assert not (tmp_path / "rs").exists() and not (tmp_path / "big").exists()
+
+
+def test_a_step_waiting_for_no_step_is_named(tmp_path: Path) -> None:
+    _roundtrip(load("worked"), "baseline", tmp_path / "m")
+    path = tmp_path / "m" / XML
+    text = path.read_text()
+    path.write_text(text.replace('depid="-1" deps="-1"', 'depid="0" deps="999"', 1))
+    with pytest.raises(InputError, match="tb 0 step 999"):
+        read_msccl(tmp_path / "m")

@@ -1,0 +1,136 @@
+"""What every program folder holds beside its program files: ``program.json``.
+
+It states the program's counts and ``program_time_ns`` for a reader, and for the checker what the
+program files of a runtime cannot say: the network (each dimension as messages are timed on it),
+the collectives and their chunks' bytes, the unit sets messages carry, and how many phases a
+dimension serves at once. Both writers (:mod:`~themis_opt.programs.astra`,
+:mod:`~themis_opt.programs.msccl`) write it and both readers read it here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from themis_opt.errors import InputError
+from themis_opt.fileio import read_text
+from themis_opt.instance import Kind, Topology
+from themis_opt.programs.ir import Link, Program, ProgramCollective
+
+FORMAT = "themis-opt-program"
+VERSION = 1
+DESCRIPTION = "program.json"
+
+
+def describe(program: Program, time_ns: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``program.json``'s fields for ``program`` timed at ``time_ns`` (``extra``: more of them)."""
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        **program.summary(),
+        "program_time_ns": time_ns,
+        **(extra or {}),
+        "links": [
+            {
+                "size": link.size,
+                "topology": link.topology.value,
+                "bandwidth_gbps": link.bandwidth_gbps,
+                "latency_ns": link.latency_ns,
+            }
+            for link in program.links
+        ],
+        "programs": [
+            {"kind": c.kind.value, "dims": list(c.dims), "chunk_bytes": list(c.chunk_bytes)}
+            for c in program.collectives
+        ],
+        "active_phases": program.active_phases,
+        "unit_sets": [format(mask, "x") for mask in program.unit_sets],
+    }
+
+
+def write_description(out: Path, program: Program, time_ns: int, extra: dict[str, Any] | None = None) -> None:
+    """Write ``program.json`` into the folder ``out``."""
+    from themis_opt.fileio import write_text
+
+    write_text(out / DESCRIPTION, json.dumps(describe(program, time_ns, extra), indent=1) + "\n")
+
+
+@dataclass(frozen=True)
+class Description:
+    """A ``program.json`` as read: the fields a program is rebuilt from, and the whole file."""
+
+    links: tuple[Link, ...]
+    collectives: tuple[ProgramCollective, ...]
+    unit_sets: tuple[int, ...]
+    npus: int
+    active_phases: int
+    fields: dict[str, Any]
+
+
+def read_description(folder: Path) -> Description:
+    """The folder's ``program.json``.
+
+    Raises
+    ------
+    InputError
+        The folder or file is missing, not JSON, not this format or version, or lacks a field.
+    """
+    if not folder.is_dir():
+        raise InputError(str(folder), "is not a folder")
+    where = folder / DESCRIPTION
+    try:
+        meta = json.loads(read_text(where))
+    except json.JSONDecodeError as error:
+        raise InputError(str(where), f"not JSON: {error.msg} at line {error.lineno}") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise InputError(str(where), f"not a {FORMAT} file")
+    if meta.get("version") != VERSION:
+        raise InputError(str(where), f"version {meta.get('version')!r}: this themis-opt reads version {VERSION}")
+    try:
+        links = tuple(
+            Link(int(x["size"]), Topology(x["topology"]), float(x["bandwidth_gbps"]), float(x["latency_ns"]))
+            for x in meta["links"]
+        )
+        collectives = tuple(
+            ProgramCollective(
+                Kind(x["kind"]), tuple(int(d) for d in x["dims"]), tuple(int(b) for b in x["chunk_bytes"])
+            )
+            for x in meta["programs"]
+        )
+        unit_sets = tuple(int(text, 16) for text in meta["unit_sets"])
+        return Description(links, collectives, unit_sets, int(meta["npus"]), int(meta["active_phases"]), meta)
+    except (KeyError, TypeError, ValueError) as error:
+        raise InputError(str(where), f"not a program's description ({error})") from None
+
+
+def topological(waits: list[list[int]], where: str, names: list[int] | None = None) -> list[int]:
+    """Positions of nodes in an order each comes after those it waits for (``waits``: positions).
+
+    Raises
+    ------
+    InputError
+        At ``where``, naming a node of a cycle (by ``names``, default its position).
+    """
+    if all(w < j for j, mine in enumerate(waits) for w in mine):
+        return list(range(len(waits)))
+    waiting = [len(mine) for mine in waits]
+    followers: list[list[int]] = [[] for _ in waits]
+    for j, mine in enumerate(waits):
+        for w in mine:
+            followers[w].append(j)
+    ready = [j for j, count in enumerate(waiting) if not count]
+    ordered: list[int] = []
+    while ready:
+        j = ready.pop()
+        ordered.append(j)
+        for f in followers[j]:
+            waiting[f] -= 1
+            if not waiting[f]:
+                ready.append(f)
+    if len(ordered) < len(waits):
+        stuck = min(j for j, count in enumerate(waiting) if count)
+        name = names[stuck] if names is not None else stuck
+        raise InputError(f"{where} node {name}", "its dependencies form a cycle (the program would deadlock)")
+    return ordered
