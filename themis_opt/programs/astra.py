@@ -189,37 +189,20 @@ def read_program(folder: str | Path) -> Program:
             continue
         nodes = _in_order(read_nodes(path, data), str(path))
         local = {node.id: j for j, node in enumerate(nodes)}
-        rows, deps, counts = [], [], []
+        rows, waited, counts = [], [], []
         for node in nodes:
             rows.append(_row(node, f"{path} node {node.id}"))
             waits = [base + local[d] for d in (*node.data_deps, *node.ctrl_deps)]
-            deps.extend(waits)
+            waited.extend(waits)
             counts.append(len(waits))
         tables.append(np.array(rows, dtype=np.int64).reshape(len(rows), 10))
-        dep_parts.append(np.array(deps, dtype=np.int64))
+        dep_parts.append(np.array(waited, dtype=np.int64))
         count_parts.append(np.array(counts, dtype=np.int64))
         rank_start.append(base + len(nodes))
     dep_counts = np.concatenate(count_parts) if count_parts else np.zeros(0, dtype=np.int64)
     table = np.concatenate(tables) if tables else np.zeros((0, 10), dtype=np.int64)
-    return Program(
-        links=links,
-        collectives=collectives,
-        unit_sets=unit_sets,
-        rank_start=np.array(rank_start),
-        kind=table[:, 0],
-        peer=table[:, 1],
-        size=table[:, 2],
-        tag=table[:, 3],
-        collective=table[:, 4],
-        chunk=table[:, 5],
-        phase=table[:, 6],
-        units=table[:, 7],
-        reduce=table[:, 8].astype(bool),
-        duration_ns=table[:, 9],
-        dep_start=np.r_[0, np.cumsum(dep_counts, dtype=np.int64)],
-        deps=np.concatenate(dep_parts) if dep_parts else np.zeros(0, dtype=np.int64),
-        active_phases=active,
-    )
+    deps = np.concatenate(dep_parts) if dep_parts else np.zeros(0, dtype=np.int64)
+    return Program.from_table((links, collectives, unit_sets, active), np.array(rank_start), table, dep_counts, deps)
 
 
 ATTRS = ("comm_dst", "comm_src", "comm_size", "comm_tag")

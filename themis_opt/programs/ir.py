@@ -114,6 +114,7 @@ class ProgramCollective:
         return size
 
 
+TABLE = ("kind", "peer", "size", "tag", "collective", "chunk", "phase", "units", "reduce", "duration_ns")  # a row's
 COLUMNS = ("kind", "peer", "size", "tag", "collective", "chunk", "phase", "units", "reduce", "duration_ns")
 
 
@@ -172,6 +173,32 @@ class Program:
             if name in COLUMNS and len(value) != n:
                 raise InputError("program", f"{name} holds {len(value)} rows, kind {n}")
         _check(self, n)
+
+    @classmethod
+    def from_table(
+        cls,
+        described: tuple[tuple[Link, ...], tuple[ProgramCollective, ...], tuple[int, ...], int],
+        rank_start: np.ndarray,
+        table: np.ndarray,
+        dep_counts: np.ndarray,
+        deps: np.ndarray,
+    ) -> Program:
+        """A program from its rows as one table (columns in :data:`TABLE` order) and each row's
+        dependency count; ``described`` is (links, collectives, unit sets, active phases).
+        """
+        links, collectives, unit_sets, active = described
+        columns = {name: table[:, j] for j, name in enumerate(TABLE)}
+        return cls(
+            links=links,
+            collectives=collectives,
+            unit_sets=unit_sets,
+            rank_start=rank_start,
+            **{name: columns[name] for name in TABLE if name != "reduce"},
+            reduce=columns["reduce"].astype(bool),
+            dep_start=np.r_[0, np.cumsum(dep_counts, dtype=np.int64)],
+            deps=deps,
+            active_phases=active,
+        )
 
     @property
     def npus(self) -> int:

@@ -379,25 +379,8 @@ def _assemble(description: Description, per_rank: list[list[dict[str, Any]]], un
             counts.append(len(node["deps"]))
         starts.append(base + len(nodes))
     table = np.array(rows, dtype=np.int64).reshape(len(rows), 10)
-    return Program(
-        links=description.links,
-        collectives=description.collectives,
-        unit_sets=tuple(masks),
-        rank_start=np.array(starts),
-        kind=table[:, 0],
-        peer=table[:, 1],
-        size=table[:, 2],
-        tag=table[:, 3],
-        collective=table[:, 4],
-        chunk=table[:, 5],
-        phase=table[:, 6],
-        units=table[:, 7],
-        reduce=table[:, 8].astype(bool),
-        duration_ns=table[:, 9],
-        dep_start=np.r_[0, np.cumsum(counts, dtype=np.int64)],
-        deps=np.array(deps, dtype=np.int64),
-        active_phases=description.active_phases,
-    )
+    described = (description.links, description.collectives, tuple(masks), description.active_phases)
+    return Program.from_table(described, np.array(starts), table, np.array(counts), np.array(deps, dtype=np.int64))
 
 
 def _node(
