@@ -19,7 +19,7 @@ STEP = re.compile(r'^ {6}<step( [a-z_A-Z]+="-?\w+")+/>$')
 
 
 def _roundtrip(instance: Instance, method: str, folder: Path, **options: int) -> tuple[int, int]:
-    program = program_of(instance, solve(instance, method=method))
+    program = program_of(instance, solve(instance, method=method, time_limit=2, workers=1))
     time_ns = check_program(program).time_ns
     write_msccl(program, folder, time_ns=time_ns, **options)
     return time_ns, check_program(read_msccl(folder)).time_ns
@@ -37,7 +37,7 @@ def all_reduces(draw: st.DrawFn) -> Instance:
     return Instance(Network(tuple(dims)), (coll,), name="m")
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(all_reduces(), st.sampled_from(["baseline", "themis", "balanced"]))
 def test_random_all_reduces_are_written_and_proved(instance: Instance, method: str) -> None:
     import tempfile
@@ -53,11 +53,10 @@ def test_random_all_reduces_are_written_and_proved(instance: Instance, method: s
     assert all(STEP.match(line) for line in lines if "<step" in line)
 
 
-def test_the_bundled_all_reduces_every_method(tmp_path: Path) -> None:
-    for name in ("worked", "three_dim"):
-        for method in ("baseline", "themis", "cpsat"):
-            ours, back = _roundtrip(load(name), method, tmp_path / f"{name}-{method}")
-            assert abs(back - ours) <= 0.01 * ours
+def test_the_bundled_all_reduces(tmp_path: Path) -> None:
+    for name, method in (("worked", "cpsat"), ("three_dim", "themis")):
+        ours, back = _roundtrip(load(name), method, tmp_path / f"{name}-{method}")
+        assert abs(back - ours) <= 0.01 * ours
 
 
 def test_fewer_steps_a_thread_block_take_more_channels(tmp_path: Path) -> None:

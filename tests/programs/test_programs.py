@@ -80,7 +80,7 @@ def instances(draw: st.DrawFn) -> Instance:
     return _instance(dims, kind, size, draw(st.integers(1, 4)), congestion_unaware=draw(st.booleans()))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(instances(), st.sampled_from(HEURISTICS))
 def test_random_programs_compute_their_collective(instance: Instance, method: str) -> None:
     result = solve(instance, method=method)
