@@ -3,16 +3,22 @@ custom collectives, beside 2.x's own (native) baseline on the same network.
 
     python -m bench.figures.astra_programs --astra PATH/TO/astra-sim [--binary BIN] [--work DIR]
         [--suites quick,astra,paper] [--methods baseline,themis,balanced,cpsat] [--max-npus 1024]
-        [--time-limit 10]
+        [--max-nodes 2500000] [--exclude REGEX] [--time-limit 10] [--iterations NAME,...]
 
 ``--astra`` is an ASTRA-sim 2.x checkout built as the docs' ASTRA-sim page says (its binary is
 ``build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware`` unless ``--binary``).
 For every single-collective instance of the suites with at most ``--max-npus`` NPUs, each method
 solves it (in this process, ``--time-limit`` seconds for cpsat, one worker), its program is built,
-checked and written (``export-program``'s library calls) to ``--work``, and 2.x runs the folder from
+checked and written (``export-program``'s library calls; a program of over ``--max-nodes`` nodes is
+built and checked, then left out: 2.x would take minutes and gigabytes) to ``--work``, and 2.x runs the folder from
 inside it. A row: the schedule's makespan, ``program_time_ns``, 2.x's largest ``sys[i] finished``
 (all NPUs must finish), and the wall times. The native baseline is the instance's ``export-astra
 --version 2`` folder, run as it is.
+
+``--iterations`` names training iterations of the ``clusters`` suite (task graphs: compute and
+collectives); each is first made expressible by 2.x as ``export-astra --fit`` makes it (compute
+rounded to whole microseconds, one collective at a time per NPU), then solved, exported and run
+the same way, the native baseline being the fitted instance's ``export-astra --version 2``.
 """
 
 from __future__ import annotations
@@ -29,7 +35,9 @@ from pathlib import Path
 
 from themis_opt.errors import InputError
 from themis_opt.formats.astra import export_astra
+from themis_opt.formats.astra.export import fit_astra_2
 from themis_opt.formats.native import load_instance
+from themis_opt.instance import Algorithm, Instance
 from themis_opt.programs import check_program, check_programmable, program_of
 from themis_opt.programs.astra import write_program
 from themis_opt.solving import solve
@@ -46,10 +54,9 @@ def run_folder(binary: Path, folder: Path, args: list[str]) -> tuple[dict[int, i
     return {int(n): int(t) for n, t in FINISHED.findall(run.stdout + run.stderr)}, seconds
 
 
-def native(binary: Path, astra: Path, path: Path, work: Path) -> tuple[int | None, float]:
+def native(binary: Path, astra: Path, name: str, instance: Instance, work: Path) -> tuple[int | None, float]:
     """2.x's own baseline of the instance (``export-astra --version 2``): its time and wall seconds."""
-    folder = work / f"{path.stem}-native"
-    instance = load_instance(path)
+    folder = work / f"{name}-native"
     try:
         export_astra(instance, 2, folder)
     except InputError as error:
@@ -69,6 +76,75 @@ def native(binary: Path, astra: Path, path: Path, work: Path) -> tuple[int | Non
     return max(times.values()), seconds
 
 
+def estimated_nodes(instance: Instance) -> int:
+    """About how many nodes a program of the instance has: every NPU's sends and receives of every phase."""
+    total = 0
+    for c, coll in enumerate(instance.collectives):
+        per_chunk = 0
+        for d in instance.active_dims[c]:
+            n = instance.network.dimensions[d].size
+            steps = (
+                (n - 1).bit_length()
+                if instance.network.dimensions[d].algorithm is Algorithm.HALVING_DOUBLING
+                else n - 1
+            )
+            per_chunk += 2 * 2 * steps  # a send and a receive a step, reduce-scatter and all-gather
+        total += coll.chunks * per_chunk
+    return total * instance.network.num_npus
+
+
+def method_row(
+    binary: Path, work: Path, suite: str, name: str, instance: Instance, method: str, time_limit: float, max_nodes: int
+) -> dict[str, object]:
+    """One method's program of the instance, exported, checked and run by 2.x: its row (printed too)."""
+    began = time.perf_counter()
+    result = solve(instance, method=method, time_limit=time_limit, workers=1)
+    program = program_of(instance, result)
+    timing = check_program(program)
+    if program.num_ops > max_nodes:
+        print(
+            f"| {name} | {program.npus} | {result.label} | {result.makespan:.0f} | {timing.time_ns} | "
+            f"not run: {program.num_ops} nodes | | | | | |",
+            flush=True,
+        )
+        return {"instance": name, "suite": suite, "method": result.label, "nodes": program.num_ops, "astra_ns": None}
+    folder = work / f"{name}-{method}"
+    files = write_program(program, folder, time_ns=timing.time_ns, extra={"schedule_makespan_ns": result.makespan})
+    ours = time.perf_counter() - began
+    size = sum(f.stat().st_size for f in files) / 2**20
+    args = [
+        "--workload-configuration=workload",
+        "--system-configuration=system.json",
+        "--network-configuration=network.yml",
+        "--remote-memory-configuration=memory.json",
+    ]
+    times, wall = run_folder(binary, folder, args)
+    shutil.rmtree(folder, ignore_errors=True)
+    astra = max(times.values()) if len(times) == program.npus else None
+    assert result.makespan is not None
+    change = (timing.time_ns - result.makespan) / result.makespan
+    shown = astra if astra is not None else f"{len(times)} NPUs finished"
+    print(
+        f"| {name} | {program.npus} | {result.label} | {result.makespan:.0f} | {timing.time_ns} | {shown} | "
+        f"{change:+.3%} | {program.num_ops} | {size:.1f} | {ours:.1f} | {wall:.1f} |",
+        flush=True,
+    )
+    return {
+        "instance": name,
+        "suite": suite,
+        "method": result.label,
+        "npus": program.npus,
+        "makespan_ns": result.makespan,
+        "program_ns": timing.time_ns,
+        "astra_ns": astra,
+        "finished": len(times),
+        "nodes": program.num_ops,
+        "mib": round(size, 1),
+        "ours_s": round(ours, 2),
+        "astra_s": round(wall, 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--astra", type=Path, required=True)
@@ -77,7 +153,10 @@ def main() -> None:
     parser.add_argument("--suites", default="quick,astra,paper")
     parser.add_argument("--methods", default="baseline,themis,balanced,cpsat")
     parser.add_argument("--max-npus", type=int, default=1024)
+    parser.add_argument("--max-nodes", type=int, default=2_500_000)
+    parser.add_argument("--exclude", default=None, help="leave out instances whose name matches this regex")
     parser.add_argument("--time-limit", type=float, default=10.0)
+    parser.add_argument("--iterations", default="", help="clusters-suite iterations to run too, by name")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = parser.parse_args()
     binary = args.binary or args.astra / "build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware"
@@ -89,78 +168,44 @@ def main() -> None:
         "| nodes | MiB | ours (s) | 2.x (s) |"
     )
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for suite in args.suites.split(","):
+    cases: list[tuple[str, str, Instance]] = []
+    for suite in filter(None, args.suites.split(",")):
         for path in sorted(suite_folder(suite).glob("*.json")):
             instance = load_instance(path)
-            if len(instance.collectives) != 1 or instance.network.num_npus > args.max_npus:
+            if args.exclude and re.search(args.exclude, path.stem):
                 continue
-            try:
-                check_programmable(instance)
-            except InputError as error:
-                print(f"{path.stem}: skipped ({error})", file=sys.stderr)
-                continue
-            base_time, base_wall = native(binary, args.astra, path, work)
-            rows.append(
-                {
-                    "instance": path.stem,
-                    "suite": suite,
-                    "method": "native baseline",
-                    "astra_ns": base_time,
-                    "astra_s": round(base_wall, 2),
-                    "npus": instance.network.num_npus,
-                }
-            )
-            print(
-                f"| {path.stem} | {instance.network.num_npus} | 2.x native baseline | | | {base_time} | | | | | "
-                f"{base_wall:.1f} |",
-                flush=True,
-            )
-            for method in args.methods.split(","):
-                began = time.perf_counter()
-                result = solve(instance, method=method, time_limit=args.time_limit, workers=1)
-                program = program_of(instance, result)
-                timing = check_program(program)
-                folder = work / f"{path.stem}-{method}"
-                files = write_program(
-                    program, folder, time_ns=timing.time_ns, extra={"schedule_makespan_ns": result.makespan}
-                )
-                ours = time.perf_counter() - began
-                size = sum(f.stat().st_size for f in files) / 2**20
-                times, wall = run_folder(
-                    binary,
-                    folder,
-                    [
-                        "--workload-configuration=workload",
-                        "--system-configuration=system.json",
-                        "--network-configuration=network.yml",
-                        "--remote-memory-configuration=memory.json",
-                    ],
-                )
-                shutil.rmtree(folder, ignore_errors=True)
-                astra = max(times.values()) if len(times) == program.npus else None
-                assert result.makespan is not None
-                row = {
-                    "instance": path.stem,
-                    "suite": suite,
-                    "method": result.label,
-                    "npus": program.npus,
-                    "makespan_ns": result.makespan,
-                    "program_ns": timing.time_ns,
-                    "astra_ns": astra,
-                    "finished": len(times),
-                    "nodes": program.num_ops,
-                    "mib": round(size, 1),
-                    "ours_s": round(ours, 2),
-                    "astra_s": round(wall, 2),
-                }
-                rows.append(row)
-                change = (timing.time_ns - result.makespan) / result.makespan
-                print(
-                    f"| {path.stem} | {program.npus} | {result.label} | {result.makespan:.0f} | {timing.time_ns} | "
-                    f"{astra if astra is not None else f'{len(times)} NPUs finished'} | {change:+.3%} | "
-                    f"{program.num_ops} | {size:.1f} | {ours:.1f} | {wall:.1f} |",
-                    flush=True,
-                )
+            if len(instance.collectives) == 1 and instance.network.num_npus <= args.max_npus:
+                cases.append((suite, path.stem, instance))
+    for name in filter(None, args.iterations.split(",")):
+        fitted, _ = fit_astra_2(load_instance(suite_folder("clusters") / f"{name}.json"))
+        cases.append(("clusters", name, fitted))
+    for suite, name, instance in cases:
+        try:
+            check_programmable(instance)
+        except InputError as error:
+            print(f"{name}: skipped ({error})", file=sys.stderr)
+            continue
+        if estimated_nodes(instance) > args.max_nodes:
+            print(f"{name}: skipped (about {estimated_nodes(instance):,} nodes, over --max-nodes)", file=sys.stderr)
+            continue
+        base_time, base_wall = native(binary, args.astra, name, instance, work)
+        rows.append(
+            {
+                "instance": name,
+                "suite": suite,
+                "method": "native baseline",
+                "astra_ns": base_time,
+                "astra_s": round(base_wall, 2),
+                "npus": instance.network.num_npus,
+            }
+        )
+        print(
+            f"| {name} | {instance.network.num_npus} | 2.x native baseline | | | {base_time} | | | | | "
+            f"{base_wall:.1f} |",
+            flush=True,
+        )
+        for method in args.methods.split(","):
+            rows.append(method_row(binary, work, suite, name, instance, method, args.time_limit, args.max_nodes))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
 

@@ -132,3 +132,13 @@ def test_the_cli_exports_checks_and_refuses(tmp_path: Path, capsys: pytest.Captu
     assert main(["check-program", str(out)]) == 2
     err = capsys.readouterr().err
     assert "another size" in err and err.count("\n") == 1
+
+    def cycle(nodes: list[Any]) -> list[Any]:  # the first two nodes wait for each other
+        nodes[0].data_deps.append(nodes[1].id)
+        nodes[1].data_deps.append(nodes[0].id)
+        return nodes
+
+    _rewrite(out / "program.1.et", cycle)
+    assert main(["check-program", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "program.1.et node" in err and "cycle" in err and err.count("\n") == 1
