@@ -3,7 +3,7 @@ custom collectives, beside 2.x's own (native) baseline on the same network.
 
     python -m bench.figures.astra_programs --astra PATH/TO/astra-sim [--binary BIN] [--work DIR]
         [--suites quick,astra,paper] [--methods baseline,themis,balanced,cpsat] [--max-npus 1024]
-        [--max-nodes 2500000] [--exclude REGEX] [--time-limit 10] [--iterations NAME,...]
+        [--max-nodes 2500000] [--exclude REGEX] [--random N --seed S] [--time-limit 10] [--iterations NAME,...]
 
 ``--astra`` is an ASTRA-sim 2.x checkout built as the docs' ASTRA-sim page says (its binary is
 ``build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware`` unless ``--binary``).
@@ -15,6 +15,11 @@ inside it. A row: the schedule's makespan, ``program_time_ns``, 2.x's largest ``
 (all NPUs must finish), and the wall times. The native baseline is the instance's ``export-astra
 --version 2`` folder, run as it is.
 
+``--random N`` adds N small instances kept aside, drawn with ``--seed``: one to three dimensions
+of 2 to 8 NPUs, each a ring, switch or fully-connected one running ring, direct or
+halving-doubling, an all-reduce, reduce-scatter or all-gather of 1 to 64 MiB (sometimes bytes that
+do not share out evenly) in 1 to 8 chunks.
+
 ``--iterations`` names training iterations of the ``clusters`` suite (task graphs: compute and
 collectives); each is first made expressible by 2.x as ``export-astra --fit`` makes it (compute
 rounded to whole microseconds, one collective at a time per NPU), then solved, exported and run
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import shutil
 import subprocess
@@ -37,7 +43,7 @@ from themis_opt.errors import InputError
 from themis_opt.formats.astra import export_astra
 from themis_opt.formats.astra.export import fit_astra_2
 from themis_opt.formats.native import load_instance
-from themis_opt.instance import Algorithm, Instance
+from themis_opt.instance import Algorithm, Collective, Dimension, Instance, Kind, Network, Topology
 from themis_opt.programs import check_program, check_programmable, program_of
 from themis_opt.programs.astra import write_program
 from themis_opt.solving import solve
@@ -74,6 +80,32 @@ def native(binary: Path, astra: Path, name: str, instance: Instance, work: Path)
     if len(times) != instance.network.num_npus:
         return None, seconds
     return max(times.values()), seconds
+
+
+def random_instances(count: int, seed: int) -> list[tuple[str, str, Instance]]:
+    """``count`` small instances of the kinds, algorithms and networks the suites do not hold."""
+    rng = random.Random(seed)
+    cases = []
+    for n in range(count):
+        dims = []
+        for _ in range(rng.randint(1, 3)):
+            algorithm = rng.choice([Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING])
+            size = rng.choice([2, 4, 8] if algorithm is Algorithm.HALVING_DOUBLING else [2, 3, 4, 5, 8])
+            topology = rng.choice(list(Topology))
+            dims.append(
+                Dimension(
+                    size,
+                    topology,
+                    rng.choice([25.0, 50.0, 100.0, 200.0]),
+                    rng.choice([100.0, 500.0, 700.0]),
+                    algorithm=algorithm,
+                )
+            )
+        kind = rng.choice([Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER])
+        size = rng.choice([1 << 20, 1 << 24, 1 << 26, 3 * 5 * 7 * (1 << 16) + 1])
+        coll = Collective(kind, size, rng.randint(1, 8))
+        cases.append(("random", f"random-{seed}-{n:02d}", Instance(Network(tuple(dims)), (coll,), name=f"random-{n}")))
+    return cases
 
 
 def estimated_nodes(instance: Instance) -> int:
@@ -154,6 +186,8 @@ def main() -> None:
     parser.add_argument("--methods", default="baseline,themis,balanced,cpsat")
     parser.add_argument("--max-npus", type=int, default=1024)
     parser.add_argument("--max-nodes", type=int, default=2_500_000)
+    parser.add_argument("--random", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--exclude", default=None, help="leave out instances whose name matches this regex")
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--iterations", default="", help="clusters-suite iterations to run too, by name")
@@ -176,6 +210,7 @@ def main() -> None:
                 continue
             if len(instance.collectives) == 1 and instance.network.num_npus <= args.max_npus:
                 cases.append((suite, path.stem, instance))
+    cases += random_instances(args.random, args.seed)
     for name in filter(None, args.iterations.split(",")):
         fitted, _ = fit_astra_2(load_instance(suite_folder("clusters") / f"{name}.json"))
         cases.append(("clusters", name, fitted))

@@ -271,7 +271,8 @@ def _check_one_at_a_time(instance: Instance) -> None:
     dependencies.
     """
     ancestors: dict[str, set[str]] = {}
-    for task in instance.tasks:
+    for index in instance.topological_order:  # a task after those it waits for, wherever they are listed
+        task = instance.tasks[index]
         seen: set[str] = set()
         for dep in task.after:
             seen |= {dep.task, *ancestors.get(dep.task, set())}
