@@ -5,9 +5,10 @@ Each phase of a chunk on a dimension becomes the dimension's algorithm's exchang
 dependencies keep the schedule and add no freedom it lacks: a step waits for the receipts of the
 step before it; a phase's first step waits for its chunk's previous phase and for the phase its
 dimension served before it (``active_chunks`` back) at the same NPU, in the schedule's sequence;
-a collective's first phases wait for its issue time and the collectives it comes after. So the
-program's longest path is the schedule's makespan when each message takes what the phase's step
-takes.
+a collective's first phases wait for its issue time and the tasks it comes after; where the model
+shares a dimension's bandwidth among the messages an NPU sends at once (a direct phase on a ring or
+switch), they are sent one after another. So the program's longest path is the schedule's
+makespan when each message takes what the phase's step takes.
 """
 
 from __future__ import annotations
@@ -185,6 +186,10 @@ class _Builder:
             owners = np.broadcast_to(ids[:, :, None], (*ids.shape, waits.shape[1]))
             self.edges.append((owners.ravel(), np.broadcast_to(waits[:, None, :], owners.shape).ravel()))
 
+    def one_at_a_time(self, sends: np.ndarray) -> None:
+        """Each NPU's ``sends`` (R x M, in the order they were made) one after another."""
+        self.edges.append((sends[:, 1:].ravel(), sends[:, :-1].ravel()))
+
     def join(self, waits: np.ndarray | None, duration_ns: int = 0) -> np.ndarray:
         """One COMP of ``duration_ns`` a NPU waiting for ``waits`` (R x W): what waits for it waits for them all."""
         ids = self.ids(self.npus)[:, None]
@@ -227,6 +232,11 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
     npus = builder.npus
     ranks = np.arange(npus)[:, None]
     stride = 2 * max(link.size for link in links) + 2  # tags: a phase's steps never reach the next phase's
+    # where the model shares a dimension's bandwidth among the messages an NPU sends at once, they
+    # go one after another: the congestion-unaware backend would give each the whole bandwidth
+    shared = [
+        not network.congestion_unaware and link.topology in (Topology.RING, Topology.SWITCH) for link in links
+    ]
     # phases and computations in the schedule's time order: what each waits for is made before it
     events = sorted(
         [
@@ -282,6 +292,10 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
             )
             builder.add(ids, columns, waits)
             waits = ids[:, ~shape.send[s]]
+            if shared[phase.dim] and np.count_nonzero(shape.send[s]) > 1:
+                chain = ids[:, shape.send[s]]
+                builder.one_at_a_time(chain)
+                waits = np.concatenate([waits, chain[:, -1:]], axis=1)  # and for the last send to arrive
         assert waits is not None
         ends.chunks[(c, k)] = waits
         served.append(waits)
