@@ -234,9 +234,7 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
     stride = 2 * max(link.size for link in links) + 2  # tags: a phase's steps never reach the next phase's
     # where the model shares a dimension's bandwidth among the messages an NPU sends at once, they
     # go one after another: the congestion-unaware backend would give each the whole bandwidth
-    shared = [
-        not network.congestion_unaware and link.topology in (Topology.RING, Topology.SWITCH) for link in links
-    ]
+    shared = [not network.congestion_unaware and link.topology in (Topology.RING, Topology.SWITCH) for link in links]
     # phases and computations in the schedule's time order: what each waits for is made before it
     events = sorted(
         [

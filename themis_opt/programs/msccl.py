@@ -38,7 +38,7 @@ LIMITS = {  # the executor's, and what it does at each (msccl_parser.cc, msccl_s
     "channels": 32,  # MAXCHANNELS
     "thread blocks a channel sends (or receives) with": 32,  # MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL
     "thread blocks a GPU depends on": 128,  # depid is an int8
-    "chunks a step moves": 71,  # cnt < MSCCL_MAX_COUNT (72)
+    "chunks a step moves": 71,  # cnt < MSCCL_MAX_COUNT (72): a longer message takes several steps
     "chunks a loop": 32768,  # offsets are int16
     "XML elements a GPU reads": 4096,  # MAX_NODES: algo, every gpu, its tbs and steps
 }
@@ -134,15 +134,11 @@ def write_msccl(
     lines: list[str] = []
     channels = 0
     expanded = _message_deps(program)
-    per_channel = max_steps
-    while True:  # messages a channel carries between two GPUs: as many as the steps allow, nops included
-        tbs = [_thread_blocks(program, r, expanded, per_channel) for r in range(program.npus)]
-        longest = max((len(steps) for blocks in tbs for steps in blocks.values()), default=0)
-        if longest <= max_steps:
-            break
-        per_channel -= 1
-        if per_channel < 1:
-            raise InputError("msccl", f"a thread block needs over {max_steps} steps (--max-steps raises it)")
+    pieces = [0] * program.num_ops  # steps a message takes: at most 71 pieces a step
+    for op in np.flatnonzero(program.kind != OpKind.COMP).tolist():
+        pieces[op] = -(-program.unit_sets[int(program.units[op])].bit_count() // LIMITS["chunks a step moves"])
+
+    tbs = _layout_blocks(program, expanded, pieces, max_steps)
     for r in range(program.npus):
         blocks = tbs[r]
         keys = sorted(blocks)  # (send peer, recv peer, channel), as msccl-tools numbers them
@@ -152,7 +148,7 @@ def write_msccl(
         for key in keys:
             for s, entry in enumerate(blocks[key]):
                 if entry[0] >= 0:
-                    where[entry[0]] = (number[key], s)
+                    where[entry[0]] = (number[key], s)  # its last piece: what waits for it waits for all
         for chan in {key[2] for key in keys}:
             for side in (0, 1):
                 _limit(
@@ -165,11 +161,11 @@ def write_msccl(
         steps_of: dict[tuple[int, int, int], list[dict[str, str]]] = {}
         for key in keys:
             rows = []
-            for s, (op, dep) in enumerate(blocks[key]):
+            for s, (op, dep, piece) in enumerate(blocks[key]):
                 target = where[dep] if dep >= 0 else None
                 if target is not None:
                     needed.add(target)
-                rows.append(_step(program, op, s, target, places, units))
+                rows.append(_step(program, op, s, target, places, units, piece))
             steps_of[key] = rows
         for key in keys:
             tb = {"id": str(number[key]), "send": str(key[0]), "recv": str(key[1]), "chan": str(key[2])}
@@ -198,6 +194,60 @@ def _tag(indent: str, name: str, attrs: dict[str, str], end: str) -> str:
     return indent + "<" + " ".join([name, *(f'{k}="{v}"' for k, v in attrs.items())]) + end
 
 
+def _layout_blocks(
+    program: Program, deps: list[list[int]], pieces: list[int], max_steps: int
+) -> list[dict[tuple[int, int, int], list[tuple[int, int, int]]]]:
+    """Every GPU's thread blocks, with as many messages a channel as keep each within ``max_steps``.
+
+    Each message's steps are first estimated (its pieces, and a nop for each dependency on another
+    connection but one) to find the most messages a channel by bisection in numpy and to refuse at
+    once what no layout meets; the layout is then made, with one message fewer a channel while a
+    block still overflows (a dependency on the same connection but another channel is a nop more).
+    """
+    messages = np.flatnonzero(program.kind != OpKind.COMP)
+    keys = np.stack([program.rank[messages], program.peer[messages], program.kind[messages]], axis=1)
+    connections, which = np.unique(keys, axis=0, return_inverse=True)
+    which = which.ravel()
+    position = np.zeros(len(messages), dtype=np.int64)
+    order = np.argsort(which, kind="stable")  # each connection's messages in row order
+    starts = np.searchsorted(which[order], np.arange(len(connections)))
+    position[order] = np.arange(len(messages)) - starts[which[order]]
+    connection_of = np.full(program.num_ops, -1, dtype=np.int64)
+    connection_of[messages] = which
+    steps = np.array([pieces[op] for op in messages.tolist()], dtype=np.int64)
+    for j, op in enumerate(messages.tolist()):
+        others = sum(1 for d in deps[op] if connection_of[d] != which[j])
+        steps[j] += max(0, others - 1)
+
+    def estimate(per_channel: int) -> tuple[int, int, int]:
+        block = which * (int(position.max(initial=0)) // per_channel + 1) + position // per_channel
+        _, index = np.unique(block, return_inverse=True)
+        sums = np.bincount(index.ravel(), weights=steps)
+        rank_of_block = np.zeros(len(sums), dtype=np.int64)
+        rank_of_block[index.ravel()] = connections[which, 0]
+        per_rank = np.bincount(rank_of_block, minlength=program.npus)
+        elements = np.bincount(program.rank[messages], weights=steps, minlength=program.npus) + per_rank
+        return int(sums.max(initial=0)), int(per_rank.max(initial=0)), int(elements.max(initial=0))
+
+    low, high, best = 1, max_steps, 0
+    while low <= high:
+        middle = (low + high) // 2
+        if estimate(middle)[0] <= max_steps:
+            best, low = middle, middle + 1
+        else:
+            high = middle - 1
+    if not best:
+        raise InputError("msccl", f"a thread block needs over {max_steps} steps (--max-steps raises it)")
+    _, blocks, elements = estimate(best)
+    _limit("thread blocks a GPU depends on", blocks)
+    _limit("XML elements a GPU reads", elements + 1 + program.npus)
+    for per_channel in range(best, 0, -1):
+        found = [_thread_blocks(program, r, deps, per_channel, pieces) for r in range(program.npus)]
+        if max((len(s) for b in found for s in b.values()), default=0) <= max_steps:
+            return found
+    raise InputError("msccl", f"a thread block needs over {max_steps} steps (--max-steps raises it)")
+
+
 def _limit(what: str, value: int) -> None:
     if value > LIMITS[what]:
         raise InputError("msccl", f"{value} {what}: the MSCCL executor takes at most {LIMITS[what]}")
@@ -216,12 +266,13 @@ def _message_deps(program: Program) -> list[list[int]]:
 
 
 def _thread_blocks(
-    program: Program, rank: int, deps: list[list[int]], per_channel: int
-) -> dict[tuple[int, int, int], list[tuple[int, int]]]:
+    program: Program, rank: int, deps: list[list[int]], per_channel: int, pieces: list[int]
+) -> dict[tuple[int, int, int], list[tuple[int, int, int]]]:
     """Rank ``rank``'s thread blocks: (send peer, recv peer, channel) -> its steps as (operation or -1 for
-    a nop, the operation it waits for or -1); the k-th message to or from a peer on channel k // per_channel.
+    a nop, the operation it waits for or -1, which piece of the operation); the k-th message to or from
+    a peer on channel k // per_channel, a message of more pieces than a step moves in several steps.
     """
-    blocks: dict[tuple[int, int, int], list[tuple[int, int]]] = defaultdict(list)
+    blocks: dict[tuple[int, int, int], list[tuple[int, int, int]]] = defaultdict(list)
     count: dict[tuple[int, int], int] = defaultdict(int)
     tb_of: dict[int, tuple[int, int, int]] = {}
     for op in program.ops_of(rank):
@@ -236,21 +287,31 @@ def _thread_blocks(
         tb_of[op] = key
         others = [d for d in deps[op] if tb_of.get(d) != key]
         for d in others[:-1]:
-            blocks[key].append((-1, d))
-        blocks[key].append((op, others[-1] if others else -1))
+            blocks[key].append((-1, d, 0))
+        blocks[key].append((op, others[-1] if others else -1, 0))
+        blocks[key] += [(op, -1, piece) for piece in range(1, pieces[op])]  # after the first, in order
     return blocks
 
 
 def _step(
-    program: Program, op: int, s: int, target: tuple[int, int] | None, places: list[list[int]], units: int
+    program: Program,
+    op: int,
+    s: int,
+    target: tuple[int, int] | None,
+    places: list[list[int]],
+    units: int,
+    piece: int = 0,
 ) -> dict[str, str]:
-    """A step's attributes, in msccl-tools' order (``hasdep`` set once every step is known)."""
+    """A step's attributes, in msccl-tools' order (``hasdep`` set once every step is known): the
+    ``piece``-th part of operation ``op``'s range, or a nop.
+    """
     depid, deps = target if target is not None else (-1, -1)
     if op < 0:
         kind, src, dst, count, phase = "nop", "-1", "-1", 0, -1
     else:
-        start, count = _range(program, op, places, units)
-        _limit("chunks a step moves", count)
+        first, whole = _range(program, op, places, units)
+        most = LIMITS["chunks a step moves"]
+        start, count = first + piece * most, min(most, whole - piece * most)
         kind = "s" if program.kind[op] == OpKind.SEND else "rrc" if program.reduce[op] else "r"
         src = str(start) if kind != "r" else "-1"
         dst = str(start) if kind != "s" else "-1"
