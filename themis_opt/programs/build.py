@@ -2,8 +2,8 @@
 
 Each phase of a chunk on a dimension becomes the dimension's algorithm's exchanges
 (:attr:`~themis_opt.algorithms.AlgorithmSpec.exchanges`) among each NPU's peers there. The
-dependencies keep the schedule and add no freedom it lacks: a step waits for the receipts of the
-step before it; a phase's first step waits for its chunk's previous phase and for the phase its
+dependencies keep the schedule and add no freedom it lacks: a step waits for the step before it
+(its sends arrived, its receipts in); a phase's first step waits for its chunk's previous phase and for the phase its
 dimension served before it (``active_chunks`` back) at the same NPU, in the schedule's sequence;
 a collective's first phases wait for its issue time and the tasks it comes after; where the model
 shares a dimension's bandwidth among the messages an NPU sends at once (a direct phase on a ring or
@@ -289,11 +289,9 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
                 shape.reduce[s][None, :],
             )
             builder.add(ids, columns, waits)
-            waits = ids[:, ~shape.send[s]]
             if shared[phase.dim] and np.count_nonzero(shape.send[s]) > 1:
-                chain = ids[:, shape.send[s]]
-                builder.one_at_a_time(chain)
-                waits = np.concatenate([waits, chain[:, -1:]], axis=1)  # and for the last send to arrive
+                builder.one_at_a_time(ids[:, shape.send[s]])
+            waits = ids  # its sends arrived and its receipts in: a rounding apart, either may be last
         assert waits is not None
         ends.chunks[(c, k)] = waits
         served.append(waits)
