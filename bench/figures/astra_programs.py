@@ -3,7 +3,8 @@ custom collectives, beside 2.x's own (native) baseline on the same network.
 
     python -m bench.figures.astra_programs --astra PATH/TO/astra-sim [--binary BIN] [--work DIR]
         [--suites quick,astra,paper] [--methods baseline,themis,balanced,cpsat] [--max-npus 1024]
-        [--max-nodes 2500000] [--exclude REGEX] [--random N --seed S] [--time-limit 10] [--iterations NAME,...]
+        [--max-nodes 2500000] [--exclude REGEX] [--random N --seed S] [--json ROWS.json]
+    python -m bench.figures.astra_programs --summarise ROWS.json [--time-limit 10] [--iterations NAME,...]
 
 ``--astra`` is an ASTRA-sim 2.x checkout built as the docs' ASTRA-sim page says (its binary is
 ``build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware`` unless ``--binary``).
@@ -19,6 +20,10 @@ inside it. A row: the schedule's makespan, ``program_time_ns``, 2.x's largest ``
 of 2 to 8 NPUs, each a ring, switch or fully-connected one running ring, direct or
 halving-doubling, an all-reduce, reduce-scatter or all-gather of 1 to 64 MiB (sometimes bytes that
 do not share out evenly) in 1 to 8 chunks.
+
+``--summarise`` prints, from the rows a run wrote with ``--json``, one line per instance: 2.x's
+native baseline and each exported method's time as 2.x reports it, the speedups 2.x measures
+over its own baseline, and whether every program finished at ``program_time_ns``.
 
 ``--iterations`` names training iterations of the ``clusters`` suite (task graphs: compute and
 collectives); each is first made expressible by 2.x as ``export-astra --fit`` makes it (compute
@@ -177,9 +182,38 @@ def method_row(
     }
 
 
+def summarise(path: Path) -> None:
+    """The docs' table from a run's rows (see the module's docstring)."""
+    rows = json.loads(path.read_text())
+    methods = ["baseline", "themis", "balanced", "cpsat"]
+    by: dict[str, dict[str, dict[str, object]]] = {}
+    for row in rows:
+        by.setdefault(str(row["instance"]), {})[str(row["method"])] = row
+    print(
+        "| instance | NPUs | 2.x native baseline | "
+        + " | ".join(f"exported {m}" for m in methods)
+        + " | 2.x speedup of themis, cpsat | every program's time exact |"
+    )
+    print("|---|---:|---:|" + "---:|" * len(methods) + "---|---|")
+    for name, found in by.items():
+        native = found.get("native baseline", {}).get("astra_ns")
+        times = [found.get(m, {}).get("astra_ns") for m in methods]
+        exact = all(found[m].get("astra_ns") == found[m].get("program_ns") for m in methods if m in found)
+        speedups = ", ".join(
+            f"{native / t:.3f}x" if isinstance(native, int) and isinstance(t, int) else "-"
+            for t in (times[1], times[3])
+        )
+        npus = next((r.get("npus") for r in found.values() if r.get("npus")), "")
+        shown = " | ".join(f"{t:,}" if isinstance(t, int) else "not run" for t in times)
+        print(
+            f"| {name} | {npus} | {f'{native:,}' if isinstance(native, int) else '-'} | {shown} | {speedups} | "
+            f"{'yes' if exact else 'NO'} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--astra", type=Path, required=True)
+    parser.add_argument("--astra", type=Path, default=None)
     parser.add_argument("--binary", type=Path, default=None)
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--suites", default="quick,astra,paper")
@@ -192,7 +226,13 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--iterations", default="", help="clusters-suite iterations to run too, by name")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    parser.add_argument("--summarise", type=Path, default=None, help="print the docs' table from these rows")
     args = parser.parse_args()
+    if args.summarise is not None:
+        summarise(args.summarise)
+        return
+    if args.astra is None:
+        parser.error("--astra is needed to run ASTRA-sim")
     binary = args.binary or args.astra / "build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware"
     work = args.work or Path(tempfile.mkdtemp(prefix="programs-"))
     work.mkdir(parents=True, exist_ok=True)
