@@ -104,6 +104,10 @@ class PipelineParams(Knobs):
     balanced_reheat_temperature: float = knob(0.003, "the later walks' annealing start, times the best makespan", 0)
     exit_reserve: float = knob(0.3, "seconds of a command's `--time-limit` kept for printing, saving and exit", 0)
     exit_reserve_share: float = knob(0.15, "and at most this share of it: short limits keep most of their time", 0, 1)
+    write_seconds_per_phase: float = knob(
+        2e-5, "seconds writing one phase of a result file takes, kept from the limit for each file `--out` writes", 0
+    )
+    write_share: float = knob(0.5, "and at most this share of the limit for them: the methods keep the rest", 0, 1)
 
 
 @dataclass(frozen=True)

@@ -148,12 +148,15 @@ def _run(
     from themis_opt.solving import run_method, solve_all
 
     settings = params or SolveParams()
-    reserve = min(settings.pipeline.exit_reserve, settings.pipeline.exit_reserve_share * args.time_limit)
+    written = outputs(args)
+    pipeline = settings.pipeline
+    writing = len(written) * instance.num_phases * pipeline.write_seconds_per_phase  # results written in the limit
+    reserve = min(pipeline.exit_reserve, pipeline.exit_reserve_share * args.time_limit)
+    reserve += min(writing, pipeline.write_share * args.time_limit)
     deadline = Deadline(args.started + args.time_limit - reserve)
     exact = args.method in ("all", "cpsat")
     if exact or programs_wanted(instance, args.bounds, settings.bounds):
         solvers_loaded(deadline, settings.bounds, cpsat=exact)  # before the stages share out the time that is left
-    written = outputs(args)
     if options is not None:
         try:
             result = run_method(instance, dataclasses.replace(options, time_limit=left(deadline)), params=params)

@@ -22,10 +22,46 @@ from themis_opt.formats.native.jsonfile import (
 from themis_opt.instance import Instance, check_number
 from themis_opt.methods import method_names
 from themis_opt.result import Bounds, Result, SolverStats, Status
-from themis_opt.schedule import ChunkSchedule, ComputeSchedule, Phase, Schedule
+from themis_opt.schedule import OP_CODES, ChunkSchedule, ComputeSchedule, Phase, Schedule
 from themis_opt.sim.queues import QUEUE_POLICIES
 
 RESULT_FORMAT = "themis-opt-result"
+
+
+def _chunks_from_columns(schedule: Schedule) -> list[dict[str, Any]] | None:
+    """The chunks' JSON form read off a lazy schedule's columns, without its phase objects (what
+    :func:`schedule_to_dict` writes, five times faster); ``None`` for a schedule without columns.
+    """
+    if schedule.__dict__.get("_columns") is None or "chunks" in schedule.__dict__:
+        return None
+    columns = schedule.columns()
+    orders = schedule.orders
+    ops = [op.value for op in OP_CODES]
+    keys = list(zip(columns.collective.tolist(), columns.chunk.tolist()))
+    fields = zip(
+        columns.dim.tolist(),
+        columns.op.tolist(),
+        columns.start_ns.tolist(),
+        columns.end_ns.tolist(),
+        columns.bytes_in.tolist(),
+        columns.bytes_out.tolist(),
+    )
+    phases: dict[tuple[int, int], list[dict[str, Any]]] = {key: [] for key in orders}
+    for key, (dim, op, start, end, bytes_in, bytes_out) in zip(keys, fields):
+        phases[key].append(
+            {
+                "dim": dim,
+                "op": ops[op],
+                "start_ns": start,
+                "end_ns": end,
+                "bytes_in": _num(bytes_in),
+                "bytes_out": _num(bytes_out),
+            }
+        )
+    return [
+        {"collective": c, "chunk": k, "order": list(order), "phases": phases[(c, k)]}
+        for (c, k), order in sorted(orders.items())
+    ]
 
 
 def schedule_to_dict(schedule: Schedule, instance: Instance | None = None) -> dict[str, Any]:
@@ -39,6 +75,9 @@ def schedule_to_dict(schedule: Schedule, instance: Instance | None = None) -> di
         }
         for c in schedule.computes
     ]
+    fast = _chunks_from_columns(schedule)
+    if fast is not None:
+        return {"computes": computes, "chunks": fast}
     return {
         "computes": computes,
         "chunks": [
