@@ -136,3 +136,67 @@ def test_a_python_block_runs_as_written(text: str, root_copy: Path, capsys: pyte
     code = text if AS_WRITTEN else re.sub(r"time_limit=[0-9.]+", f"time_limit={CAPS['solve']}", text)
     exec(compile(code, "example", "exec"), {"__name__": "__main__"})
     assert capsys.readouterr().out.strip()
+
+
+def _after_blocks(document: str) -> list[tuple[str, list[str]]]:
+    """Each bash block's text and the lines after it, up to the next bash block or heading."""
+    lines = (ROOT / document).read_text().splitlines()
+    found: list[tuple[str, list[str]]] = []
+    at = 0
+    while at < len(lines):
+        if lines[at].strip() != "```bash":
+            at += 1
+            continue
+        end = lines.index("```", at + 1)
+        after = end + 1
+        while after < len(lines) and lines[after].strip() != "```bash" and not lines[after].startswith("#"):
+            after += 1
+        found.append(("\n".join(lines[at + 1 : end]), lines[end + 1 : after]))
+        at = after
+    return found
+
+
+def _printed(out: str, field: str) -> str:
+    """A field of ``solve``'s summary as printed (``makespan   1.2 ms`` -> ``1.2 ms``)."""
+    match = re.search(rf"^{field}\s+(\S+(?: \S+)?)\s*$", out, re.MULTILINE)
+    assert match, f"solve printed no {field}"
+    return match.group(1).split(" (")[0]
+
+
+def test_the_numbers_the_guide_shows_are_the_ones_its_commands_print(
+    root_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a table of methods after solve commands: each heuristic's row (cpsat's depends on the time it
+    # is given) shows the makespan and gap its command prints; a --method all table: each heuristic's
+    # makespan and speedup (its gap is measured against cpsat's bound, which the time decides)
+    checked = 0
+    for text, after in _after_blocks("docs/getting-started.md"):
+        rows = [line for line in after if line.startswith("| ") and not line.startswith("| method")]
+        table = [line for line in after if line.startswith("│ ")]
+        if not rows and not table:
+            continue
+        _needs_chakra(text)
+        outputs = []
+        for argv in _commands(text):
+            assert main(_capped(argv)) == 0
+            outputs.append((argv, capsys.readouterr().out))
+        solves = [(argv, out) for argv, out in outputs if argv[0] == "solve"]
+        if rows:
+            assert len(rows) == len(solves), text
+            for row, (argv, out) in zip(rows, solves):
+                if "cpsat" in argv:
+                    continue
+                cells = [cell.strip() for cell in row.strip("|").split("|")]
+                assert cells[1:3] == [_printed(out, "makespan"), _printed(out, "gap")], (row, shlex.join(argv))
+                checked += 1
+        for line in table:
+            cells = [cell.strip() for cell in line.strip("│").split("│")]
+            if cells[0].startswith("cpsat"):
+                continue
+            found = [x for x in solves[-1][1].splitlines() if x.startswith(f"│ {cells[0]} ")]
+            assert found, f"the guide shows a row {cells[0]!r} that solve does not print"
+            printed = found[0]
+            shown = [cell.strip() for cell in printed.strip("│").split("│")]
+            assert [shown[1].rstrip("*"), shown[3]] == [cells[1].rstrip("*"), cells[3]], line
+            checked += 1
+    assert checked >= 8
