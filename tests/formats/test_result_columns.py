@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
+from tests.conftest import load
 from themis_opt import solve
 from themis_opt.formats.native import schedule_to_dict
-
-from tests.conftest import load
 
 
 def test_columns_write_what_the_phases_write() -> None:
