@@ -322,17 +322,19 @@ def _identity(path: Path) -> object:
 def check_yaml_expansion(node: Any, most: int = MAX_YAML_NODES) -> None:
     """Raise :class:`InputError` if a composed YAML document (PyYAML's node graph, where every alias
     is its anchor's node) holds more than ``most`` nodes once its aliases are expanded, or an
-    alias inside its own anchor. Counted once per distinct node: as fast as the document is short.
+    alias inside its own anchor, naming the top-level key that holds it. Counted once per distinct
+    node: as fast as the document is short.
     """
     sizes: dict[int, int] = {}
     open_: set[int] = set()
+    where = [""]  # the top-level key being counted
 
     def size(n: Any) -> int:
         key = id(n)
         if key in sizes:
             return sizes[key]
         if key in open_:
-            raise InputError("", "not plain YAML (an alias inside its own anchor)")
+            raise InputError("", f"not plain YAML (an alias inside its own anchor{where[0]})")
         open_.add(key)
         value = n.value
         children = (
@@ -344,9 +346,19 @@ def check_yaml_expansion(node: Any, most: int = MAX_YAML_NODES) -> None:
         for child in children:
             total += size(child)
             if total > most:
-                raise InputError("", f"not plain YAML (more than {most:,} values once its aliases are expanded)")
+                problem = f"more than {most:,} values once its aliases are expanded{where[0]}"
+                raise InputError("", f"not plain YAML ({problem})")
         open_.discard(key)
         sizes[key] = total
         return total
 
+    value = node.value
+    if isinstance(value, list) and all(isinstance(item, tuple) and len(item) == 2 for item in value):
+        total = 1  # a mapping: each top-level key's value counted under its name
+        for key, child in value:
+            where[0] = f", under key {str(key.value)[:40]!r}" if isinstance(key.value, str) else ""
+            total += size(key) + size(child)
+            if total > most:
+                raise InputError("", f"not plain YAML (more than {most:,} values once its aliases are expanded)")
+        return
     size(node)
