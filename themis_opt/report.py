@@ -19,6 +19,7 @@ from themis_opt.schedule import Schedule
 
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt import bench as benchmod
+    from themis_opt.chunking import ChunkSweep
 
 PALETTE = (
     "cyan",
@@ -207,6 +208,32 @@ def comparison_table(instance: Instance, results: Sequence[Result]) -> Renderabl
             busy.add_row(r.label, *(fmt_pct(v / instance.num_stages) for v in shares))
     notes = [Text(f"note: {r.note}") for r in results if r.note]
     return Group(table, bounds_table(results), busy, *notes)
+
+
+def chunk_table(instance: Instance, sweep: ChunkSweep) -> RenderableType:
+    """Each method's makespan at each chunk count (its best underlined, ``*`` a proven optimum at that
+    count), each count's lower bound, and each method's best count against the bound for every count.
+    """
+    table = Table(title=f"{instance.name}: {describe(instance)}, every collective cut into each count")
+    table.add_column("chunks", justify="right")
+    for method in sweep.methods:
+        table.add_column(method, justify="right")
+    table.add_column("lower bound", justify="right")
+    best = {method: sweep.best(method)[0] for method in sweep.methods}
+    for count, results in zip(sweep.counts, sweep.results):
+        cells = []
+        for method, r in zip(sweep.methods, results):
+            text = f"{fmt_time(r.makespan)}{'*' if r.status.value == 'optimal' else ''}"
+            cells.append(Text(text, style="underline" if best[method] == count else ""))
+        table.add_row(str(count), *cells, fmt_time(results[0].lower_bound))
+    lines = [f"bound for every count: {fmt_time(sweep.bound)}"]
+    for method in sweep.methods:
+        count, result = sweep.best(method)
+        lines.append(
+            f"{method}: best at {count} chunks, {fmt_time(result.makespan)}, {fmt_pct(sweep.gap(method))} "
+            "above that bound"
+        )
+    return Group(table, *(Text(line) for line in lines))
 
 
 GANTT_MARGIN = 19  # columns of a Gantt row besides its bars: the label (7) and the busy share (12)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 COMMANDS = {  # each command of this family and its line in --help
     "solve": "schedule one instance with one method, or all of them",
     "validate": "check a result's schedule against its instance",
+    "chunks": "solve an instance at several chunk counts: the count each method does best at, one bound for all",
 }
 
 
@@ -73,6 +74,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("instance", help="instance JSON file")
     p.add_argument("result", help="result JSON file")
     p.set_defaults(handler=validate)
+
+    p = sub.add_parser("chunks", help=COMMANDS["chunks"])
+    p.add_argument("instance", help="instance JSON file")
+    p.add_argument(
+        "--counts",
+        default="1,2,4,8,16,32,64",
+        metavar="C1,C2,...",
+        help="chunk counts to cut every collective into, comma-separated (default 1,2,4,8,16,32,64)",
+    )
+    p.add_argument(
+        "--method",
+        "--methods",
+        dest="method",
+        default="baseline,themis,cpsat",
+        metavar="METHODS",
+        help=f"comma-separated, from {names} (default baseline,themis,cpsat)",
+    )
+    solver_options(p, 30.0, "the whole sweep (an equal share a count)")
+    p.set_defaults(handler=chunks, fields={"chunks": "counts"})
 
 
 def solve(args: argparse.Namespace, console: Console) -> int:
@@ -184,6 +204,39 @@ def _run(
     for variant, result in zip(VARIANTS, results):
         if variant in written:
             save_result(result, written[variant])
+    return 0
+
+
+def chunks(args: argparse.Namespace, console: Console) -> int:
+    """``themis-opt chunks``."""
+    from themis_opt.bench.harness import parse_methods
+    from themis_opt.chunking import sweep_chunks
+    from themis_opt.formats.native import load_instance
+    from themis_opt.params import SolveParams
+    from themis_opt.report import chunk_table
+
+    counts = []
+    for text in args.counts.split(","):
+        try:
+            counts.append(int(text))
+        except ValueError:
+            raise InputError("--counts", f"must be whole numbers, comma-separated, got {text!r}") from None
+    methods = parse_methods(args.method)
+    params = params_of(args)
+    instance = load_instance(args.instance)
+    deadline = Deadline(args.started + args.time_limit)
+    pipeline = (params or SolveParams()).pipeline
+    reserve = min(pipeline.exit_reserve, pipeline.exit_reserve_share * args.time_limit)
+    sweep = sweep_chunks(
+        instance,
+        counts,
+        methods,
+        time_limit=max(0.0, deadline.remaining() - reserve),
+        workers=args.workers,
+        seed=args.seed,
+        params=params,
+    )
+    console.print(chunk_table(instance, sweep))
     return 0
 
 
