@@ -226,3 +226,20 @@ def test_the_timer_follows_the_longest_path(tiny: Program) -> None:
     place[timing.order] = np.arange(tiny.num_ops)
     owner = np.repeat(np.arange(tiny.num_ops), np.diff(tiny.dep_start))
     assert np.all(place[tiny.deps] < place[owner])
+
+
+@pytest.mark.parametrize("active", [2, 3])
+def test_phases_at_once_on_a_dimension_keep_their_slots(active: int) -> None:
+    # with active_chunks at once a phase takes the slot of the one that ended by its start: no more
+    # run at once than the schedule runs, and no wait it does not have
+    dims = (
+        Dimension(4, Topology.RING, 100, 500),
+        Dimension(4, Topology.SWITCH, 50, 500, algorithm=Algorithm.DIRECT),
+        Dimension(2, Topology.SWITCH, 25, 700, algorithm=Algorithm.HALVING_DOUBLING),
+    )
+    network = Network(dims, congestion_unaware=True, active_chunks=active)
+    instance = Instance(network, (Collective(Kind.ALL_REDUCE, 64 << 20, 8),), name="slots")
+    for method in HEURISTICS:
+        result = solve(instance, method=method)
+        timing = check_program(program_of(instance, result))
+        assert result.makespan is not None and result.makespan * 0.999 <= timing.time_ns <= result.makespan + 1

@@ -4,7 +4,8 @@ Each phase of a chunk on a dimension becomes the dimension's algorithm's exchang
 (:attr:`~themis_opt.algorithms.AlgorithmSpec.exchanges`) among each NPU's peers there. The
 dependencies keep the schedule and add no freedom it lacks: a step waits for the step before it
 (its sends arrived, its receipts in); a phase's first step waits for its chunk's previous phase and for the phase its
-dimension served before it (``active_chunks`` back) at the same NPU, in the schedule's sequence;
+dimension served before it at the same NPU, in the schedule's sequence (with ``active_chunks`` at
+once, the last phase of the slot it takes: of those ended by its start, the latest to end);
 a collective's first phases wait for its issue time and the tasks it comes after; where the model
 shares a dimension's bandwidth among the messages an NPU sends at once (a direct phase on a ring or
 switch), they are sent one after another. So the program's longest path is the schedule's
@@ -14,7 +15,6 @@ makespan when each message takes what the phase's step takes.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -247,7 +247,7 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
     by_chunk = {(cs.collective, cs.chunk): cs for cs in schedule.chunks}
     narrowed: dict[tuple[int, int], frozenset[int]] = {}
     ends = _Ends(instance, {})
-    dim_ends: dict[int, deque[np.ndarray]] = {}
+    slots: dict[int, list[tuple[float, np.ndarray] | None]] = {}  # each dimension's phases at once: the last of each
     computing: np.ndarray | None = None  # the compute unit's last computation
     for serial, (_, _, is_compute, c, k, i) in enumerate(events):
         if is_compute:
@@ -264,11 +264,13 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
         held, narrowed[(c, k)] = _held(before, phase.dim, phase.op)
         shape = builder.shape(c, held, phase.dim, phase.op)
         size = builder.sizes(c, k, shape)
-        served = dim_ends.setdefault(phase.dim, deque())
+        served = slots.setdefault(phase.dim, [None] * network.active_chunks)
         start = ends.chunks.get((c, k), ends.released[c])
         parts = [start] if start is not None else []
-        if len(served) >= network.active_chunks:
-            parts.append(served.popleft())
+        slot = _slot(served, phase.start_ns)
+        previous = served[slot]
+        if previous is not None:
+            parts.append(previous[1])
         waits: np.ndarray | None = np.concatenate(parts, axis=1) if parts else None
         for s in range(len(shape.send)):
             t_count = shape.send.shape[1]
@@ -294,8 +296,21 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
             waits = ids  # its sends arrived and its receipts in: a rounding apart, either may be last
         assert waits is not None
         ends.chunks[(c, k)] = waits
-        served.append(waits)
+        served[slot] = (phase.end_ns, waits)
     return _assemble(builder, network.active_chunks)
+
+
+def _slot(served: list[tuple[float, np.ndarray] | None], start: float) -> int:
+    """The slot of a dimension a phase starting at ``start`` takes: a free one, else the one whose
+    phase ended latest by then (else the one ending first: the schedule has none running over).
+    """
+    if None in served:
+        return served.index(None)
+    ends = [slot[0] for slot in served if slot is not None]
+    done = [n for n, end in enumerate(ends) if end <= start]
+    if done:
+        return max(done, key=lambda n: ends[n])
+    return min(range(len(ends)), key=lambda n: ends[n])
 
 
 class _Ends:

@@ -13,6 +13,8 @@ unfinished without a word, so this check is what makes a program safe to hand on
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from themis_opt.errors import InputError, counted
@@ -80,19 +82,40 @@ def _check_dimensions(program: Program, timing: Timing) -> None:
     rank_dim = keys[heads, :2]
     by_time = np.lexsort((last, first, rank_dim[:, 1], rank_dim[:, 0]))
     lag = program.active_phases
-    if lag >= len(by_time):
-        return
-    later, earlier = by_time[lag:], by_time[:-lag]
-    same = np.all(rank_dim[later] == rank_dim[earlier], axis=1)
-    clash = same & (first[later] < last[earlier])
-    if np.any(clash):
-        g = int(later[np.argmax(clash)])
+    clashing = _crowded(by_time, rank_dim, first, last, lag)
+    if clashing is not None:
+        g = clashing
         op = int(ops[heads[g]])
         raise InputError(
             _where(program, op),
             f"starts a phase on dimension {int(rank_dim[g, 1])} at {int(first[g])} ns while "
-            f"{counted(lag, 'phase')} before it still runs there (ASTRA-sim would time them as free)",
+            f"{counted(lag, 'phase')} before it still {'runs' if lag == 1 else 'run'} there (ASTRA-sim would "
+            "time them as free)",
         )
+
+
+def _crowded(by_time: np.ndarray, rank_dim: np.ndarray, first: np.ndarray, last: np.ndarray, lag: int) -> int | None:
+    """The first phase (by start, per NPU and dimension) that starts while ``lag`` others still run there."""
+    if lag == 1:  # one at a time: each must start after the one before it ends
+        later, earlier = by_time[1:], by_time[:-1]
+        same = np.all(rank_dim[later] == rank_dim[earlier], axis=1)
+        clash = same & (first[later] < last[earlier])
+        if not np.any(clash):
+            return None
+        return int(later[np.argmax(clash)])
+    running: list[int] = []  # the ends of the phases running at one NPU and dimension
+    previous = None
+    for g in by_time.tolist():
+        key = (int(rank_dim[g, 0]), int(rank_dim[g, 1]))
+        if key != previous:
+            running, previous = [], key
+        start = int(first[g])
+        while running and running[0] <= start:
+            heapq.heappop(running)
+        if len(running) >= lag:
+            return int(g)
+        heapq.heappush(running, int(last[g]))
+    return None
 
 
 def _check_data(program: Program, order: np.ndarray) -> None:
