@@ -77,7 +77,9 @@ def instances(draw: st.DrawFn) -> Instance:
         dims.append(Dimension(size, topology, bandwidth, draw(st.sampled_from([0.0, 300.0])), algorithm=algorithm))
     kind = draw(st.sampled_from([Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER]))
     size = draw(st.sampled_from([1 << 16, 3 * 5 * 7 * 1024 + 1]))  # shared out evenly, or not
-    return _instance(dims, kind, size, draw(st.integers(1, 4)), congestion_unaware=draw(st.booleans()))
+    unaware = draw(st.booleans())
+    active = draw(st.sampled_from([1, 2])) if unaware else 1
+    return _instance(dims, kind, size, draw(st.integers(1, 4)), congestion_unaware=unaware, active_chunks=active)
 
 
 @settings(max_examples=20, deadline=None)
