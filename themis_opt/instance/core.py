@@ -18,6 +18,29 @@ from themis_opt.instance.network import AllReducePhases, Network
 from themis_opt.instance.tasks import ChunkClass, Collective, Compute, Kind, Task
 
 
+def topological(waits: Sequence[Sequence[int]]) -> Sequence[int]:
+    """Positions of nodes, each after those it waits for (``waits``: positions); list order where
+    every node waits only for nodes before it. Nodes on or behind a cycle are left out.
+    """
+    if all(max(before, default=-1) < t for t, before in enumerate(waits)):
+        return range(len(waits))
+    waiting = [len(before) for before in waits]
+    users: list[list[int]] = [[] for _ in waits]
+    for t, before in enumerate(waits):
+        for p in before:
+            users[p].append(t)
+    ready = [t for t, n in enumerate(waiting) if not n]
+    order = []
+    while ready:
+        t = ready.pop()
+        order.append(t)
+        for u in users[t]:
+            waiting[u] -= 1
+            if not waiting[u]:
+                ready.append(u)
+    return order
+
+
 @dataclass(frozen=True)
 class Instance:
     """A scheduling instance: a network and the tasks that share it.
@@ -243,24 +266,7 @@ class Instance:
         """The task positions, each after those it waits for: list order where every task waits only
         for tasks listed before it, as generated graphs do.
         """
-        preds = self.predecessors
-        if all(max(before, default=-1) < t for t, before in enumerate(preds)):
-            return range(len(preds))
-        waiting = [len(p) for p in preds]
-        users: list[list[int]] = [[] for _ in preds]
-        for t, before in enumerate(preds):
-            for p in before:
-                users[p].append(t)
-        ready = [t for t, n in enumerate(waiting) if not n]
-        order = []
-        while ready:
-            t = ready.pop()
-            order.append(t)
-            for u in users[t]:
-                waiting[u] -= 1
-                if not waiting[u]:
-                    ready.append(u)
-        return order
+        return topological(self.predecessors)
 
     @cached_property
     def task_index(self) -> dict[str, int]:

@@ -10,6 +10,7 @@ dimension serves at once. Both writers (:mod:`~themis_opt.programs.astra`,
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from themis_opt.errors import InputError
 from themis_opt.fileio import read_text
 from themis_opt.instance import Kind, Topology
+from themis_opt.instance.core import topological as ordered
 from themis_opt.programs.ir import Link, Program, ProgramCollective
 
 FORMAT = "themis-opt-program"
@@ -105,7 +107,7 @@ def read_description(folder: Path) -> Description:
         raise InputError(str(where), f"not a program's description ({error})") from None
 
 
-def topological(waits: list[list[int]], where: str, names: list[int] | None = None) -> list[int]:
+def topological(waits: list[list[int]], where: str, names: list[int] | None = None) -> Sequence[int]:
     """Positions of nodes in an order each comes after those it waits for (``waits``: positions).
 
     Raises
@@ -113,24 +115,10 @@ def topological(waits: list[list[int]], where: str, names: list[int] | None = No
     InputError
         At ``where``, naming a node of a cycle (by ``names``, default its position).
     """
-    if all(w < j for j, mine in enumerate(waits) for w in mine):
-        return list(range(len(waits)))
-    waiting = [len(mine) for mine in waits]
-    followers: list[list[int]] = [[] for _ in waits]
-    for j, mine in enumerate(waits):
-        for w in mine:
-            followers[w].append(j)
-    ready = [j for j, count in enumerate(waiting) if not count]
-    ordered: list[int] = []
-    while ready:
-        j = ready.pop()
-        ordered.append(j)
-        for f in followers[j]:
-            waiting[f] -= 1
-            if not waiting[f]:
-                ready.append(f)
-    if len(ordered) < len(waits):
-        stuck = min(j for j, count in enumerate(waiting) if count)
+    order = ordered(waits)
+    if len(order) < len(waits):
+        placed = set(order)
+        stuck = min(j for j in range(len(waits)) if j not in placed)
         name = names[stuck] if names is not None else stuck
         raise InputError(f"{where} node {name}", "its dependencies form a cycle (the program would deadlock)")
-    return ordered
+    return order
