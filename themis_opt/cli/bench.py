@@ -9,9 +9,18 @@ from pathlib import Path
 
 from rich.console import Console
 
-from themis_opt.cli.options import bounds_option, int_in, number_in, out_option, params_of, path, solver_options
+from themis_opt.cli.options import (
+    bounds_option,
+    int_in,
+    methods_option,
+    number_in,
+    out_option,
+    params_of,
+    path,
+    solver_options,
+)
 from themis_opt.errors import InputError, counted
-from themis_opt.methods import VARIANTS, method_names
+from themis_opt.methods import VARIANTS
 from themis_opt.suites import SUITES
 
 CONNECT_TIMEOUT_S = 10.0  # seconds bench waits for a --scheduler to answer
@@ -25,18 +34,10 @@ COMMANDS = {  # each command of this family and its line in --help
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``bench`` and ``plot-bench``."""
-    names = ", ".join(method_names())
     p = sub.add_parser("bench", help=COMMANDS["bench"])
     p.add_argument("paths", nargs="*", help="instance files or folders of them")
     p.add_argument("--suite", choices=SUITES, default=None, help="a suite bundled with themis_opt (default: none)")
-    p.add_argument(
-        "--method",
-        "--methods",
-        dest="method",
-        default="all",
-        metavar="METHODS",
-        help=f"comma-separated, from {names}; all: {', '.join(VARIANTS)} (default all)",
-    )
+    methods_option(p, "all", f"; all: {', '.join(VARIANTS)}")
     solver_options(p, 5.0, "each method (and the bounds) on each instance")
     bounds_option(p, "full")
     p.add_argument("--jobs", type=int_in(1, 256), default=1, help="instances run in parallel (default 1)")

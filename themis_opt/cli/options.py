@@ -86,6 +86,20 @@ def solver_options(parser: argparse.ArgumentParser, time_limit: float, scope: st
     )
 
 
+def methods_option(parser: argparse.ArgumentParser, default: str, also: str = "") -> None:
+    """``--method`` (or ``--methods``): a comma-separated list of methods or variants."""
+    from themis_opt.methods import method_names
+
+    parser.add_argument(
+        "--method",
+        "--methods",
+        dest="method",
+        default=default,
+        metavar="METHODS",
+        help=f"comma-separated, from {', '.join(method_names())}{also} (default {default})",
+    )
+
+
 def out_option(parser: argparse.ArgumentParser, what: str, *aliases: str, required: bool = True) -> None:
     """``--out``: every command writes there; missing folders are created."""
     parser.add_argument(

@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from themis_opt.budget import Deadline
-from themis_opt.cli.options import bounds_option, left, number_in, out_option, params_of, solver_options
+from themis_opt.cli.options import (
+    bounds_option,
+    left,
+    methods_option,
+    number_in,
+    out_option,
+    params_of,
+    solver_options,
+)
 from themis_opt.errors import InputError
 from themis_opt.methods import VARIANTS, method_names
 from themis_opt.sim.queues import QUEUE_POLICIES
@@ -83,14 +91,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="C1,C2,...",
         help="chunk counts to cut every collective into, comma-separated (default 1,2,4,8,16,32,64)",
     )
-    p.add_argument(
-        "--method",
-        "--methods",
-        dest="method",
-        default="baseline,themis,cpsat",
-        metavar="METHODS",
-        help=f"comma-separated, from {names} (default baseline,themis,cpsat)",
-    )
+    methods_option(p, "baseline,themis,cpsat")
     solver_options(p, 30.0, "the whole sweep (an equal share a count)")
     p.set_defaults(handler=chunks, fields={"chunks": "counts"})
 
