@@ -227,7 +227,8 @@ def chunks(args: argparse.Namespace, console: Console) -> int:
     instance = load_instance(args.instance)
     deadline = Deadline(args.started + args.time_limit)
     pipeline = (params or SolveParams()).pipeline
-    reserve = min(pipeline.exit_reserve, pipeline.exit_reserve_share * args.time_limit)
+    # each count's solve may end as late as a command's: an exit reserve for each, and one to print
+    reserve = min(pipeline.exit_reserve * (1 + len(counts)), pipeline.exit_reserve_share * args.time_limit)
     sweep = sweep_chunks(
         instance,
         counts,
