@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from themis_opt.cli.options import int_in, number_in, out_option
+from themis_opt.cli.options import force_option, int_in, number_in, out_option
 from themis_opt.errors import InputError, counted
 
 FIELDS = {"all_reduce_bytes": "all_reduce"}  # the library's fields -> this command's dests
@@ -85,11 +85,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "such an instance is an error)",
     )
     out_option(p, "folder to write the files to, whole or not at all: a new or empty one")
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="replace an existing folder of --out whole, once the new one is written (default: off, refused)",
-    )
+    force_option(p)
     p.set_defaults(handler=export_astra)
 
 

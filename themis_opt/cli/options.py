@@ -100,6 +100,15 @@ def methods_option(parser: argparse.ArgumentParser, default: str, also: str = ""
     )
 
 
+def force_option(parser: argparse.ArgumentParser) -> None:
+    """``--force``: a command that writes a folder replaces an existing one whole."""
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing folder of --out whole, once the new one is written (default: off, refused)",
+    )
+
+
 def out_option(parser: argparse.ArgumentParser, what: str, *aliases: str, required: bool = True) -> None:
     """``--out``: every command writes there; missing folders are created."""
     parser.add_argument(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from themis_opt.cli.options import int_in, out_option
+from themis_opt.cli.options import force_option, int_in, out_option
 from themis_opt.errors import InputError, counted
 
 COMMANDS = {  # each command of this family and its line in --help
@@ -39,11 +39,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "build's; raise it for a runtime built with more)",
     )
     out_option(p, "folder to write the program to, whole or not at all: a new or empty one")
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="replace an existing folder of --out whole, once the new one is written (default: off, refused)",
-    )
+    force_option(p)
     p.set_defaults(handler=export_program)
 
     p = sub.add_parser("check-program", help=COMMANDS["check-program"])
