@@ -13,6 +13,13 @@ from typing import assert_never
 from themis_opt.instance import Algorithm, Dimension, Network, Op, Topology
 
 
+def link_gbps(dim: Dimension) -> float:
+    """Bandwidth one message gets in ``dim``, GB/s (2^30 B): a fully-connected dimension's link's share."""
+    if dim.topology is Topology.FULLY_CONNECTED:
+        return dim.bandwidth_gbps / max(1, dim.physical_size - 1)
+    return dim.bandwidth_gbps
+
+
 def link_bytes_per_ns(dim: Dimension) -> float:
     """Bandwidth one message gets in ``dim``, bytes per ns."""
     if dim.topology is Topology.FULLY_CONNECTED:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from themis_opt.cost.steps import link_gbps
 from themis_opt.errors import InputError
 from themis_opt.instance import After, Collective, Instance, Kind, Op, Topology
 from themis_opt.programs.ir import PROGRAM_KINDS, Link, OpKind, Program, ProgramCollective
@@ -30,11 +31,7 @@ logger = logging.getLogger(__name__)
 
 def links_of(instance: Instance) -> tuple[Link, ...]:
     """The network's dimensions as messages are timed on them: one link's bandwidth a message."""
-    links = []
-    for d in instance.network.dimensions:
-        count = d.size - 1 if d.topology is Topology.FULLY_CONNECTED else 1
-        links.append(Link(d.size, d.topology, d.bandwidth_gbps / max(count, 1), d.latency_ns))
-    return tuple(links)
+    return tuple(Link(d.size, d.topology, link_gbps(d), d.latency_ns) for d in instance.network.dimensions)
 
 
 def check_programmable(instance: Instance) -> None:

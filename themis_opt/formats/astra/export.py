@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from themis_opt.cost.steps import link_gbps
 from themis_opt.errors import InputError, counted
 from themis_opt.fileio import atomic_folder, check_apart, check_new_folder, write_text
 from themis_opt.formats.astra.etfiles import TraceNode, write_trace
@@ -61,7 +62,7 @@ def _version_2(instance: Instance) -> tuple[dict[str, str], dict[str, list[Trace
     per_link = []
     for d in dims:
         links = d.size - 1 if d.topology is Topology.FULLY_CONNECTED else 1
-        share = d.bandwidth_gbps / links
+        share = link_gbps(d)
         if share * links != d.bandwidth_gbps:
             raise InputError(
                 "export-astra",
