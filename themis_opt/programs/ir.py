@@ -114,8 +114,7 @@ class ProgramCollective:
         return size
 
 
-TABLE = ("kind", "peer", "size", "tag", "collective", "chunk", "phase", "units", "reduce", "duration_ns")  # a row's
-COLUMNS = ("kind", "peer", "size", "tag", "collective", "chunk", "phase", "units", "reduce", "duration_ns")
+COLUMNS = ("kind", "peer", "size", "tag", "collective", "chunk", "phase", "units", "reduce", "duration_ns")  # a row's
 
 
 @dataclass(frozen=True, eq=False)
@@ -183,17 +182,17 @@ class Program:
         dep_counts: np.ndarray,
         deps: np.ndarray,
     ) -> Program:
-        """A program from its rows as one table (columns in :data:`TABLE` order) and each row's
+        """A program from its rows as one table (columns in :data:`COLUMNS` order) and each row's
         dependency count; ``described`` is (links, collectives, unit sets, active phases).
         """
         links, collectives, unit_sets, active = described
-        columns = {name: table[:, j] for j, name in enumerate(TABLE)}
+        columns = {name: table[:, j] for j, name in enumerate(COLUMNS)}
         return cls(
             links=links,
             collectives=collectives,
             unit_sets=unit_sets,
             rank_start=rank_start,
-            **{name: columns[name] for name in TABLE if name != "reduce"},
+            **{name: columns[name] for name in COLUMNS if name != "reduce"},
             reduce=columns["reduce"].astype(bool),
             dep_start=np.r_[0, np.cumsum(dep_counts, dtype=np.int64)],
             deps=deps,
