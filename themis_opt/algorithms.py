@@ -285,6 +285,9 @@ ALGORITHMS: dict[Algorithm, AlgorithmSpec] = {
             "doubleBinaryTree",
             "an all-reduce of the whole input up a binary tree and back down, whatever the phase",
             _double_binary_tree_steps,
+            # every node but a leaf reduces the whole input before it sends, up and down the tree;
+            # an NPU's phase waits for a leaf's path: 2 log2 n - 1 of them
+            lambda op, n, x: (x,) * (2 * _log2(n) - 1),
             power_of_two=True,
             all_reduces=True,
             astra2=False,

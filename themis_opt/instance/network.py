@@ -215,9 +215,9 @@ class Network:
         on a congestion-unaware network.
     reduction_gbps
         The local memory bandwidth reductions run at, decimal GB/s (ASTRA-sim
-        2.x's ``local-mem-bw``): every received message that is reduced adds
-        three times its bytes over it, in whole ns; ``None``: reductions are
-        free.
+        2.x's ``local-mem-bw``; 500,000 in 1.0's analytical backend): every
+        received message that is reduced adds three times its bytes over it,
+        in whole ns; ``None``: reductions are free.
     innermost_charge
         Whether a message between NPUs that differ in several dimensions is
         charged on the innermost of them (ASTRA-sim 2.x's analytical backend)

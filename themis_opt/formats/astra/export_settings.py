@@ -16,6 +16,7 @@ from pathlib import Path
 from themis_opt.errors import InputError, counted
 from themis_opt.formats.astra.export_traces import _comm_size
 from themis_opt.formats.astra.files import IMPLEMENTATION_KEYS, TOPOLOGIES
+from themis_opt.formats.astra.v1 import LOCAL_MEMORY_BYTES_PER_NS
 from themis_opt.formats.astra.v2 import NO_ALL_TO_ALL, SUPPORTED, SystemV2
 from themis_opt.instance import (
     COLLECTIVE_KINDS,
@@ -61,8 +62,13 @@ def _kept_settings(instance: Instance, version: int) -> None:
             "export-astra",
             f"phase_delay_ns {network.phase_delay_ns:g}: ASTRA-sim's phase delay is its endpoint-delay ({delay:g})",
         )
-    if version == 1 and network.reduction_gbps is not None and network.reduction_gbps < FREE_REDUCTIONS_GBPS:
-        raise InputError("export-astra", "reduction_gbps: ASTRA-sim 1.0 reduces for free (2.x's local-mem-bw)")
+    rate = network.reduction_gbps
+    if version == 1 and rate is not None and rate != LOCAL_MEMORY_BYTES_PER_NS and rate < FREE_REDUCTIONS_GBPS:
+        raise InputError(
+            "export-astra",
+            f"reduction_gbps {rate:g}: ASTRA-sim 1.0 reduces at its fixed "
+            f"{LOCAL_MEMORY_BYTES_PER_NS:,.0f} bytes per ns (2.x's local-mem-bw sets it)",
+        )
     overhead = next((d for d in network.dimensions if d.message_overhead_ns), None)
     if version == 2 and overhead is not None:
         raise InputError(

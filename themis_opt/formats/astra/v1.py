@@ -90,6 +90,9 @@ SYSTEM_KEYS = {
     *SHARED_BUS_ONLY,
 }
 BYTES_PER_NS = 2**30 / 1e9  # GB/s to bytes per ns, as the backend converts
+# the analytical backend's local memory (main.cc: SimpleMemory(NI, 1, 500000, 12.5)): a reduction of
+# s bytes takes one write and two reads of s / 500000 ns each, each truncated (PacketBundle.cc:49-55)
+LOCAL_MEMORY_BYTES_PER_NS = 500_000.0
 
 
 @dataclass(frozen=True)
@@ -434,6 +437,7 @@ def network_of(net: NetworkFile, system: SystemFile, injection_scale: float = 1.
         phase_delay_ns=delay,  # a phase ends with one more endpoint delay than it has steps
         integer_messages=True,
         active_chunks=system.active_chunks,
+        reduction_gbps=LOCAL_MEMORY_BYTES_PER_NS,
         serial_phase_ends=True,  # proceed_to_next_vnet_baseline (Sys.cc:1410-1521) runs once per ended phase
     )
 
