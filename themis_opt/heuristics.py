@@ -15,7 +15,7 @@ from themis_opt.methods import METHODS, MethodCall
 from themis_opt.orders import Counts, Orders, Planner
 from themis_opt.params import DEFAULT, SolveParams
 from themis_opt.policies import ThemisTracker, baseline_orders, spread_orders
-from themis_opt.result import Result, result_of
+from themis_opt.result import Interrupted, Result, result_of
 from themis_opt.schedule import Schedule
 from themis_opt.sim import simulate
 from themis_opt.sim.queues import Intra
@@ -92,7 +92,11 @@ def balanced_schedule(
         note = f"{note}; {late}" if note else f"balanced: {late}"  # the stand-ins' note is kept
     schedule, policy = min(timed, key=lambda entry: entry[0].makespan)
     others = [entry[0] for entry in timed if entry[0] is not schedule]
-    found = _short_search(instance, schedule, others, policies, deadline, params, target)
+    try:
+        found = _short_search(instance, schedule, others, policies, deadline, params, target)
+    except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: the best candidate is the answer
+        late = "interrupted: the best candidate before the assignment search"
+        raise _Stopped((schedule, policy, f"{note}; {late}" if note else f"balanced: {late}")) from stop
     if found is not None and found[0].makespan < schedule.makespan:
         schedule, policy = found
     return schedule, policy, note
@@ -210,17 +214,30 @@ def _distinct(schedules: list[Schedule]) -> list[Orders]:
     return distinct
 
 
+class _Stopped(KeyboardInterrupt):
+    """A search stopped by Ctrl-C or SIGTERM, with the schedule, policy and note it had found."""
+
+    def __init__(self, found: tuple[Schedule, Intra, str]) -> None:
+        super().__init__("interrupted")
+        self.found = found
+
+
 def _result(call: MethodCall, method: str, make: Callable[[], tuple[Schedule, str, str]]) -> Result:
-    """``make``'s schedule as the result of ``method``, or none with a note if it ran out of time."""
+    """``make``'s schedule as the result of ``method``, or none with a note if it ran out of time;
+    stopped by Ctrl-C or SIGTERM with a schedule, that schedule, raised as :class:`Interrupted`.
+    """
     schedule: Schedule | None
     policy: str | None
+    stopped: _Stopped | None = None
     try:
         schedule, policy, note = make()
     except OutOfTime:
         limit = call.options.time_limit
         schedule, note = None, f"{method}: out of time ({limit:.3g} s) before the schedule was complete"
         policy = call.options.intra or METHODS[method].default_intra
-    return result_of(
+    except _Stopped as stop:
+        (schedule, policy, note), stopped = stop.found, stop
+    result = result_of(
         call.instance,
         method,
         str(policy) if policy is not None else None,
@@ -230,6 +247,9 @@ def _result(call: MethodCall, method: str, make: Callable[[], tuple[Schedule, st
         note=note,
         variant=call.options.variant,
     )
+    if stopped is not None:
+        raise Interrupted(result) from stopped
+    return result
 
 
 def run_baseline(call: MethodCall) -> Result:

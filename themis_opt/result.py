@@ -288,8 +288,19 @@ def result_of(
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C (or SIGTERM) stopped a search that had found a schedule: :attr:`result` holds the best
     found before it (its note says so), for the caller to keep, as solver users expect.
+
+    Parameters
+    ----------
+    *results
+        What is kept, in the order the methods ran: the results of the methods that finished before
+        the stop (:func:`~themis_opt.solving.solve_all`), then the stopped search's best, if it had one.
     """
 
-    def __init__(self, result: Result) -> None:
+    def __init__(self, *results: Result) -> None:
         super().__init__("interrupted")
-        self.result = result
+        self.results = results
+
+    @property
+    def result(self) -> Result:
+        """The last result kept: the stopped search's best, if it had one."""
+        return self.results[-1]

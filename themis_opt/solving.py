@@ -14,7 +14,7 @@ from themis_opt.instance import Instance
 from themis_opt.methods import METHODS, VARIANTS, MethodCall, SolveOptions, resolve_method
 from themis_opt.params import DEFAULT, SolveParams
 from themis_opt.resolution import checked  # a schedule floats cannot resolve is marked invalid
-from themis_opt.result import Bounds, Result, result_of
+from themis_opt.result import Bounds, Interrupted, Result, result_of
 from themis_opt.schedule import Schedule
 
 logger = logging.getLogger(__name__)
@@ -228,6 +228,13 @@ def solve_all(
             continue
         limit = time_limit if each else max(1e-3, deadline.remaining())  # a millisecond: time to report
         timed = dataclasses.replace(call, time_limit=limit)
-        results.append(run_method(instance, timed, bounds=bounds, warm=warm, params=params))
+        try:
+            results.append(run_method(instance, timed, bounds=bounds, warm=warm, params=params))
+        except KeyboardInterrupt as stop:  # the methods that finished are kept with the stopped one's best
+            kept = [*results, *(stop.results if isinstance(stop, Interrupted) else ())]
+            if not kept:
+                raise
+            best = max((r.bounds for r in kept), key=lambda b: b.best)
+            raise Interrupted(*(r.with_bounds(best, instance.origin_ns) for r in kept)) from stop
     best = max((r.bounds for r in results), key=lambda b: b.best, default=reported(bounds, programs))
     return [r.with_bounds(best, instance.origin_ns) for r in results]

@@ -281,17 +281,24 @@ def validate_file(instance_file: str, result: object) -> list[str]:
     return validate(load_instance(instance_file), result.schedule)  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize(("sent", "code", "said"), [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")])
-def test_ctrl_c_stops_a_search_at_once_with_one_message(tmp_path: Path, sent: str, code: int, said: str) -> None:
+@pytest.mark.parametrize(
+    ("sent", "code", "said", "method"),
+    [("SIGINT", 130, "interrupted", "cpsat"), ("SIGTERM", 143, "terminated", "all")],
+)
+def test_ctrl_c_stops_a_search_at_once_with_one_message(
+    tmp_path: Path, sent: str, code: int, said: str, method: str
+) -> None:
     import signal
     import subprocess
     import sys
     import time
 
+    from themis_opt.cli.solving import VARIANTS
+
     hard = str(ROOT / "instances" / "paper" / "paper-4d-r2-fc8-r8-sw8.json")
     out = tmp_path / "r.json"
     # 8 s: the bounds take at most a quarter of it, then the searches run past the signal at 4 s
-    argv = [sys.executable, "-m", "themis_opt.cli", "solve", hard, "--method", "cpsat", "--time-limit", "8"]
+    argv = [sys.executable, "-m", "themis_opt.cli", "solve", hard, "--method", method, "--time-limit", "8"]
     process = subprocess.Popen([*argv, "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(4.0)
     at = time.perf_counter()
@@ -299,9 +306,18 @@ def test_ctrl_c_stops_a_search_at_once_with_one_message(tmp_path: Path, sent: st
     _, err = process.communicate(timeout=30)
     assert time.perf_counter() - at < 3.0
     assert process.returncode == code and err == f"themis-opt: {said}\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # the best so far, whole; no temporary file
-    kept = load_result(out)
-    assert kept.schedule is not None and validate_file(hard, kept) == [] and "interrupted" in kept.note
+    if method == "cpsat":
+        assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # the best so far, whole; no temporary file
+        kept = load_result(out)
+        assert kept.schedule is not None and validate_file(hard, kept) == [] and "interrupted" in kept.note
+        return
+    # every method that finished is kept, and the stopped one's best if it had one, in their order
+    names = sorted(p.name for p in tmp_path.iterdir())
+    ran = [v for v in VARIANTS if f"r.{v}.json" in names]
+    assert names == sorted(f"r.{v}.json" for v in ran) and ran == list(VARIANTS[: len(ran)]) and len(ran) >= 3
+    for name in names:
+        kept = load_result(tmp_path / name)
+        assert kept.schedule is not None and validate_file(hard, kept) == []
 
 
 def _parsers() -> dict[str, object]:

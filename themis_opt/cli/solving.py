@@ -190,17 +190,24 @@ def _run(
         if written:
             save_result(result, written[args.method])
         return 0
-    results = solve_all(
-        instance,
-        VARIANTS,
-        time_limit=left(deadline),
-        workers=args.workers,
-        seed=args.seed,
-        quantum_ns=args.quantum_ns,
-        log=args.log,
-        params=params,
-        bound_set=args.bounds,
-    )
+    try:
+        results = solve_all(
+            instance,
+            VARIANTS,
+            time_limit=left(deadline),
+            workers=args.workers,
+            seed=args.seed,
+            quantum_ns=args.quantum_ns,
+            log=args.log,
+            params=params,
+            bound_set=args.bounds,
+        )
+    except Interrupted as stop:  # the methods run so far are kept, in their order
+        console.print(comparison_table(instance, stop.results))
+        for variant, result in zip(VARIANTS, stop.results):
+            if variant in written:
+                save_result(result, written[variant])
+        raise
     console.print(comparison_table(instance, results))
     for variant, result in zip(VARIANTS, results):
         if variant in written:

@@ -62,13 +62,13 @@ def check_enum(name: str, value: Any, enum: type[Enum]) -> Any:
     """Return the member of ``enum`` that ``value`` names, else raise."""
     if isinstance(value, enum):
         return value
+    if isinstance(value, str):
+        try:
+            return enum(value)
+        except ValueError:
+            pass
     choices = ", ".join(member.value for member in enum)
-    if not isinstance(value, str):
-        raise InputError(name, f"must be one of {choices}, got {value!r}")
-    try:
-        return enum(value)
-    except ValueError:
-        raise InputError(name, f"must be one of {choices}, got {value!r}") from None
+    raise InputError(name, f"must be one of {choices}, got {value!r}")
 
 
 def check_name(name: str, value: Any) -> str:

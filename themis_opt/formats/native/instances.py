@@ -22,6 +22,7 @@ from themis_opt.formats.native.jsonfile import (
     write_json,
 )
 from themis_opt.instance import (
+    MAX_COLLECTIVES,
     After,
     AllReducePhases,
     Collective,
@@ -44,6 +45,14 @@ def instance_schema() -> dict[str, Any]:
     return schema
 
 
+def _tasks(value: Any, path: str) -> list[Any]:
+    """The list of tasks, its length checked before any is built."""
+    tasks = _list(value, path)
+    if len(tasks) > MAX_COLLECTIVES:
+        raise InputError(path, f"must hold at most {MAX_COLLECTIVES} tasks, got {len(tasks)}")
+    return tasks
+
+
 def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
     """Build an :class:`Instance` from parsed JSON (format version 1 or 2).
 
@@ -58,7 +67,7 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
         data = _header(data, INSTANCE_FORMAT, {"network", "collectives"}, {"name"})
         collectives = [
             _collective(raw, f"collectives[{i}]", version=1)
-            for i, raw in enumerate(_list(data["collectives"], "collectives"))
+            for i, raw in enumerate(_tasks(data["collectives"], "collectives"))
         ]
         network = _network(data["network"])
         try:
@@ -69,7 +78,7 @@ def instance_from_dict(data: Any, default_name: str = "instance") -> Instance:
     data = _header(data, INSTANCE_FORMAT, {"network", "tasks"}, {"name", "metadata", "stage_npus"})
     network = _network(data["network"])
     tasks: list[Task] = []
-    for i, raw in enumerate(_list(data["tasks"], "tasks")):
+    for i, raw in enumerate(_tasks(data["tasks"], "tasks")):
         where = f"tasks[{i}]"
         if not isinstance(raw, dict):
             raise InputError(where, f"must be an object, got {_kind(raw)}")
