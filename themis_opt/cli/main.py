@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None, *, started: float | None = None) -> 
         sys.stderr.write(f"themis-opt: error: {where}: cannot be written ({error.strerror or error})\n")
         return 2
     except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM (Terminated), perhaps after the best so far was kept
-        terminated = isinstance(stop, Terminated) or isinstance(stop.__cause__, Terminated)
+        terminated = _terminated(stop)
         sys.stderr.write(f"themis-opt: {'terminated' if terminated else 'interrupted'}\n")
         return 143 if terminated else 130
     finally:
@@ -83,6 +83,17 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the command is, so that it stops as Ctrl-C stops it: every output
     written whole or not at all, no temporary file left behind.
     """
+
+
+def _terminated(stop: BaseException | None) -> bool:
+    """Whether SIGTERM is behind ``stop``: the searches that keep their best raise their own
+    interrupt from it, perhaps several deep.
+    """
+    while stop is not None:
+        if isinstance(stop, Terminated):
+            return True
+        stop = stop.__cause__
+    return False
 
 
 def _terminate(signum: int, frame: object) -> None:
