@@ -205,6 +205,8 @@ def test_the_workload_command_lays_out_an_llm(tmp_path: Path, capsys: pytest.Cap
         (["llama3-8b", "--mfu", "1.5"], "--efficiency"),
         (["llama3-8b", "--sp"], "--sp: shards the tensor-parallel group's activations: needs tp > 1"),
         (["resnet50", "--sp"], "--sp: is for the LLMs"),
+        (["llama3-8b", "--fsdp-gathers", "once", "--data-parallel", "fsdp"], "--fsdp-gathers: is for --data-parallel"),
+        (["llama3-8b", "--fsdp-gathers", "microbatch", "--pp", "2"], "--fsdp-gathers: is for --data-parallel fsdp"),
     ],
 )
 def test_the_workload_command_refuses_what_does_not_apply(
@@ -273,8 +275,45 @@ def test_every_method_gives_a_valid_schedule_on_pipeline_stages(method: str) -> 
 def test_bad_pipelines_are_refused(layout: Layout, message: str) -> None:
     with pytest.raises(InputError, match=message.replace("[", r"\[")):
         llm_task_graph(TOY, NET, layout)
-    with pytest.raises(InputError, match="data_parallel: fsdp with pipeline stages"):
-        Layout(pp=2, data_parallel="fsdp")
+    with pytest.raises(InputError, match="fsdp_gathers: is for fsdp with pipeline stages or microbatches"):
+        Layout(pp=2, fsdp_gathers="microbatch")
+
+
+def test_fsdp_on_pipeline_stages_gathers_once_and_reduces_after_the_last_microbatch() -> None:
+    # toy's two blocks one a stage; the stages' data-parallel group is dimension 1 (tp 0, stages 2)
+    instance = llm_task_graph(TOY, NET, Layout(tp=2, dp=2, pp=2, microbatches=3, data_parallel="fsdp"))
+    ids = {c.id: c for c in instance.collectives}
+    gathers = sorted(i for i in ids if ".ag_" in i)
+    assert gathers == ["p0.s0.m0.ag_fwd.b0", "p0.s0.m0.ag_fwd.root", "p0.s1.m0.ag_fwd.b1", "p0.s1.m0.ag_fwd.root"]
+    assert sorted(i for i in ids if ".rs." in i) == [
+        "p0.s0.m2.rs.b0", "p0.s0.m2.rs.root", "p0.s1.m2.rs.b1", "p0.s1.m2.rs.root",
+    ]  # fmt: skip
+    assert {(ids[i].stage, ids[i].dimensions) for i in gathers} == {(0, (1,)), (1, (1,))}
+    # block 0 holds 192 + 384 + 16 parameters, a tensor rank half of the matrices' 576 and both norms
+    assert ids["p0.s0.m0.ag_fwd.b0"].size_bytes == (576 // 2 + 16) * 2
+    assert _after(instance, "p0.s0.m0.b0.attn_fwd") == {"p0.s0.m0.ag_fwd.b0", "p0.s0.m0.ag_fwd.root"}
+    assert _after(instance, "p0.s1.m2.rs.b1") == {"p0.s1.m2.b1.attn_bwd"}
+    assert not any("bucket" in i for i in ids)
+    assert dict(instance.metadata)["layout"] == "tp 2 x ep 1 x dp 2 x pp 2, fsdp (gathered once a pass)"
+
+
+def test_fsdp_gathered_every_microbatch_moves_more() -> None:
+    layouts = {
+        g: Layout(tp=2, dp=2, pp=2, microbatches=3, data_parallel="fsdp", fsdp_gathers=g)
+        for g in ("once", "microbatch")
+    }
+    once, each = (llm_task_graph(TOY, NET, layouts[g]) for g in ("once", "microbatch"))
+    ids = {c.id for c in each.collectives}
+    # every microbatch: gathered before each forward and backward, reduced after each backward
+    assert sum(".ag_" in i for i in ids) == 2 * 2 * 3 * 2 and sum(".rs." in i for i in ids) == 2 * 3 * 2
+    assert _after(each, "p0.s1.m1.ag_bwd.b1") == {"p0.s1.m1.ag_bwd.root"}
+    # an op's gathers begin when the op before it begins: stage 1 runs F0 B0 F1 B1 F2 B2, and B0 begins
+    # once F0 has ended (its output layer's forward)
+    assert _after(each, "p0.s1.m1.ag_fwd.root") == {"p0.s1.m0.head_fwd"}
+    for instance in (once, each):
+        result = solve(instance, "themis")
+        assert result.schedule is not None and validate(instance, result.schedule) == []
+    assert solve(each, "baseline").makespan > solve(once, "baseline").makespan
 
 
 def test_the_workload_command_lays_out_pipeline_stages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,7 +16,7 @@ from themis_opt.errors import InputError, counted
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.instance import Network
 
-_LLM_ONLY = ("tp", "ep", "dp", "data_parallel", "seq", "pp", "microbatches", "stage_dims", "sp")
+_LLM_ONLY = ("tp", "ep", "dp", "data_parallel", "seq", "pp", "microbatches", "stage_dims", "sp", "fsdp_gathers")
 _ZOO_ONLY = ("model_parallel", "policy")
 _ZOO_SIZES = ("batch", "precision", "peak_tflops", "efficiency", "model_parallel")  # not a workload file's
 FIELDS = {  # the option types' fields -> this command's dests, or what stands for a field
@@ -129,6 +129,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=int_in(1, 4096),
         default=None,
         help=f"LLMs: microbatches of --batch sequences a pass (default {llm.microbatches})",
+    )
+    p.add_argument(
+        "--fsdp-gathers",
+        choices=("once", "microbatch"),
+        default=None,
+        help="LLMs, fsdp with --pp or --microbatches: each unit gathered once before the first microbatch and "
+        "reduce-scattered after the last (torchtitan's default with pipeline stages), or gathered before every "
+        f"forward and backward and reduce-scattered after every backward (default {llm.fsdp_gathers})",
     )
     p.add_argument(
         "--stage-dims",
@@ -253,9 +261,16 @@ def _llm_workload(args: argparse.Namespace, console: Console, network: Network, 
             ("microbatches", args.microbatches),
             ("stage_dims", args.stage_dims),
             ("sequence_parallel", args.sp),
+            ("fsdp_gathers", args.fsdp_gathers),
         )
         if value is not None
     }
+    if args.fsdp_gathers is not None and not (
+        given.get("data_parallel") == "fsdp" and (given.get("pp", 1) > 1 or given.get("microbatches", 1) > 1)
+    ):
+        raise InputError(
+            "--fsdp-gathers", "is for --data-parallel fsdp with --pp or --microbatches: it changes nothing here"
+        )
     dp = args.dp if args.dp is not None else max(1, network.num_npus // (tp * ep * (args.pp or 1)))
     layout = Layout(tp=tp, ep=ep, dp=dp, chunks=chunks, **given)  # type: ignore[arg-type]
     instance = llm_task_graph(LLMS[args.model], network, layout, name=args.name)

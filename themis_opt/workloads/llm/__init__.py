@@ -51,9 +51,17 @@ after the one before; a microbatch's activations go to the next stage and
 its activation gradients to the stage before as sends of batch x sequence x
 hidden x bytes, each forward waiting for its activations and each backward
 for its gradients. A stage all-reduces its gradients in DDP buckets as the
-last microbatch's backward makes them. FSDP with pipeline stages or
-microbatches is not modelled; a tied output layer's gradients are not
-exchanged between the first and last stage.
+last microbatch's backward makes them. With FSDP a stage's units (its blocks;
+the embeddings on the first stage, the output layer and final norm on the
+last) are all-gathered and reduce-scattered over the stage's data-parallel
+group, one unit of prefetch as above, an op's first unit as the op before it
+starts; ``fsdp_gathers`` says when: ``once`` (torchtitan's default with
+pipeline stages: gathered before the first microbatch's forward and kept, the
+gradients accumulated and reduce-scattered after the last microbatch's
+backward) or ``microbatch`` (gathered before every forward and every
+backward, reduce-scattered after every backward). The same holds for
+gradient accumulation (microbatches on one stage). A tied output layer's
+gradients are not exchanged between the first and last stage.
 """
 
 from themis_opt.workloads.llm.builders import BUCKET_BYTES, MIB, llm_task_graph, one_f_one_b

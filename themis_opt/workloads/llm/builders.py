@@ -18,6 +18,7 @@ from themis_opt.workloads.llm.models import LlmConfig, Tensor, block_tensors, ou
 
 MIB = 2**20
 BUCKET_BYTES = 25 * MIB  # PyTorch DDP's default bucket_cap_mb
+_GATHERS = {"once": "once a pass", "microbatch": "every microbatch"}  # FSDP over microbatches, as the layout says
 
 
 @dataclass
@@ -55,6 +56,28 @@ def _sharded(tensor: Tensor, layout: Layout) -> int:
     """Parameters of ``tensor`` one NPU holds."""
     parameters = tensor.parameters // layout.tp if tensor.split else tensor.parameters
     return parameters // layout.ep if tensor.expert else parameters
+
+
+def _unit_collectives(
+    graph: _Graph,
+    layout: Layout,
+    dims: tuple[tuple[int, ...], tuple[int, ...]],
+    kind: Kind,
+    unit: str,
+    tensors: tuple[Tensor, ...],
+    after: list[str],
+) -> list[str]:
+    """FSDP: one unit's all-gathers or reduce-scatters, one per data-parallel group its tensors have
+    (``dims``: the group of the parameters that are not experts', the experts' group; the experts'
+    collective is named ``{unit}.experts``).
+    """
+    found = []
+    for suffix, group, expert in (("", dims[0], False), (".experts", dims[1], True)):
+        size = sum(_sharded(t, layout) for t in tensors if t.expert == expert) * layout.bytes_per_element
+        made = graph.collective(f"{unit}{suffix}", kind, size, group, after)
+        if made:
+            found.append(made)
+    return found
 
 
 def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name: str | None = None) -> Instance:
@@ -151,7 +174,12 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
             f"tp {layout.tp} x ep {layout.ep} x dp {layout.dp}"
             + (f" x pp {layout.pp}" if layout.pp > 1 else "")
             + (" (sequence parallel)" if layout.sequence_parallel else "")
-            + f", {layout.data_parallel}",
+            + f", {layout.data_parallel}"
+            + (
+                f" (gathered {_GATHERS[layout.fsdp_gathers]})"
+                if layout.data_parallel == "fsdp" and layout.pipelined
+                else ""
+            ),
         ),
         ("tp_dims", ",".join(map(str, tp_dims))),
         ("ep_dims", ",".join(map(str, ep_dims))),
@@ -183,23 +211,11 @@ def _one_pass(
     """One training iteration; returns what the next one waits for."""
     attn_fwd, mlp_fwd, head_fwd = times
     attention, mlp, embeddings, head = parts
-    e = layout.bytes_per_element
     fsdp = layout.data_parallel == "fsdp"
     block_units = attention + mlp
 
-    def by_group(tensors: tuple[Tensor, ...]) -> list[tuple[str, tuple[int, ...], int]]:
-        """The bytes one NPU holds of ``tensors``, per data-parallel group: (suffix, dims, bytes)."""
-        expert = sum(_sharded(t, layout) for t in tensors if t.expert) * e
-        other = sum(_sharded(t, layout) for t in tensors if not t.expert) * e
-        return [(s, d, b) for s, d, b in (("", replica_dims, other), (".experts", dp_dims, expert)) if b]
-
     def unit_collectives(kind: Kind, unit: str, tensors: tuple[Tensor, ...], after: list[str]) -> list[str]:
-        found = []
-        for suffix, dims, size in by_group(tensors):
-            made = graph.collective(f"{unit}{suffix}", kind, size, dims, after)
-            if made:
-                found.append(made)
-        return found
+        return _unit_collectives(graph, layout, (replica_dims, dp_dims), kind, unit, tensors, after)
 
     def chain(done: list[str], name: str | None) -> list[str]:
         return [name] if name else done
@@ -294,8 +310,8 @@ def _pipelined_pass(
     dispatch: int,
     npus: tuple[int, ...],
 ) -> dict[int, list[str]]:
-    """One training iteration of microbatches on pipeline stages (DDP); returns, per stage, what its next
-    iteration waits for.
+    """One training iteration of microbatches on pipeline stages (or one stage: gradient accumulation),
+    DDP or FSDP; returns, per stage, what its next iteration waits for.
     """
     tp_dims, ep_dims, dp_dims, replica_dims = dims
     attn_fwd, mlp_fwd, head_fwd = times
@@ -329,39 +345,82 @@ def _pipelined_pass(
         made += [(t, attn_b) for t in reversed(attention)]
         return chain([attn_b], graph.tp_sync(b, "attn_bwd", activations, tp_dims, [attn_b]))
 
+    fsdp = layout.data_parallel == "fsdp"
+    once = layout.fsdp_gathers == "once"
+    last_mb = layout.microbatches - 1
+
+    def unit(kind: Kind, name: str, tensors: tuple[Tensor, ...], after: list[str]) -> list[str]:
+        return _unit_collectives(graph, layout, (replica_dims, dp_dims), kind, name, tensors, after)
+
     done: dict[int, list[str]] = {}
     for s in range(stages):
         graph.stage = s
         first, final = s == 0, s == stages - 1
         lo = s * per + min(s, extra)
-        blocks = range(lo, lo + per + (1 if s < extra else 0))
+        blocks = list(range(lo, lo + per + (1 if s < extra else 0)))
+        root = (embeddings if first else ()) + (head if final else ())
         before = list(waits.get(s, []))  # the stage's ops run one after another
+        started = before  # what the op before started from: an op's gathers begin as it begins
         gradients: list[tuple[Tensor, str]] = []
+        reductions: list[str] = []
         for op, m in one_f_one_b(stages, s, layout.microbatches):
             mb = f"{at}s{s}.m{m}."
+            order = blocks if op == "F" else blocks[::-1]
+            gathering = fsdp and (m == 0 if once and op == "F" else not once)
+            tag = "fwd" if op == "F" else "bwd"
+            root_g = unit(Kind.ALL_GATHER, f"{mb}ag_{tag}.root", root, started) if gathering else []
+            ahead = root_g or started  # the last gathers made
+            ran: list[list[str]] = []  # what each block run so far ended with
             if op == "F":
                 last = before + ([f"{at}s{s - 1}.m{m}.send_fwd"] if not first else [])
-                for i in blocks:
-                    last = forward(f"{mb}b{i}.", last)
+                for k, i in enumerate(order):
+                    # one unit of prefetch: a unit is gathered once the one before it is and the block
+                    # two before it has run
+                    g = (
+                        unit(
+                            Kind.ALL_GATHER, f"{mb}ag_fwd.b{i}", attention + mlp, ahead + (ran[k - 2] if k >= 2 else [])
+                        )
+                        if gathering
+                        else []
+                    )
+                    ahead = g or ahead
+                    last = forward(f"{mb}b{i}.", last + g + (root_g if k == 0 else []))
+                    ran.append(last)
                 if final:
-                    last = [graph.compute(f"{mb}head_fwd", head_fwd, last)]
+                    last = [graph.compute(f"{mb}head_fwd", head_fwd, last + root_g)]
                 else:
                     graph.graph.send(f"{mb}send_fwd", activations, npus[s], npus[s + 1], last, stage=s)
             else:
                 last = before + ([f"{at}s{s + 1}.m{m}.send_bwd"] if not final else [])
+                scatter = fsdp and (m == last_mb or not once)  # kept gradients are reduced after the last microbatch
                 made: list[tuple[Tensor, str]] = []
                 if final:
-                    last = [graph.compute(f"{mb}head_bwd", 2 * head_fwd, last)]
+                    last = [graph.compute(f"{mb}head_bwd", 2 * head_fwd, last + root_g)]
                     made += [(t, last[0]) for t in reversed(head)]
-                for i in reversed(blocks):
-                    last = backward(f"{mb}b{i}.", last, made)
+                for k, i in enumerate(order):
+                    g = (
+                        unit(
+                            Kind.ALL_GATHER, f"{mb}ag_bwd.b{i}", attention + mlp, ahead + (ran[k - 2] if k >= 2 else [])
+                        )
+                        if gathering
+                        else []
+                    )
+                    ahead = g or ahead
+                    last = backward(f"{mb}b{i}.", last + g, made)
+                    ran.append(last)
+                    if scatter:
+                        reductions += unit(Kind.REDUCE_SCATTER, f"{mb}rs.b{i}", attention + mlp, [made[-1][1]])
                 if first:
                     made += [(t, last[0]) for t in reversed(embeddings)]
                 else:
                     graph.graph.send(f"{mb}send_bwd", activations, npus[s], npus[s - 1], last, stage=s)
+                if scatter:
+                    reductions += unit(Kind.REDUCE_SCATTER, f"{mb}rs.root", root, [made[-1][1]] if made else last)
                 gradients = made
-            before = last
-        done[s] = _buckets(graph, f"{at}s{s}.", gradients, layout, replica_dims, dp_dims) + before
+            started, before = before, last
+        if not fsdp:
+            reductions = _buckets(graph, f"{at}s{s}.", gradients, layout, replica_dims, dp_dims)
+        done[s] = reductions + before
     graph.stage = 0
     return done
 

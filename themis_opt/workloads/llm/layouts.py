@@ -54,6 +54,13 @@ class Layout:
         activations becomes a reduce-scatter to the sequence shards and the
         all-gather the next matrix product needs (the same bytes, two
         collectives each scheduled on its own).
+    fsdp_gathers
+        FSDP over microbatches: ``once`` (torchtitan's default with pipeline
+        stages: each unit gathered before the first microbatch's forward and
+        kept, its gradients accumulated and reduce-scattered after the last
+        microbatch's backward) or ``microbatch`` (gathered before every
+        forward and every backward, reduce-scattered after every backward: the
+        least memory, the most traffic).
     """
 
     tp: int = 1
@@ -71,6 +78,7 @@ class Layout:
     microbatches: int = 1
     stage_dims: tuple[int, ...] | None = None
     sequence_parallel: bool = False
+    fsdp_gathers: Literal["once", "microbatch"] = "once"
 
     def __post_init__(self) -> None:
         for name in ("tp", "ep", "dp", "batch", "passes", "chunks", "pp", "microbatches"):
@@ -99,8 +107,12 @@ class Layout:
             raise InputError("sequence_parallel", f"must be true or false, got {self.sequence_parallel!r}")
         if self.sequence_parallel and self.tp == 1:
             raise InputError("sequence_parallel", "shards the tensor-parallel group's activations: needs tp > 1")
-        if self.data_parallel == "fsdp" and (self.pp > 1 or self.microbatches > 1):
-            raise InputError("data_parallel", "fsdp with pipeline stages or microbatches is not modelled: use ddp")
+        if self.fsdp_gathers not in ("once", "microbatch"):
+            raise InputError("fsdp_gathers", f"must be once or microbatch, got {self.fsdp_gathers!r}")
+        if self.fsdp_gathers == "microbatch" and not (self.data_parallel == "fsdp" and self.pipelined):
+            raise InputError(
+                "fsdp_gathers", "is for fsdp with pipeline stages or microbatches: it changes nothing here"
+            )
 
     @property
     def pipelined(self) -> bool:
