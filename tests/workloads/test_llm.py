@@ -230,6 +230,46 @@ def test_the_1f1b_schedule_warms_up_alternates_and_cools_down() -> None:
     assert one_f_one_b(4, 0, 2) == [("F", 0), ("F", 1), ("B", 0), ("B", 1)]  # fewer microbatches than warm-up
 
 
+def test_the_interleaved_1f1b_schedule_is_megatrons() -> None:
+    from themis_opt.workloads.llm import pipeline_order
+
+    # 2 stages x 2 chunks, 4 microbatches: stage 0 warms up with 2 (2 - 0 - 1) + (2 - 1) 2 = 4 forwards,
+    # two microbatches through chunk 0, then chunk 1; its backwards start from the last chunk
+    assert pipeline_order(2, 0, 4, 2) == [
+        ("F", 0, 0), ("F", 0, 1), ("F", 1, 0), ("F", 1, 1), ("F", 0, 2), ("B", 1, 0), ("F", 0, 3), ("B", 1, 1),
+        ("F", 1, 2), ("B", 0, 0), ("F", 1, 3), ("B", 0, 1), ("B", 1, 2), ("B", 1, 3), ("B", 0, 2), ("B", 0, 3),
+    ]  # fmt: skip
+    for stage in range(4):
+        ops = pipeline_order(4, stage, 8, 3)
+        assert sorted(ops) == sorted((op, v, m) for op in "FB" for v in range(3) for m in range(8))
+    assert pipeline_order(3, 1, 4) == [("F", 0, 0), ("F", 0, 1), ("B", 0, 0), ("F", 0, 2), ("B", 0, 1),
+                                       ("F", 0, 3), ("B", 0, 2), ("B", 0, 3)]  # fmt: skip
+
+
+def test_interleaved_stages_hold_chunks_in_turn_and_shrink_the_bubble() -> None:
+    four = LlmConfig("toy4", 4, 8, 2, 1, 16, 32, 4, True)  # four blocks: two chunks of one on each of two stages
+    makespans = {}
+    for virtual in (1, 2):
+        layout = Layout(tp=2, dp=2, pp=2, microbatches=4, virtual_stages=virtual, batch=64)
+        instance = llm_task_graph(four, NET, layout)
+        result = solve(instance, "themis")
+        assert result.schedule is not None and validate(instance, result.schedule) == []
+        makespans[virtual] = result.makespan
+    # chunk 1 of stage 0 holds block 2 and waits for chunk 0 of stage 1 (block 1); the last stage sends
+    # its chunk 0's output back to stage 0
+    assert {t.stage for t in instance.tasks if ".b2." in t.id} == {0} and {
+        t.stage for t in instance.tasks if ".b1." in t.id
+    } == {1}
+    assert "p0.s1.v0.m0.send_fwd" in _after(instance, "p0.s0.v1.m0.b2.attn_fwd")
+    assert "p0.s0.v1.m0.send_bwd" in _after(instance, "p0.s1.v0.m0.b1.mlp_bwd")
+    assert dict(instance.metadata)["virtual_stages"] == "2"
+    assert makespans[2] < makespans[1]
+    with pytest.raises(InputError, match="virtual_stages: interleaves the microbatches"):
+        Layout(pp=2, microbatches=3, virtual_stages=2)
+    with pytest.raises(InputError, match="pp: toy has 2 blocks: 2 stages x 2 chunks would leave some empty"):
+        llm_task_graph(TOY, NET, Layout(tp=2, dp=2, pp=2, microbatches=2, virtual_stages=2))
+
+
 def test_pipeline_stages_take_the_outermost_dimensions_and_send_activations() -> None:
     # 8 NPUs: tp on dimension 0, dp on 1, the two stages on 2 (NPUs 0 and 4); toy's two blocks, one a stage
     layout = Layout(tp=2, dp=2, pp=2, microbatches=3)

@@ -16,7 +16,9 @@ from themis_opt.errors import InputError, counted
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.instance import Network
 
-_LLM_ONLY = ("tp", "ep", "dp", "data_parallel", "seq", "pp", "microbatches", "stage_dims", "sp", "fsdp_gathers")
+_LLM_ONLY = (
+    "tp", "ep", "dp", "data_parallel", "seq", "pp", "microbatches", "stage_dims", "sp", "fsdp_gathers", "virtual_stages",
+)  # fmt: skip
 _ZOO_ONLY = ("model_parallel", "policy")
 _ZOO_SIZES = ("batch", "precision", "peak_tflops", "efficiency", "model_parallel")  # not a workload file's
 FIELDS = {  # the option types' fields -> this command's dests, or what stands for a field
@@ -129,6 +131,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=int_in(1, 4096),
         default=None,
         help=f"LLMs: microbatches of --batch sequences a pass (default {llm.microbatches})",
+    )
+    p.add_argument(
+        "--virtual-stages",
+        type=int_in(1, 1024),
+        default=None,
+        help="LLMs: model chunks a pipeline stage holds, run in Megatron's interleaved 1F1B (--microbatches a "
+        f"multiple of --pp; default {llm.virtual_stages}: plain 1F1B)",
     )
     p.add_argument(
         "--fsdp-gathers",
@@ -262,6 +271,7 @@ def _llm_workload(args: argparse.Namespace, console: Console, network: Network, 
             ("stage_dims", args.stage_dims),
             ("sequence_parallel", args.sp),
             ("fsdp_gathers", args.fsdp_gathers),
+            ("virtual_stages", args.virtual_stages),
         )
         if value is not None
     }

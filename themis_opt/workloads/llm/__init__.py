@@ -64,7 +64,7 @@ gradient accumulation (microbatches on one stage). A tied output layer's
 gradients are not exchanged between the first and last stage.
 """
 
-from themis_opt.workloads.llm.builders import BUCKET_BYTES, MIB, llm_task_graph, one_f_one_b
+from themis_opt.workloads.llm.builders import BUCKET_BYTES, MIB, llm_task_graph, one_f_one_b, pipeline_order
 from themis_opt.workloads.llm.layouts import Layout, group_dims, stage_dims, stage_npus
 from themis_opt.workloads.llm.models import LLMS, LlmConfig, Tensor, block_tensors, outer_tensors, parameter_count
 
@@ -81,6 +81,7 @@ __all__ = [
     "one_f_one_b",
     "outer_tensors",
     "parameter_count",
+    "pipeline_order",
     "stage_dims",
     "stage_npus",
 ]

@@ -108,8 +108,9 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
         divide over ``tp``, or the experts over ``ep``; or there are more stages than blocks.
     """
     tp_dims, ep_dims, dp_dims = group_dims(network, layout)
-    if layout.pp > config.layers:
-        raise InputError("pp", f"{config.name} has {config.layers} blocks: {layout.pp} stages would leave some empty")
+    if layout.pp * layout.virtual_stages > config.layers:
+        chunks = f"{layout.pp} stages" + (f" x {layout.virtual_stages} chunks" if layout.virtual_stages > 1 else "")
+        raise InputError("pp", f"{config.name} has {config.layers} blocks: {chunks} would leave some empty")
     for part, count in (("attention heads", config.heads), ("MLP columns", config.ffn)):
         if count % layout.tp:
             raise InputError("tp", f"{config.name}'s {count} {part} do not divide over {layout.tp} tensor ranks")
@@ -162,7 +163,12 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
             (attn_fwd, mlp_fwd, head_fwd), (attention, mlp, embeddings, head), activations, dispatch,
         )  # fmt: skip
     pipeline = (
-        (("pp", str(layout.pp)), ("stage_dims", ",".join(map(str, staged))), ("microbatches", str(layout.microbatches)))
+        (
+            ("pp", str(layout.pp)),
+            ("stage_dims", ",".join(map(str, staged))),
+            ("microbatches", str(layout.microbatches)),
+            *((("virtual_stages", str(layout.virtual_stages)),) if layout.virtual_stages > 1 else ()),
+        )
         if layout.pipelined
         else ()
     )
@@ -173,6 +179,7 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
             "layout",
             f"tp {layout.tp} x ep {layout.ep} x dp {layout.dp}"
             + (f" x pp {layout.pp}" if layout.pp > 1 else "")
+            + (f" ({layout.virtual_stages} chunks a stage)" if layout.virtual_stages > 1 else "")
             + (" (sequence parallel)" if layout.sequence_parallel else "")
             + f", {layout.data_parallel}"
             + (
@@ -297,6 +304,28 @@ def one_f_one_b(stages: int, stage: int, microbatches: int) -> list[tuple[str, i
     return order
 
 
+def pipeline_order(stages: int, stage: int, microbatches: int, virtual: int = 1) -> list[tuple[str, int, int]]:
+    """One stage's ops in the order it runs them: ("F" or "B", model chunk, microbatch). One chunk a
+    stage: 1F1B (:func:`one_f_one_b`). Several (``virtual``): Megatron's interleaved 1F1B, whose
+    forwards take ``stages`` microbatches through each chunk in turn (backwards through the chunks
+    in reverse), after ``2 (stages - stage - 1) + (virtual - 1) stages`` warm-up forwards.
+    """
+    if virtual == 1:
+        return [(op, 0, m) for op, m in one_f_one_b(stages, stage, microbatches)]
+    total, group = microbatches * virtual, stages * virtual
+
+    def chunk_and_microbatch(k: int, forward: bool) -> tuple[int, int]:
+        chunk = (k % group) // stages
+        return (chunk if forward else virtual - 1 - chunk), (k // group) * stages + k % stages
+
+    warm = min(2 * (stages - stage - 1) + (virtual - 1) * stages, total)
+    order = [("F", *chunk_and_microbatch(k, True)) for k in range(warm)]
+    for k in range(total - warm):
+        order += [("F", *chunk_and_microbatch(warm + k, True)), ("B", *chunk_and_microbatch(k, False))]
+    order += [("B", *chunk_and_microbatch(k, False)) for k in range(total - warm, total)]
+    return order
+
+
 def _pipelined_pass(
     graph: _Graph,
     at: str,
@@ -317,7 +346,6 @@ def _pipelined_pass(
     attn_fwd, mlp_fwd, head_fwd = times
     attention, mlp, embeddings, head = parts
     stages, moe = layout.pp, config.moe
-    per, extra = divmod(config.layers, stages)
 
     def chain(done: list[str], name: str | None) -> list[str]:
         return [name] if name else done
@@ -352,19 +380,30 @@ def _pipelined_pass(
     def unit(kind: Kind, name: str, tensors: tuple[Tensor, ...], after: list[str]) -> list[str]:
         return _unit_collectives(graph, layout, (replica_dims, dp_dims), kind, name, tensors, after)
 
+    virtual = layout.virtual_stages
+    chunks_of = stages * virtual  # the model chunks, in order: chunk v of stage s is chunk v * stages + s
+    per, extra = divmod(config.layers, chunks_of)
+
+    def blocks_of(j: int) -> list[int]:
+        lo = j * per + min(j, extra)
+        return list(range(lo, lo + per + (1 if j < extra else 0)))
+
+    def name(s: int, v: int, m: int) -> str:
+        return f"{at}s{s}.m{m}." if virtual == 1 else f"{at}s{s}.v{v}.m{m}."
+
     done: dict[int, list[str]] = {}
     for s in range(stages):
         graph.stage = s
-        first, final = s == 0, s == stages - 1
-        lo = s * per + min(s, extra)
-        blocks = list(range(lo, lo + per + (1 if s < extra else 0)))
-        root = (embeddings if first else ()) + (head if final else ())
         before = list(waits.get(s, []))  # the stage's ops run one after another
         started = before  # what the op before started from: an op's gathers begin as it begins
-        gradients: list[tuple[Tensor, str]] = []
+        gradients: list[tuple[Tensor, str]] = []  # each chunk's, as its last microbatch's backward makes them
         reductions: list[str] = []
-        for op, m in one_f_one_b(stages, s, layout.microbatches):
-            mb = f"{at}s{s}.m{m}."
+        for op, v, m in pipeline_order(stages, s, layout.microbatches, virtual):
+            j = v * stages + s
+            first, final = j == 0, j == chunks_of - 1
+            blocks = blocks_of(j)
+            root = (embeddings if first else ()) + (head if final else ())
+            mb = name(s, v, m)
             order = blocks if op == "F" else blocks[::-1]
             gathering = fsdp and (m == 0 if once and op == "F" else not once)
             tag = "fwd" if op == "F" else "bwd"
@@ -372,7 +411,8 @@ def _pipelined_pass(
             ahead = root_g or started  # the last gathers made
             ran: list[list[str]] = []  # what each block run so far ended with
             if op == "F":
-                last = before + ([f"{at}s{s - 1}.m{m}.send_fwd"] if not first else [])
+                # the chunk before's output: the stage before's, or the last stage's previous chunk's
+                last = before + ([f"{name((j - 1) % stages, (j - 1) // stages, m)}send_fwd"] if not first else [])
                 for k, i in enumerate(order):
                     # one unit of prefetch: a unit is gathered once the one before it is and the block
                     # two before it has run
@@ -389,9 +429,10 @@ def _pipelined_pass(
                 if final:
                     last = [graph.compute(f"{mb}head_fwd", head_fwd, last + root_g)]
                 else:
-                    graph.graph.send(f"{mb}send_fwd", activations, npus[s], npus[s + 1], last, stage=s)
+                    to = npus[(j + 1) % stages]
+                    graph.graph.send(f"{mb}send_fwd", activations, npus[s], to, last, stage=s)
             else:
-                last = before + ([f"{at}s{s + 1}.m{m}.send_bwd"] if not final else [])
+                last = before + ([f"{name((j + 1) % stages, (j + 1) // stages, m)}send_bwd"] if not final else [])
                 scatter = fsdp and (m == last_mb or not once)  # kept gradients are reduced after the last microbatch
                 made: list[tuple[Tensor, str]] = []
                 if final:
@@ -413,10 +454,12 @@ def _pipelined_pass(
                 if first:
                     made += [(t, last[0]) for t in reversed(embeddings)]
                 else:
-                    graph.graph.send(f"{mb}send_bwd", activations, npus[s], npus[s - 1], last, stage=s)
+                    to = npus[(j - 1) % stages]
+                    graph.graph.send(f"{mb}send_bwd", activations, npus[s], to, last, stage=s)
                 if scatter:
                     reductions += unit(Kind.REDUCE_SCATTER, f"{mb}rs.root", root, [made[-1][1]] if made else last)
-                gradients = made
+                if m == last_mb:
+                    gradients += made
             started, before = before, last
         if not fsdp:
             reductions = _buckets(graph, f"{at}s{s}.", gradients, layout, replica_dims, dp_dims)

@@ -54,6 +54,10 @@ class Layout:
         activations becomes a reduce-scatter to the sequence shards and the
         all-gather the next matrix product needs (the same bytes, two
         collectives each scheduled on its own).
+    virtual_stages
+        Model chunks a pipeline stage holds (Megatron's interleaved 1F1B:
+        ``pp x virtual_stages`` chunks of blocks, chunk v of stage s the
+        ``v pp + s``-th); 1: plain 1F1B.
     fsdp_gathers
         FSDP over microbatches: ``once`` (torchtitan's default with pipeline
         stages: each unit gathered before the first microbatch's forward and
@@ -79,9 +83,10 @@ class Layout:
     stage_dims: tuple[int, ...] | None = None
     sequence_parallel: bool = False
     fsdp_gathers: Literal["once", "microbatch"] = "once"
+    virtual_stages: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("tp", "ep", "dp", "batch", "passes", "chunks", "pp", "microbatches"):
+        for name in ("tp", "ep", "dp", "batch", "passes", "chunks", "pp", "microbatches", "virtual_stages"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(name, f"must be an integer >= 1, got {value!r}")
@@ -107,6 +112,12 @@ class Layout:
             raise InputError("sequence_parallel", f"must be true or false, got {self.sequence_parallel!r}")
         if self.sequence_parallel and self.tp == 1:
             raise InputError("sequence_parallel", "shards the tensor-parallel group's activations: needs tp > 1")
+        if self.virtual_stages > 1 and (self.pp == 1 or self.microbatches % self.pp):
+            raise InputError(
+                "virtual_stages",
+                f"interleaves the microbatches over the stages in groups of pp: needs pp > 1 and microbatches a "
+                f"multiple of it, got pp {self.pp} and {self.microbatches} microbatches",
+            )
         if self.fsdp_gathers not in ("once", "microbatch"):
             raise InputError("fsdp_gathers", f"must be once or microbatch, got {self.fsdp_gathers!r}")
         if self.fsdp_gathers == "microbatch" and not (self.data_parallel == "fsdp" and self.pipelined):
