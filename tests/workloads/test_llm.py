@@ -205,6 +205,8 @@ def test_the_workload_command_lays_out_an_llm(tmp_path: Path, capsys: pytest.Cap
         (["llama3-8b", "--mfu", "1.5"], "--efficiency"),
         (["llama3-8b", "--sp"], "--sp: shards the tensor-parallel group's activations: needs tp > 1"),
         (["resnet50", "--sp"], "--sp: is for the LLMs"),
+        (["resnet50", "--cp", "2"], "--cp: is for the LLMs"),
+        (["llama3-8b", "--cp", "3"], "--tp x --cp x --ep x --dp: 1 x 3 x 1 x 5 = 15, but the network has 16 NPUs"),
         (["llama3-8b", "--fsdp-gathers", "once", "--data-parallel", "fsdp"], "--fsdp-gathers: is for --data-parallel"),
         (["llama3-8b", "--fsdp-gathers", "microbatch", "--pp", "2"], "--fsdp-gathers: is for --data-parallel fsdp"),
     ],
@@ -228,6 +230,32 @@ def test_the_1f1b_schedule_warms_up_alternates_and_cools_down() -> None:
     assert one_f_one_b(3, 0, 4) == [("F", 0), ("F", 1), ("F", 2), ("B", 0), ("F", 3), ("B", 1), ("B", 2), ("B", 3)]
     assert one_f_one_b(3, 2, 2) == [("F", 0), ("B", 0), ("F", 1), ("B", 1)]
     assert one_f_one_b(4, 0, 2) == [("F", 0), ("F", 1), ("B", 0), ("B", 1)]  # fewer microbatches than warm-up
+
+
+def test_context_parallel_ranks_gather_the_keys_and_values_and_share_the_compute() -> None:
+    one = llm_task_graph(TOY, NET, Layout(tp=2, dp=4, batch=2))
+    two = llm_task_graph(TOY, NET, Layout(tp=2, cp=2, dp=2, batch=2))
+    meta = dict(two.metadata)
+    assert meta["layout"] == "tp 2 x cp 2 x ep 1 x dp 2, ddp" and (meta["tp_dims"], meta["cp_dims"]) == ("0", "1")
+    ids = {c.id: c for c in two.collectives}
+    gather, scatter = ids["p0.b0.ag_kv_fwd"], ids["p0.b0.rs_dkv_bwd"]
+    # the whole sequence's keys and values: 2 sequences x 4 tokens x (k, v) x one head of 4 x 2 bytes
+    assert (gather.kind, gather.size_bytes, gather.dimensions) == (Kind.ALL_GATHER, 2 * 4 * 2 * 4 * 2, (1,))
+    assert (scatter.kind, scatter.size_bytes) == (Kind.REDUCE_SCATTER, gather.size_bytes)
+    assert _after(two, "p0.b0.attn_fwd") == {"p0.b0.ag_kv_fwd"} and _after(two, "p0.b0.ag_kv_fwd") == {"p0.b0.qkv_fwd"}
+    assert _after(two, "p0.b0.qkv_bwd") == {"p0.b0.rs_dkv_bwd"}
+    assert "p0.b1.ag_kv_bwd" in _after(two, "p0.b1.attn_bwd")  # gathered again while the MLP's backward runs
+    # each rank computes its half of every sequence against the whole sequence's keys: half the work
+    took = {t.id: t.duration_ns for t in two.computes}
+    whole = {t.id: t.duration_ns for t in one.computes}
+    assert took["p0.b0.qkv_fwd"] + took["p0.b0.attn_fwd"] == pytest.approx(whole["p0.b0.attn_fwd"] / 2)
+    assert took["p0.b0.mlp_fwd"] == pytest.approx(whole["p0.b0.mlp_fwd"] / 2)
+    # the context-parallel ranks hold the same parameters: their gradients are reduced over cp and dp
+    assert {c.dimensions for c in two.collectives if "bucket" in c.id} == {(1, 2)}
+    result = solve(two, "themis")
+    assert result.schedule is not None and validate(two, result.schedule) == []
+    with pytest.raises(InputError, match="cp: 4 tokens a sequence do not divide over 8 context ranks"):
+        llm_task_graph(TOY, NET, Layout(cp=8))
 
 
 def test_the_interleaved_1f1b_schedule_is_megatrons() -> None:

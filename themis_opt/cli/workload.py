@@ -16,9 +16,8 @@ from themis_opt.errors import InputError, counted
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.instance import Network
 
-_LLM_ONLY = (
-    "tp", "ep", "dp", "data_parallel", "seq", "pp", "microbatches", "stage_dims", "sp", "fsdp_gathers", "virtual_stages",
-)  # fmt: skip
+_LLM_ONLY: tuple[str, ...] = ("tp", "cp", "ep", "dp", "data_parallel", "seq", "pp", "microbatches", "stage_dims")
+_LLM_ONLY += ("sp", "fsdp_gathers", "virtual_stages")
 _ZOO_ONLY = ("model_parallel", "policy")
 _ZOO_SIZES = ("batch", "precision", "peak_tflops", "efficiency", "model_parallel")  # not a workload file's
 FIELDS = {  # the option types' fields -> this command's dests, or what stands for a field
@@ -28,6 +27,8 @@ FIELDS = {  # the option types' fields -> this command's dests, or what stands f
     "sequence_parallel": "sp",
     "tp x ep x dp": "--tp x --ep x --dp",
     "tp x ep x dp x pp": "--tp x --ep x --dp x --pp",
+    "tp x cp x ep x dp": "--tp x --cp x --ep x --dp",
+    "tp x cp x ep x dp x pp": "--tp x --cp x --ep x --dp x --pp",
 }
 PRECISIONS = {"bf16": 2, "fp16": 2, "fp32": 4}  # bytes an element
 DEFAULT_CHUNKS = 4  # per collective where the network's file gives none: the LLM layouts' default (Layout.chunks)
@@ -105,12 +106,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=None,
         help=f"zoo: Transformer-1T's model-parallel group (default {zoo.model_parallel})",
     )
-    for group, default in (("tp", str(llm.tp)), ("ep", str(llm.ep)), ("dp", "the NPUs left")):
+    groups = {"tp": "tensor", "cp": "context", "ep": "expert", "dp": "data"}
+    for group, default in (("tp", str(llm.tp)), ("cp", str(llm.cp)), ("ep", str(llm.ep)), ("dp", "the NPUs left")):
         p.add_argument(
             f"--{group}",
             type=int_in(1, 2**20),
             default=None,
-            help=f"LLMs: the {dict(tp='tensor', ep='expert', dp='data')[group]}-parallel group (default {default})",
+            help=f"LLMs: the {groups[group]}-parallel group (default {default})"
+            + (": each rank a share of every sequence, the keys and values all-gathered" if group == "cp" else ""),
         )
     p.add_argument(
         "--data-parallel",
@@ -255,7 +258,7 @@ def _llm_workload(args: argparse.Namespace, console: Console, network: Network, 
     for name in _ZOO_ONLY:
         if getattr(args, name) is not None:
             raise InputError(f"--{name.replace('_', '-')}", f"is not for the LLMs ({args.model})")
-    tp, ep = args.tp or 1, args.ep or 1
+    tp, cp, ep = args.tp or 1, args.cp or 1, args.ep or 1
     given = {
         field: value
         for field, value in (
@@ -281,8 +284,8 @@ def _llm_workload(args: argparse.Namespace, console: Console, network: Network, 
         raise InputError(
             "--fsdp-gathers", "is for --data-parallel fsdp with --pp or --microbatches: it changes nothing here"
         )
-    dp = args.dp if args.dp is not None else max(1, network.num_npus // (tp * ep * (args.pp or 1)))
-    layout = Layout(tp=tp, ep=ep, dp=dp, chunks=chunks, **given)  # type: ignore[arg-type]
+    dp = args.dp if args.dp is not None else max(1, network.num_npus // (tp * cp * ep * (args.pp or 1)))
+    layout = Layout(tp=tp, cp=cp, ep=ep, dp=dp, chunks=chunks, **given)  # type: ignore[arg-type]
     instance = llm_task_graph(LLMS[args.model], network, layout, name=args.name)
     save_instance(instance, args.out)
     meta = dict(instance.metadata)

@@ -1,4 +1,4 @@
-"""Large language models as they are trained now: tensor, expert and data parallelism on a network.
+"""Large language models as they are trained now: tensor, context, expert, data and pipeline parallelism.
 
 :data:`~themis_opt.workloads.llm.LLMS` holds five published configurations;
 :func:`~themis_opt.workloads.llm.parameter_count` counts their parameters from the shapes.
@@ -6,10 +6,10 @@
 training iteration (or several) as a task graph:
 
 * the **tensor-parallel** group (``tp`` NPUs) takes the innermost dimensions,
-  the **expert-parallel** group (``ep``) the next ones and **data
-  parallelism** (``dp``) the rest; each group must be a product of whole
-  consecutive dimensions (else :class:`~themis_opt.errors.InputError` naming
-  it);
+  the **context-parallel** group (``cp``) the next ones, then the
+  **expert-parallel** group (``ep``) and **data parallelism** (``dp``) the
+  rest; each group must be a product of whole consecutive dimensions (else
+  :class:`~themis_opt.errors.InputError` naming it);
 * tensor parallelism (Megatron): a block's parameters and compute are divided
   by ``tp``; per block two all-reduces in the forward pass (after attention,
   after the MLP) and two in the backward, of batch x sequence x hidden x
@@ -31,6 +31,11 @@ training iteration (or several) as a task graph:
   for the embeddings, output layer and final norm; each unit all-gathered
   before its forward and before its backward, and reduce-scattered after its
   backward, with one unit of prefetch either way;
+* context parallelism (Llama 3's): each of the ``cp`` ranks holds a share of
+  every sequence; per block the whole sequence's keys and values are
+  all-gathered over the context-parallel dimensions after their projections
+  (and again in the backward), their gradients reduce-scattered; the
+  context-parallel ranks' gradients are reduced with the data-parallel ones;
 * compute from the shapes: 2 FLOPs a multiply-add, attention scores included
   (4 x tokens x sequence x hidden a block), the backward twice the forward;
   time = FLOPs / (peak x MFU).
@@ -64,6 +69,7 @@ gradient accumulation (microbatches on one stage). A tied output layer's
 gradients are not exchanged between the first and last stage.
 """
 
+from themis_opt.workloads.llm.blocks import BlockGraph, Blocks, blocks_of
 from themis_opt.workloads.llm.builders import BUCKET_BYTES, MIB, llm_task_graph, one_f_one_b, pipeline_order
 from themis_opt.workloads.llm.layouts import Layout, group_dims, stage_dims, stage_npus
 from themis_opt.workloads.llm.models import LLMS, LlmConfig, Tensor, block_tensors, outer_tensors, parameter_count
@@ -72,10 +78,13 @@ __all__ = [
     "BUCKET_BYTES",
     "LLMS",
     "MIB",
+    "BlockGraph",
+    "Blocks",
     "Layout",
     "LlmConfig",
     "Tensor",
     "block_tensors",
+    "blocks_of",
     "group_dims",
     "llm_task_graph",
     "one_f_one_b",

@@ -8,76 +8,17 @@ are those the package's docstring (:mod:`themis_opt.workloads.llm`) lists.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
 from themis_opt.errors import InputError
-from themis_opt.instance import MAX_SIZE_BYTES, MAX_TIME_NS, Instance, Kind, Network
-from themis_opt.workloads.graph import TaskGraph
-from themis_opt.workloads.llm.layouts import Layout, group_dims, stage_dims, stage_npus
-from themis_opt.workloads.llm.models import LlmConfig, Tensor, block_tensors, outer_tensors, parameter_count
+from themis_opt.instance import Instance, Kind, Network
+from themis_opt.workloads.llm.blocks import BlockGraph, Blocks, blocks_of, sharded
+from themis_opt.workloads.llm.layouts import Layout, stage_dims, stage_npus
+from themis_opt.workloads.llm.models import LlmConfig, Tensor, parameter_count
 
 MIB = 2**20
 BUCKET_BYTES = 25 * MIB  # PyTorch DDP's default bucket_cap_mb
 _GATHERS = {"once": "once a pass", "microbatch": "every microbatch"}  # FSDP over microbatches, as the layout says
-
-
-@dataclass
-class _Graph:
-    """The LLM layouts' rules on top of the task graph: no collective without dimensions or bytes, at most
-    a chunk per byte, no compute task shorter than a picosecond.
-    """
-
-    chunks: int
-    sequence_parallel: bool = False
-    graph: TaskGraph = field(default_factory=TaskGraph)
-
-    stage: int = 0  # the pipeline stage the tasks being written run on
-
-    def compute(self, name: str, ns: float, after: list[str]) -> str:
-        return self.graph.compute(name, max(ns, 1e-3), after, stage=self.stage)
-
-    def collective(self, name: str, kind: Kind, size: int, dims: tuple[int, ...], after: list[str]) -> str | None:
-        """A collective over ``dims``; ``None`` (nothing to wait for) without dimensions or bytes."""
-        if not dims or size < 1:
-            return None
-        return self.graph.collective(name, kind, size, min(self.chunks, size), dims, after, stage=self.stage)
-
-    def tp_sync(self, at: str, what: str, size: int, dims: tuple[int, ...], after: list[str]) -> str | None:
-        """The tensor-parallel group's sum of ``what``'s activations: ``{at}ar_{what}``, or with sequence
-        parallelism ``{at}rs_{what}`` (to the sequence shards) then ``{at}ag_{what}`` (for the next product).
-        """
-        if not self.sequence_parallel:
-            return self.collective(f"{at}ar_{what}", Kind.ALL_REDUCE, size, dims, after)
-        scattered = self.collective(f"{at}rs_{what}", Kind.REDUCE_SCATTER, size, dims, after)
-        return self.collective(f"{at}ag_{what}", Kind.ALL_GATHER, size, dims, [scattered] if scattered else after)
-
-
-def _sharded(tensor: Tensor, layout: Layout) -> int:
-    """Parameters of ``tensor`` one NPU holds."""
-    parameters = tensor.parameters // layout.tp if tensor.split else tensor.parameters
-    return parameters // layout.ep if tensor.expert else parameters
-
-
-def _unit_collectives(
-    graph: _Graph,
-    layout: Layout,
-    dims: tuple[tuple[int, ...], tuple[int, ...]],
-    kind: Kind,
-    unit: str,
-    tensors: tuple[Tensor, ...],
-    after: list[str],
-) -> list[str]:
-    """FSDP: one unit's all-gathers or reduce-scatters, one per data-parallel group its tensors have
-    (``dims``: the group of the parameters that are not experts', the experts' group; the experts'
-    collective is named ``{unit}.experts``).
-    """
-    found = []
-    for suffix, group, expert in (("", dims[0], False), (".experts", dims[1], True)):
-        size = sum(_sharded(t, layout) for t in tensors if t.expert == expert) * layout.bytes_per_element
-        made = graph.collective(f"{unit}{suffix}", kind, size, group, after)
-        if made:
-            found.append(made)
-    return found
 
 
 def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name: str | None = None) -> Instance:
@@ -107,61 +48,21 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
         If the groups do not fit the network; the attention heads or the MLP's columns do not
         divide over ``tp``, or the experts over ``ep``; or there are more stages than blocks.
     """
-    tp_dims, ep_dims, dp_dims = group_dims(network, layout)
+    graph = BlockGraph(layout.chunks, layout.sequence_parallel)
+    blocks = blocks_of(config, network, layout, graph)
     if layout.pp * layout.virtual_stages > config.layers:
         chunks = f"{layout.pp} stages" + (f" x {layout.virtual_stages} chunks" if layout.virtual_stages > 1 else "")
         raise InputError("pp", f"{config.name} has {config.layers} blocks: {chunks} would leave some empty")
-    for part, count in (("attention heads", config.heads), ("MLP columns", config.ffn)):
-        if count % layout.tp:
-            raise InputError("tp", f"{config.name}'s {count} {part} do not divide over {layout.tp} tensor ranks")
-    if config.moe and config.experts % layout.ep:
-        raise InputError("ep", f"{config.name} has {config.experts} experts: they do not divide over {layout.ep}")
-    if not config.moe and layout.ep > 1:
-        raise InputError("ep", f"{config.name} has no experts: ep must be 1")
-    replica_dims = ep_dims + dp_dims  # the data-parallel group of parameters that are not experts'
     sequence = layout.sequence or config.sequence
-    tokens = layout.batch * sequence
-    h, e = config.hidden, layout.bytes_per_element
-    attention, mlp = block_tensors(config)
-    embeddings, head = outer_tensors(config)
-    activations = tokens * h * e
-    dispatch = activations * config.top_k
-
-    def flops(tensors: tuple[Tensor, ...], routed: bool = False) -> float:
-        """Forward FLOPs a NPU spends on the matrices of ``tensors``."""
-        total = 0.0
-        for t in tensors:  # a token meets top_k of the experts
-            share = config.top_k / config.experts if (routed and t.expert) else 1.0
-            total += 2.0 * tokens * t.macs * share / layout.tp
-        return total
-
-    attn_fwd = layout.ns(flops(attention) + 4.0 * tokens * sequence * h / layout.tp)
-    mlp_fwd = layout.ns(flops(mlp, routed=True))
-    head_fwd = layout.ns(2.0 * tokens * h * config.vocab)
-    longest = 2 * max(attn_fwd, mlp_fwd, head_fwd)  # a backward compute task: twice its forward
-    if longest > MAX_TIME_NS or dispatch > MAX_SIZE_BYTES:
-        what = f"compute tasks of {longest:.3g} ns" if longest > MAX_TIME_NS else f"activations of {dispatch:.3g} bytes"
-        raise InputError(
-            "batch",
-            f"{layout.batch} x {sequence} tokens make {what}, above what a task may hold "
-            f"({MAX_TIME_NS:g} ns, {MAX_SIZE_BYTES} bytes): a smaller batch or sequence",
-        )
-    graph = _Graph(layout.chunks, layout.sequence_parallel)
     waits: list[str] = []  # what a pass waits for: the previous pass's gradients
     staged = stage_dims(network, layout)
     npus = stage_npus(network, staged)
     stage_waits: dict[int, list[str]] = {}
     for p in range(layout.passes):
         if layout.pipelined:
-            stage_waits = _pipelined_pass(
-                graph, f"p{p}.", config, layout, stage_waits, (tp_dims, ep_dims, dp_dims, replica_dims),
-                (attn_fwd, mlp_fwd, head_fwd), (attention, mlp, embeddings, head), activations, dispatch, npus,
-            )  # fmt: skip
+            stage_waits = _pipelined_pass(blocks, f"p{p}.", stage_waits, npus)
             continue
-        waits = _one_pass(
-            graph, f"p{p}.", config, layout, waits, tp_dims, ep_dims, dp_dims, replica_dims,
-            (attn_fwd, mlp_fwd, head_fwd), (attention, mlp, embeddings, head), activations, dispatch,
-        )  # fmt: skip
+        waits = _one_pass(blocks, f"p{p}.", waits)
     pipeline = (
         (
             ("pp", str(layout.pp)),
@@ -177,7 +78,9 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
         ("parameters", str(parameter_count(config))),
         (
             "layout",
-            f"tp {layout.tp} x ep {layout.ep} x dp {layout.dp}"
+            f"tp {layout.tp}"
+            + (f" x cp {layout.cp}" if layout.cp > 1 else "")
+            + f" x ep {layout.ep} x dp {layout.dp}"
             + (f" x pp {layout.pp}" if layout.pp > 1 else "")
             + (f" ({layout.virtual_stages} chunks a stage)" if layout.virtual_stages > 1 else "")
             + (" (sequence parallel)" if layout.sequence_parallel else "")
@@ -188,9 +91,10 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
                 else ""
             ),
         ),
-        ("tp_dims", ",".join(map(str, tp_dims))),
-        ("ep_dims", ",".join(map(str, ep_dims))),
-        ("dp_dims", ",".join(map(str, dp_dims))),
+        ("tp_dims", ",".join(map(str, blocks.tp_dims))),
+        *((("cp_dims", ",".join(map(str, blocks.cp_dims))),) if layout.cp > 1 else ()),
+        ("ep_dims", ",".join(map(str, blocks.ep_dims))),
+        ("dp_dims", ",".join(map(str, blocks.dp_dims))),
         ("batch", str(layout.batch)),
         ("sequence", str(sequence)),
         ("passes", str(layout.passes)),
@@ -200,38 +104,17 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
     return graph.graph.instance(network, name, metadata, npus if layout.pp > 1 else ())
 
 
-def _one_pass(
-    graph: _Graph,
-    at: str,
-    config: LlmConfig,
-    layout: Layout,
-    waits: list[str],
-    tp_dims: tuple[int, ...],
-    ep_dims: tuple[int, ...],
-    dp_dims: tuple[int, ...],
-    replica_dims: tuple[int, ...],
-    times: tuple[float, float, float],
-    parts: tuple[tuple[Tensor, ...], ...],
-    activations: int,
-    dispatch: int,
-) -> list[str]:
+def _one_pass(blocks: Blocks, at: str, waits: list[str]) -> list[str]:
     """One training iteration; returns what the next one waits for."""
-    attn_fwd, mlp_fwd, head_fwd = times
-    attention, mlp, embeddings, head = parts
+    graph, layout = blocks.graph, blocks.layout
+    embeddings, head = blocks.embeddings, blocks.head
     fsdp = layout.data_parallel == "fsdp"
-    block_units = attention + mlp
-
-    def unit_collectives(kind: Kind, unit: str, tensors: tuple[Tensor, ...], after: list[str]) -> list[str]:
-        return _unit_collectives(graph, layout, (replica_dims, dp_dims), kind, unit, tensors, after)
-
-    def chain(done: list[str], name: str | None) -> list[str]:
-        return [name] if name else done
-
-    layers = config.layers
+    block_units = blocks.attention + blocks.mlp
+    layers = blocks.config.layers
     gathered_fwd: dict[int, list[str]] = {}  # FSDP: unit -> its forward all-gathers (root: -1)
-    fwd_done: dict[int, str] = {}  # unit -> its last forward compute
+    fwd_done: dict[int, str] = {}  # unit -> its MLP's forward compute
     if fsdp:
-        gathered_fwd[-1] = unit_collectives(Kind.ALL_GATHER, f"{at}ag_fwd.root", embeddings + head, waits)
+        gathered_fwd[-1] = blocks.unit(Kind.ALL_GATHER, f"{at}ag_fwd.root", embeddings + head, waits)
     # ---------------------------------------------------------------- forward
     last = list(waits)
     for i in range(layers):
@@ -239,28 +122,19 @@ def _one_pass(
         needs = list(last)
         if fsdp:  # one unit of prefetch: gathered while the unit before computes, once the one before that is done
             ahead = gathered_fwd[i - 1] if i else list(waits)
-            gathered_fwd[i] = unit_collectives(
+            gathered_fwd[i] = blocks.unit(
                 Kind.ALL_GATHER, f"{b}ag_fwd", block_units, ahead + ([fwd_done[i - 2]] if i >= 2 else [])
             )
             needs += gathered_fwd[i] + (gathered_fwd[-1] if i == 0 else [])
-        attn = graph.compute(f"{b}attn_fwd", attn_fwd, needs)
-        last = chain([attn], graph.tp_sync(b, "attn_fwd", activations, tp_dims, [attn]))
-        if config.moe:
-            last = chain(last, graph.collective(f"{b}a2a_dispatch_fwd", Kind.ALL_TO_ALL, dispatch, ep_dims, last))
-        mlp_c = graph.compute(f"{b}mlp_fwd", mlp_fwd, last)
-        fwd_done[i] = mlp_c
-        last = [mlp_c]
-        if config.moe:
-            last = chain(last, graph.collective(f"{b}a2a_combine_fwd", Kind.ALL_TO_ALL, dispatch, ep_dims, last))
-        last = chain(last, graph.tp_sync(b, "mlp_fwd", activations, tp_dims, last))
-    head_f = graph.compute(f"{at}head_fwd", head_fwd, last)
+        last, fwd_done[i] = blocks.forward(b, needs)
+    head_f = graph.compute(f"{at}head_fwd", blocks.head_ns, last)
     # ---------------------------------------------------------------- backward
     gradients: list[tuple[Tensor, str]] = []  # tensors in the order their gradients are made, and by what
     reductions: list[str] = []
     gathered_bwd: dict[int, list[str]] = {}
     if fsdp:
-        gathered_bwd[layers] = unit_collectives(Kind.ALL_GATHER, f"{at}ag_bwd.root", embeddings + head, [head_f])
-    head_b = graph.compute(f"{at}head_bwd", 2 * head_fwd, [head_f, *gathered_bwd.get(layers, [])])
+        gathered_bwd[layers] = blocks.unit(Kind.ALL_GATHER, f"{at}ag_bwd.root", embeddings + head, [head_f])
+    head_b = graph.compute(f"{at}head_bwd", 2 * blocks.head_ns, [head_f, *gathered_bwd.get(layers, [])])
     gradients += [(t, head_b) for t in reversed(head)]
     last = [head_b]
     bwd_done: dict[int, str] = {}  # unit -> its last backward compute
@@ -268,28 +142,24 @@ def _one_pass(
         b = f"{at}b{i}."
         if fsdp:  # prefetch as in the forward pass, downwards
             ahead = [*gathered_bwd[i + 1], head_f] + ([bwd_done[i + 2]] if i + 2 in bwd_done else [])
-            gathered_bwd[i] = unit_collectives(Kind.ALL_GATHER, f"{b}ag_bwd", block_units, ahead)
-        needs = last + (gathered_bwd[i] if fsdp else [])
-        if config.moe:
-            needs = chain(needs, graph.collective(f"{b}a2a_combine_bwd", Kind.ALL_TO_ALL, dispatch, ep_dims, needs))
-        mlp_b = graph.compute(f"{b}mlp_bwd", 2 * mlp_fwd, needs)
-        gradients += [(t, mlp_b) for t in reversed(mlp)]
-        last = [mlp_b]
-        if config.moe:
-            last = chain(last, graph.collective(f"{b}a2a_dispatch_bwd", Kind.ALL_TO_ALL, dispatch, ep_dims, last))
-        last = chain(last, graph.tp_sync(b, "mlp_bwd", activations, tp_dims, last))
-        attn_b = graph.compute(f"{b}attn_bwd", 2 * attn_fwd, last)
-        gradients += [(t, attn_b) for t in reversed(attention)]
-        bwd_done[i] = attn_b
-        if fsdp:
-            reductions += unit_collectives(Kind.REDUCE_SCATTER, f"{b}rs", block_units, [attn_b])
-        last = chain([attn_b], graph.tp_sync(b, "attn_bwd", activations, tp_dims, [attn_b]))
+            gathered_bwd[i] = blocks.unit(Kind.ALL_GATHER, f"{b}ag_bwd", block_units, ahead)
+        then = _scatter(blocks, f"{b}rs", block_units, reductions) if fsdp else None
+        last, bwd_done[i] = blocks.backward(b, last + (gathered_bwd[i] if fsdp else []), gradients, then)
     gradients += [(t, last[0] if last else head_b) for t in reversed(embeddings)]
     if fsdp:
-        reductions += unit_collectives(Kind.REDUCE_SCATTER, f"{at}rs.root", embeddings + head, [head_b, *last])
+        reductions += blocks.unit(Kind.REDUCE_SCATTER, f"{at}rs.root", embeddings + head, [head_b, *last])
     else:
-        reductions += _buckets(graph, at, gradients, layout, replica_dims, dp_dims)
+        reductions += _buckets(blocks, at, gradients)
     return reductions + last
+
+
+def _scatter(blocks: Blocks, name: str, tensors: tuple[Tensor, ...], into: list[str]) -> Callable[[str], None]:
+    """FSDP: a unit's reduce-scatters after the compute that made its last gradient, added to ``into``."""
+
+    def scatter(done: str) -> None:
+        into.extend(blocks.unit(Kind.REDUCE_SCATTER, name, tensors, [done]))
+
+    return scatter
 
 
 def one_f_one_b(stages: int, stage: int, microbatches: int) -> list[tuple[str, int]]:
@@ -327,64 +197,26 @@ def pipeline_order(stages: int, stage: int, microbatches: int, virtual: int = 1)
 
 
 def _pipelined_pass(
-    graph: _Graph,
-    at: str,
-    config: LlmConfig,
-    layout: Layout,
-    waits: dict[int, list[str]],
-    dims: tuple[tuple[int, ...], ...],
-    times: tuple[float, float, float],
-    parts: tuple[tuple[Tensor, ...], ...],
-    activations: int,
-    dispatch: int,
-    npus: tuple[int, ...],
+    blocks: Blocks, at: str, waits: dict[int, list[str]], npus: tuple[int, ...]
 ) -> dict[int, list[str]]:
     """One training iteration of microbatches on pipeline stages (or one stage: gradient accumulation),
     DDP or FSDP; returns, per stage, what its next iteration waits for.
     """
-    tp_dims, ep_dims, dp_dims, replica_dims = dims
-    attn_fwd, mlp_fwd, head_fwd = times
-    attention, mlp, embeddings, head = parts
-    stages, moe = layout.pp, config.moe
-
-    def chain(done: list[str], name: str | None) -> list[str]:
-        return [name] if name else done
-
-    def forward(b: str, last: list[str]) -> list[str]:
-        attn = graph.compute(f"{b}attn_fwd", attn_fwd, last)
-        last = chain([attn], graph.tp_sync(b, "attn_fwd", activations, tp_dims, [attn]))
-        if moe:
-            last = chain(last, graph.collective(f"{b}a2a_dispatch_fwd", Kind.ALL_TO_ALL, dispatch, ep_dims, last))
-        last = [graph.compute(f"{b}mlp_fwd", mlp_fwd, last)]
-        if moe:
-            last = chain(last, graph.collective(f"{b}a2a_combine_fwd", Kind.ALL_TO_ALL, dispatch, ep_dims, last))
-        return chain(last, graph.tp_sync(b, "mlp_fwd", activations, tp_dims, last))
-
-    def backward(b: str, last: list[str], made: list[tuple[Tensor, str]]) -> list[str]:
-        if moe:
-            last = chain(last, graph.collective(f"{b}a2a_combine_bwd", Kind.ALL_TO_ALL, dispatch, ep_dims, last))
-        mlp_b = graph.compute(f"{b}mlp_bwd", 2 * mlp_fwd, last)
-        made += [(t, mlp_b) for t in reversed(mlp)]
-        last = [mlp_b]
-        if moe:
-            last = chain(last, graph.collective(f"{b}a2a_dispatch_bwd", Kind.ALL_TO_ALL, dispatch, ep_dims, last))
-        last = chain(last, graph.tp_sync(b, "mlp_bwd", activations, tp_dims, last))
-        attn_b = graph.compute(f"{b}attn_bwd", 2 * attn_fwd, last)
-        made += [(t, attn_b) for t in reversed(attention)]
-        return chain([attn_b], graph.tp_sync(b, "attn_bwd", activations, tp_dims, [attn_b]))
-
+    graph, layout = blocks.graph, blocks.layout
+    attention, mlp, embeddings, head = blocks.attention, blocks.mlp, blocks.embeddings, blocks.head
+    stages = layout.pp
+    activations = blocks.activations
     fsdp = layout.data_parallel == "fsdp"
     once = layout.fsdp_gathers == "once"
     last_mb = layout.microbatches - 1
-
-    def unit(kind: Kind, name: str, tensors: tuple[Tensor, ...], after: list[str]) -> list[str]:
-        return _unit_collectives(graph, layout, (replica_dims, dp_dims), kind, name, tensors, after)
+    unit = blocks.unit
 
     virtual = layout.virtual_stages
     chunks_of = stages * virtual  # the model chunks, in order: chunk v of stage s is chunk v * stages + s
-    per, extra = divmod(config.layers, chunks_of)
+    per, extra = divmod(blocks.config.layers, chunks_of)
 
-    def blocks_of(j: int) -> list[int]:
+    def held(j: int) -> list[int]:
+        """The blocks of model chunk ``j``."""
         lo = j * per + min(j, extra)
         return list(range(lo, lo + per + (1 if j < extra else 0)))
 
@@ -401,10 +233,10 @@ def _pipelined_pass(
         for op, v, m in pipeline_order(stages, s, layout.microbatches, virtual):
             j = v * stages + s
             first, final = j == 0, j == chunks_of - 1
-            blocks = blocks_of(j)
+            indices = held(j)
             root = (embeddings if first else ()) + (head if final else ())
             mb = name(s, v, m)
-            order = blocks if op == "F" else blocks[::-1]
+            order = indices if op == "F" else indices[::-1]
             gathering = fsdp and (m == 0 if once and op == "F" else not once)
             tag = "fwd" if op == "F" else "bwd"
             root_g = unit(Kind.ALL_GATHER, f"{mb}ag_{tag}.root", root, started) if gathering else []
@@ -424,10 +256,10 @@ def _pipelined_pass(
                         else []
                     )
                     ahead = g or ahead
-                    last = forward(f"{mb}b{i}.", last + g + (root_g if k == 0 else []))
+                    last, _ = blocks.forward(f"{mb}b{i}.", last + g + (root_g if k == 0 else []))
                     ran.append(last)
                 if final:
-                    last = [graph.compute(f"{mb}head_fwd", head_fwd, last + root_g)]
+                    last = [graph.compute(f"{mb}head_fwd", blocks.head_ns, last + root_g)]
                 else:
                     to = npus[(j + 1) % stages]
                     graph.graph.send(f"{mb}send_fwd", activations, npus[s], to, last, stage=s)
@@ -436,7 +268,7 @@ def _pipelined_pass(
                 scatter = fsdp and (m == last_mb or not once)  # kept gradients are reduced after the last microbatch
                 made: list[tuple[Tensor, str]] = []
                 if final:
-                    last = [graph.compute(f"{mb}head_bwd", 2 * head_fwd, last + root_g)]
+                    last = [graph.compute(f"{mb}head_bwd", 2 * blocks.head_ns, last + root_g)]
                     made += [(t, last[0]) for t in reversed(head)]
                 for k, i in enumerate(order):
                     g = (
@@ -447,10 +279,9 @@ def _pipelined_pass(
                         else []
                     )
                     ahead = g or ahead
-                    last = backward(f"{mb}b{i}.", last + g, made)
+                    then = _scatter(blocks, f"{mb}rs.b{i}", attention + mlp, reductions) if scatter else None
+                    last, _ = blocks.backward(f"{mb}b{i}.", last + g, made, then)
                     ran.append(last)
-                    if scatter:
-                        reductions += unit(Kind.REDUCE_SCATTER, f"{mb}rs.b{i}", attention + mlp, [made[-1][1]])
                 if first:
                     made += [(t, last[0]) for t in reversed(embeddings)]
                 else:
@@ -462,31 +293,25 @@ def _pipelined_pass(
                     gradients += made
             started, before = before, last
         if not fsdp:
-            reductions = _buckets(graph, f"{at}s{s}.", gradients, layout, replica_dims, dp_dims)
+            reductions = _buckets(blocks, f"{at}s{s}.", gradients)
         done[s] = reductions + before
     graph.stage = 0
     return done
 
 
-def _buckets(
-    graph: _Graph,
-    at: str,
-    gradients: list[tuple[Tensor, str]],
-    layout: Layout,
-    replica_dims: tuple[int, ...],
-    dp_dims: tuple[int, ...],
-) -> list[str]:
+def _buckets(blocks: Blocks, at: str, gradients: list[tuple[Tensor, str]]) -> list[str]:
     """DDP: the gradients in buckets of at most :data:`BUCKET_BYTES`, one series per group; each
     bucket's all-reduce waits for the task that made its last gradient.
     """
+    layout = blocks.layout
     made: list[str] = []
-    for expert, dims in ((False, replica_dims), (True, dp_dims)):
+    for expert, dims in ((False, blocks.replica_dims), (True, blocks.expert_dims)):
         buckets: list[tuple[int, str]] = []  # (bytes, the task that made its last gradient)
         size, last = 0, ""
         for tensor, maker in gradients:
             if tensor.expert != expert:
                 continue
-            nbytes = _sharded(tensor, layout) * layout.bytes_per_element
+            nbytes = sharded(tensor, layout) * layout.bytes_per_element
             if size and size + nbytes > BUCKET_BYTES:
                 buckets.append((size, last))
                 size = 0
@@ -498,7 +323,7 @@ def _buckets(
             buckets.append((size, last))
         series = f"{at}ar_bucket{'.experts' if expert else ''}"
         for n, (nbytes, maker) in enumerate(buckets):
-            name = graph.collective(f"{series}{n}", Kind.ALL_REDUCE, nbytes, dims, [maker])
+            name = blocks.graph.collective(f"{series}{n}", Kind.ALL_REDUCE, nbytes, dims, [maker])
             if name:
                 made.append(name)
     return made

@@ -3,7 +3,7 @@
 :class:`Layout` holds the group sizes, the data parallelism and the training
 settings; :func:`stage_dims` gives the pipeline stages their dimensions (the
 outermost, or ``stage_dims``) and :func:`stage_npus` each stage its NPU;
-:func:`group_dims` gives the tensor-, expert- and data-parallel groups theirs,
+:func:`group_dims` gives the tensor-, context-, expert- and data-parallel groups theirs,
 innermost first, among the dimensions the stages leave. What each group
 exchanges is in the package's docstring (:mod:`themis_opt.workloads.llm`).
 """
@@ -25,8 +25,12 @@ class Layout:
     Parameters
     ----------
     tp, ep, dp
-        The tensor-, expert- and data-parallel group sizes; their product is
-        the network's NPUs.
+        The tensor-, expert- and data-parallel group sizes; with ``cp`` and
+        ``pp`` their product is the network's NPUs.
+    cp
+        The context-parallel group: each of its ranks holds a share of every
+        sequence and gathers the whole sequence's keys and values for its
+        queries' attention (Llama 3's all-gather context parallelism).
     data_parallel
         ``ddp`` (gradient all-reduces in buckets) or ``fsdp`` (sharded: all-gathers and reduce-scatters).
     batch
@@ -68,6 +72,7 @@ class Layout:
     """
 
     tp: int = 1
+    cp: int = 1
     ep: int = 1
     dp: int = 1
     data_parallel: Literal["ddp", "fsdp"] = "ddp"
@@ -86,7 +91,7 @@ class Layout:
     virtual_stages: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("tp", "ep", "dp", "batch", "passes", "chunks", "pp", "microbatches", "virtual_stages"):
+        for name in ("tp", "cp", "ep", "dp", "batch", "passes", "chunks", "pp", "microbatches", "virtual_stages"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(name, f"must be an integer >= 1, got {value!r}")
@@ -189,9 +194,12 @@ def stage_npus(network: Network, dims: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(npus)
 
 
-def group_dims(network: Network, layout: Layout) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """The tensor-, expert- and data-parallel groups' dimensions, innermost first, among the dimensions
-    the pipeline stages leave (:func:`stage_dims`).
+def group_dims(
+    network: Network, layout: Layout
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """The tensor-, context-, expert- and data-parallel groups' dimensions, innermost first (tensor
+    innermost, then context, expert and data), among the dimensions the pipeline stages leave
+    (:func:`stage_dims`).
 
     Raises
     ------
@@ -200,23 +208,19 @@ def group_dims(network: Network, layout: Layout) -> tuple[tuple[int, ...], tuple
         product of whole consecutive dimensions.
     """
     sizes = [d.size for d in network.dimensions]
-    total = layout.tp * layout.ep * layout.dp * layout.pp
+    groups_given = [("tp", layout.tp), ("cp", layout.cp), ("ep", layout.ep), ("dp", layout.dp), ("pp", layout.pp)]
+    named = [(n, v) for n, v in groups_given if n not in ("cp", "pp") or v > 1]  # cp and pp named where used
+    total = math.prod(v for _, v in groups_given)
     if total != math.prod(sizes):
-        if layout.pp > 1:
-            raise InputError(
-                "tp x ep x dp x pp",
-                f"{layout.tp} x {layout.ep} x {layout.dp} x {layout.pp} = {total}, "
-                f"but the network has {math.prod(sizes)} NPUs",
-            )
         raise InputError(
-            "tp x ep x dp",
-            f"{layout.tp} x {layout.ep} x {layout.dp} = {total}, but the network has {math.prod(sizes)} NPUs",
+            " x ".join(n for n, _ in named),
+            f"{' x '.join(str(v) for _, v in named)} = {total}, but the network has {math.prod(sizes)} NPUs",
         )
     staged = stage_dims(network, layout)
     left = [d for d in range(len(sizes)) if d not in staged]
     groups: list[tuple[int, ...]] = []
     at = 0
-    for name, size in (("tp", layout.tp), ("ep", layout.ep), ("dp", layout.dp)):
+    for name, size in groups_given[:4]:
         dims: list[int] = []
         product = 1
         start = left[at] if at < len(left) else len(sizes)
@@ -231,4 +235,4 @@ def group_dims(network: Network, layout: Layout) -> tuple[tuple[int, ...], tuple
                 f"{'x'.join(map(str, sizes))} (from dimension {start})",
             )
         groups.append(tuple(dims))
-    return groups[0], groups[1], groups[2]
+    return groups[0], groups[1], groups[2], groups[3]
