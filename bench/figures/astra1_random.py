@@ -27,7 +27,7 @@ import random
 import sys
 from pathlib import Path
 
-from bench.figures.astra_check import SCHEDULES, Case, key_of, run_astra, run_ours, verdict
+from bench.figures.astra_check import SCHEDULES, Case, astra_outcomes, key_of, run_ours, verdict
 
 TOPOLOGIES = ("Ring", "FullyConnected", "Switch")
 ALGORITHMS = ("ring", "direct", "halvingDoubling")
@@ -101,15 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     if not binary.exists():
         parser.error(f"no ASTRA-sim binary at {binary} (build it, or give --binary)")
     todo = cases(args.work, args.count, args.seed, args.dimensions)
-    cache: dict[str, dict[str, object]] = json.loads(args.cache.read_text()) if args.cache.exists() else {}
-    missing = [c for c in todo if key_of(c, binary) not in cache]
-    print(f"{len(todo)} runs, {len(missing)} not in {args.cache}", file=sys.stderr)
-    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        for n, (case, outcome) in enumerate(zip(missing, pool.map(lambda c: run_astra(c, binary), missing)), 1):
-            cache[key_of(case, binary)] = outcome
-            if n % 20 == 0 or n == len(missing):
-                args.cache.parent.mkdir(parents=True, exist_ok=True)
-                args.cache.write_text(json.dumps(cache, indent=1, sort_keys=True))
+    cache = astra_outcomes(todo, binary, args.cache, args.jobs)
     with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
         ours_all = list(pool.map(run_ours, todo, chunksize=4))
     rows: dict[str, dict[str, list[float]]] = {}

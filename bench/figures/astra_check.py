@@ -232,6 +232,23 @@ def verdict(theirs: dict[str, object], ours: dict[str, object]) -> tuple[str, st
     return ("within 1%" if abs(diff) <= TOLERANCE else "OFF"), f"{100 * diff:+.2f}%"
 
 
+def astra_outcomes(todo: list[Case], binary: Path, path: Path, jobs: int) -> dict[str, dict[str, object]]:
+    """ASTRA-sim's outcome of every case of ``todo``, by :func:`key_of`: those kept in the cache file
+    ``path``, the others run (``jobs`` at once) and kept there as they come.
+    """
+    cache: dict[str, dict[str, object]] = json.loads(path.read_text()) if path.exists() else {}
+    missing = [c for c in todo if key_of(c, binary) not in cache]
+    print(f"{len(todo)} runs, {len(missing)} not in {path}", file=sys.stderr)
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        for n, (case, outcome) in enumerate(zip(missing, pool.map(lambda c: run_astra(c, binary), missing)), 1):
+            cache[key_of(case, binary)] = outcome
+            print(f"[{n}/{len(missing)}] {case.label}: {outcome['outcome']} {outcome['time_ns']}", file=sys.stderr)
+            if n % 20 == 0 or n == len(missing):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(cache, indent=1, sort_keys=True))
+    return cache
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--astra", type=Path, required=True, help="a checkout of ASTRA-sim's ASTRA-sim-1.0 branch")
@@ -249,16 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no ASTRA-sim binary at {binary} (build it, or give --binary)")
     actives = [int(k) for k in args.active_chunks.split(",") if k] or [None]
     todo = [dataclasses.replace(c, active=k) for c in cases(args.astra) for k in actives if args.only in c.label]
-    cache: dict[str, dict[str, object]] = json.loads(args.cache.read_text()) if args.cache.exists() else {}
-    missing = [c for c in todo if key_of(c, binary) not in cache]
-    print(f"{len(todo)} runs, {len(missing)} not in {args.cache}", file=sys.stderr)
-    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        for n, (case, outcome) in enumerate(zip(missing, pool.map(lambda c: run_astra(c, binary), missing)), 1):
-            cache[key_of(case, binary)] = outcome
-            print(f"[{n}/{len(missing)}] {case.label}: {outcome['outcome']} {outcome['time_ns']}", file=sys.stderr)
-            if n % 20 == 0 or n == len(missing):
-                args.cache.parent.mkdir(parents=True, exist_ok=True)
-                args.cache.write_text(json.dumps(cache, indent=1, sort_keys=True))
+    cache = astra_outcomes(todo, binary, args.cache, args.jobs)
     if args.astra_only:
         return 0
     tally: dict[str, int] = {}

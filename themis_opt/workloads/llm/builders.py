@@ -242,19 +242,18 @@ def _pipelined_pass(
             root_g = unit(Kind.ALL_GATHER, f"{mb}ag_{tag}.root", root, started) if gathering else []
             ahead = root_g or started  # the last gathers made
             ran: list[list[str]] = []  # what each block run so far ended with
+
+            def gather(name: str, after: list[str], gathering: bool = gathering) -> list[str]:
+                """A block's unit gathered after ``after`` (one unit of prefetch: after the gathers
+                before it and the block two before it), if this op gathers.
+                """
+                return unit(Kind.ALL_GATHER, name, attention + mlp, after) if gathering else []
+
             if op == "F":
                 # the chunk before's output: the stage before's, or the last stage's previous chunk's
                 last = before + ([f"{name((j - 1) % stages, (j - 1) // stages, m)}send_fwd"] if not first else [])
                 for k, i in enumerate(order):
-                    # one unit of prefetch: a unit is gathered once the one before it is and the block
-                    # two before it has run
-                    g = (
-                        unit(
-                            Kind.ALL_GATHER, f"{mb}ag_fwd.b{i}", attention + mlp, ahead + (ran[k - 2] if k >= 2 else [])
-                        )
-                        if gathering
-                        else []
-                    )
+                    g = gather(f"{mb}ag_fwd.b{i}", ahead + (ran[k - 2] if k >= 2 else []))
                     ahead = g or ahead
                     last, _ = blocks.forward(f"{mb}b{i}.", last + g + (root_g if k == 0 else []))
                     ran.append(last)
@@ -271,13 +270,7 @@ def _pipelined_pass(
                     last = [graph.compute(f"{mb}head_bwd", 2 * blocks.head_ns, last + root_g)]
                     made += [(t, last[0]) for t in reversed(head)]
                 for k, i in enumerate(order):
-                    g = (
-                        unit(
-                            Kind.ALL_GATHER, f"{mb}ag_bwd.b{i}", attention + mlp, ahead + (ran[k - 2] if k >= 2 else [])
-                        )
-                        if gathering
-                        else []
-                    )
+                    g = gather(f"{mb}ag_bwd.b{i}", ahead + (ran[k - 2] if k >= 2 else []))
                     ahead = g or ahead
                     then = _scatter(blocks, f"{mb}rs.b{i}", attention + mlp, reductions) if scatter else None
                     last, _ = blocks.backward(f"{mb}b{i}.", last + g, made, then)
