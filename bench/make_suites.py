@@ -243,9 +243,12 @@ def clusters() -> list[Instance]:
     out = []
     for cluster, model, tp, ep, dp, data_parallel, pp, microbatches in CLUSTER_LAYOUTS:
         network = Network(tuple(Dimension(n, t, b, lat) for n, t, b, lat in CLUSTERS[cluster]))
+        # the stages on the outermost dimension, as the suite was made (before the default put them inside)
+        outermost = (len(CLUSTERS[cluster]) - 1,) if pp > 1 else None
         layout = Layout(
-            tp=tp, ep=ep, dp=dp, data_parallel=data_parallel, sequence=2048, pp=pp, microbatches=microbatches
-        )  # type: ignore[arg-type]
+            tp=tp, ep=ep, dp=dp, data_parallel=data_parallel, sequence=2048, pp=pp, microbatches=microbatches,
+            stage_dims=outermost,
+        )  # type: ignore[arg-type]  # fmt: skip
         stages = f"-pp{pp}-mb{microbatches}" if pp > 1 else ""
         name = f"{model}-{data_parallel}-tp{tp}-ep{ep}-dp{dp}{stages}-{cluster}"
         out.append(llm_task_graph(LLMS[model], network, layout, name=name))

@@ -179,10 +179,30 @@ def test_bad_layouts_name_the_group(layout: Layout, config: LlmConfig, message: 
         llm_task_graph(config, NET, layout)
 
 
-def test_a_group_across_a_dimension_is_refused() -> None:
-    net = Network((Dimension(4, "switch", 400.0, 500.0), Dimension(2, "switch", 100.0, 500.0)))
+def test_a_group_that_needs_part_of_a_dimension_splits_it() -> None:
+    net = Network((Dimension(4, "ring", 400.0, 500.0), Dimension(2, "switch", 100.0, 500.0)))
+    instance = llm_task_graph(TOY, net, Layout(tp=2, dp=4))
+    a, b, outer = instance.network.dimensions
+    # the ring's first two NPUs for the tensor ranks, the part across them (two apart) for the data
+    assert [(d.size, d.physical_size, d.stride) for d in (a, b, outer)] == [(2, 4, 1), (2, 4, 2), (2, 2, 1)]
+    meta = dict(instance.metadata)
+    assert (meta["tp_dims"], meta["dp_dims"]) == ("0", "1,2")
+    assert meta["splits"] == "dimension 0 (d0, 4) split as 2 x 2 for the tp group"
+    result = solve(instance, "themis")
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+    odd = Network((Dimension(3, "switch", 400.0, 500.0, "ring"), Dimension(2, "switch", 100.0, 500.0)))
     with pytest.raises(InputError, match=r"^tp: a group of 2 NPUs is not a product of whole consecutive"):
-        llm_task_graph(TOY, net, Layout(tp=2, dp=4))
+        llm_task_graph(TOY, odd, Layout(tp=2, dp=3))
+
+
+def test_the_stages_go_after_the_inner_groups_and_split_the_rail() -> None:
+    # Llama 3's order: tensor, context, pipeline, data outermost; 4 stages on a rail of 8 split 4 x 2
+    rail = Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in ((2, 400.0), (8, 100.0), (2, 25.0))))
+    instance = llm_task_graph(LlmConfig("toy4", 4, 8, 2, 1, 16, 32, 4, True), rail, Layout(tp=2, dp=4, pp=4))
+    meta = dict(instance.metadata)
+    assert (meta["tp_dims"], meta["stage_dims"], meta["dp_dims"]) == ("0", "1", "2,3")
+    assert meta["splits"] == "dimension 1 (d1, 8) split as 4 x 2 for the pipeline stages"
+    assert instance.stage_npus == (0, 2, 4, 6)
 
 
 def test_the_workload_command_lays_out_an_llm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -298,16 +318,16 @@ def test_interleaved_stages_hold_chunks_in_turn_and_shrink_the_bubble() -> None:
         llm_task_graph(TOY, NET, Layout(tp=2, dp=2, pp=2, microbatches=2, virtual_stages=2))
 
 
-def test_pipeline_stages_take_the_outermost_dimensions_and_send_activations() -> None:
-    # 8 NPUs: tp on dimension 0, dp on 1, the two stages on 2 (NPUs 0 and 4); toy's two blocks, one a stage
+def test_pipeline_stages_follow_the_tensor_group_and_send_activations() -> None:
+    # 8 NPUs: tp on dimension 0, the two stages on 1 (NPUs 0 and 2), dp on 2; toy's two blocks, one a stage
     layout = Layout(tp=2, dp=2, pp=2, microbatches=3)
     instance = llm_task_graph(TOY, NET, layout)
-    assert instance.stage_npus == (0, 4) and instance.num_stages == 2
+    assert instance.stage_npus == (0, 2) and instance.num_stages == 2
     sends = [c for c in instance.collectives if c.kind is Kind.SEND]
     assert len(sends) == 2 * 3  # one activation forward and one gradient back a microbatch
-    assert {(c.stage, c.group) for c in sends} == {(0, (0, 4)), (1, (4, 0))}
+    assert {(c.stage, c.group) for c in sends} == {(0, (0, 2)), (1, (2, 0))}
     assert all(
-        c.size_bytes == 1 * 4 * 8 * 2 and instance.active_dims[instance.collectives.index(c)] == (2,) for c in sends
+        c.size_bytes == 1 * 4 * 8 * 2 and instance.active_dims[instance.collectives.index(c)] == (1,) for c in sends
     )
     assert {t.stage for t in instance.tasks if ".b0." in t.id} == {0} and {
         t.stage for t in instance.tasks if ".b1." in t.id
@@ -316,11 +336,11 @@ def test_pipeline_stages_take_the_outermost_dimensions_and_send_activations() ->
     assert _after(instance, "p0.s0.m0.b0.mlp_bwd") == {"p0.s0.m1.b0.ar_mlp_fwd", "p0.s1.m0.send_bwd"}
     buckets = [c for c in instance.collectives if "bucket" in c.id]
     assert [(c.id, c.stage, c.dimensions) for c in buckets] == [
-        ("p0.s0.ar_bucket0", 0, (1,)),
-        ("p0.s1.ar_bucket0", 1, (1,)),
+        ("p0.s0.ar_bucket0", 0, (2,)),
+        ("p0.s1.ar_bucket0", 1, (2,)),
     ]
     meta = dict(instance.metadata)
-    assert meta["layout"] == "tp 2 x ep 1 x dp 2 x pp 2, ddp" and (meta["pp"], meta["stage_dims"]) == ("2", "2")
+    assert meta["layout"] == "tp 2 x ep 1 x dp 2 x pp 2, ddp" and (meta["pp"], meta["stage_dims"]) == ("2", "1")
     assert llm_task_graph(TOY, NET, Layout(tp=2, dp=2, pp=2, stage_dims=(0,))).stage_npus == (0, 1)
 
 
@@ -348,7 +368,7 @@ def test_bad_pipelines_are_refused(layout: Layout, message: str) -> None:
 
 
 def test_fsdp_on_pipeline_stages_gathers_once_and_reduces_after_the_last_microbatch() -> None:
-    # toy's two blocks one a stage; the stages' data-parallel group is dimension 1 (tp 0, stages 2)
+    # toy's two blocks one a stage; the stages' data-parallel group is dimension 2 (tp 0, stages 1)
     instance = llm_task_graph(TOY, NET, Layout(tp=2, dp=2, pp=2, microbatches=3, data_parallel="fsdp"))
     ids = {c.id: c for c in instance.collectives}
     gathers = sorted(i for i in ids if ".ag_" in i)
@@ -356,7 +376,7 @@ def test_fsdp_on_pipeline_stages_gathers_once_and_reduces_after_the_last_microba
     assert sorted(i for i in ids if ".rs." in i) == [
         "p0.s0.m2.rs.b0", "p0.s0.m2.rs.root", "p0.s1.m2.rs.b1", "p0.s1.m2.rs.root",
     ]  # fmt: skip
-    assert {(ids[i].stage, ids[i].dimensions) for i in gathers} == {(0, (1,)), (1, (1,))}
+    assert {(ids[i].stage, ids[i].dimensions) for i in gathers} == {(0, (2,)), (1, (2,))}
     # block 0 holds 192 + 384 + 16 parameters, a tensor rank half of the matrices' 576 and both norms
     assert ids["p0.s0.m0.ag_fwd.b0"].size_bytes == (576 // 2 + 16) * 2
     assert _after(instance, "p0.s0.m0.b0.attn_fwd") == {"p0.s0.m0.ag_fwd.b0", "p0.s0.m0.ag_fwd.root"}

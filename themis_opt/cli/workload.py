@@ -154,7 +154,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--stage-dims",
         type=_dimension_list,
         default=None,
-        help="LLMs: the dimensions the pipeline stages take, comma-separated (default: the outermost)",
+        help="LLMs: the dimensions the pipeline stages take, comma-separated (default: after the tensor-, "
+        "context- and expert-parallel groups; a dimension they need part of is split)",
     )
     p.add_argument(
         "--sp",
@@ -294,6 +295,8 @@ def _llm_workload(args: argparse.Namespace, console: Console, network: Network, 
         f"{counted(layout.passes, 'pass', 'passes')}: {counted(len(instance.computes), 'compute task')}, "
         f"{counted(len(instance.collectives), 'collective')}, {counted(instance.num_phases, 'phase')}"
     )
+    for note in filter(None, meta.get("splits", "").split("; ")):
+        console.print(f"note: {note} (each part its own queue at the whole dimension's bandwidth)")
     return 0
 
 

@@ -44,8 +44,10 @@ The next pass starts when the last one's gradients are all reduced (its
 optimizer step).
 
 **Pipeline parallelism** (``pp`` stages, ``microbatches`` of ``batch``
-sequences each): the stages take the outermost dimensions (or
-``stage_dims``), the other groups the rest, innermost first; the blocks are
+sequences each): innermost first, the tensor-, context- and expert-parallel
+groups, then the stages, then data parallelism (or the stages take
+``stage_dims`` and the groups the rest); a dimension a group or the stages
+need part of is split in two (:func:`fit_network`); the blocks are
 shared out in order (the first stages take one more where they do not
 divide), the embeddings go with the first stage, the final norm and the
 output layer with the last. Each stage is a pipeline stage of the instance
@@ -71,7 +73,7 @@ gradients are not exchanged between the first and last stage.
 
 from themis_opt.workloads.llm.blocks import BlockGraph, Blocks, blocks_of
 from themis_opt.workloads.llm.builders import BUCKET_BYTES, MIB, llm_task_graph, one_f_one_b, pipeline_order
-from themis_opt.workloads.llm.layouts import Layout, group_dims, stage_dims, stage_npus
+from themis_opt.workloads.llm.layouts import Layout, fit_network, group_dims, split_dimension, stage_dims, stage_npus
 from themis_opt.workloads.llm.models import LLMS, LlmConfig, Tensor, block_tensors, outer_tensors, parameter_count
 
 __all__ = [
@@ -85,12 +87,14 @@ __all__ = [
     "Tensor",
     "block_tensors",
     "blocks_of",
+    "fit_network",
     "group_dims",
     "llm_task_graph",
     "one_f_one_b",
     "outer_tensors",
     "parameter_count",
     "pipeline_order",
+    "split_dimension",
     "stage_dims",
     "stage_npus",
 ]

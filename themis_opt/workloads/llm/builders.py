@@ -13,7 +13,7 @@ from collections.abc import Callable
 from themis_opt.errors import InputError
 from themis_opt.instance import Instance, Kind, Network
 from themis_opt.workloads.llm.blocks import BlockGraph, Blocks, blocks_of, sharded
-from themis_opt.workloads.llm.layouts import Layout, stage_dims, stage_npus
+from themis_opt.workloads.llm.layouts import Layout, fit_network, stage_dims, stage_npus
 from themis_opt.workloads.llm.models import LlmConfig, Tensor, parameter_count
 
 MIB = 2**20
@@ -48,6 +48,7 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
         If the groups do not fit the network; the attention heads or the MLP's columns do not
         divide over ``tp``, or the experts over ``ep``; or there are more stages than blocks.
     """
+    network, layout, splits = fit_network(network, layout)
     graph = BlockGraph(layout.chunks, layout.sequence_parallel)
     blocks = blocks_of(config, network, layout, graph)
     if layout.pp * layout.virtual_stages > config.layers:
@@ -99,6 +100,7 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
         ("sequence", str(sequence)),
         ("passes", str(layout.passes)),
         *pipeline,
+        *((("splits", "; ".join(splits)),) if splits else ()),
     )
     name = name or f"{config.name}-{layout.data_parallel}"
     return graph.graph.instance(network, name, metadata, npus if layout.pp > 1 else ())

@@ -1,8 +1,10 @@
 """How a model is laid out on a network: the parallel groups, the pipeline stages and their dimensions.
 
 :class:`Layout` holds the group sizes, the data parallelism and the training
-settings; :func:`stage_dims` gives the pipeline stages their dimensions (the
-outermost, or ``stage_dims``) and :func:`stage_npus` each stage its NPU;
+settings; :func:`fit_network` splits the dimensions a group needs part of;
+:func:`stage_dims` gives the pipeline stages their dimensions (after the
+tensor-, context- and expert-parallel groups, or ``stage_dims``) and
+:func:`stage_npus` each stage its NPU;
 :func:`group_dims` gives the tensor-, context-, expert- and data-parallel groups theirs,
 innermost first, among the dimensions the stages leave. What each group
 exchanges is in the package's docstring (:mod:`themis_opt.workloads.llm`).
@@ -10,6 +12,7 @@ exchanges is in the package's docstring (:mod:`themis_opt.workloads.llm`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -51,8 +54,8 @@ class Layout:
         Microbatches of ``batch`` sequences a pass (1F1B with pipeline
         stages, gradient accumulation without).
     stage_dims
-        The dimensions the pipeline stages take (``None``: the outermost
-        whose sizes multiply to ``pp``).
+        The dimensions the pipeline stages take (``None``: after the
+        tensor-, context- and expert-parallel groups' dimensions).
     sequence_parallel
         Megatron's sequence parallelism: each tensor-parallel all-reduce of
         activations becomes a reduce-scatter to the sequence shards and the
@@ -141,8 +144,9 @@ class Layout:
 
 
 def stage_dims(network: Network, layout: Layout) -> tuple[int, ...]:
-    """The dimensions the pipeline stages take: ``layout.stage_dims``, or the outermost whose sizes
-    multiply to ``pp`` (none for one stage).
+    """The dimensions the pipeline stages take: ``layout.stage_dims``, or, innermost first, the
+    tensor-, context- and expert-parallel groups' dimensions, then those whose sizes multiply to
+    ``pp`` (none for one stage): the order of the Llama 3 paper, data parallelism outermost.
 
     Raises
     ------
@@ -163,20 +167,111 @@ def stage_dims(network: Network, layout: Layout) -> tuple[int, ...]:
         return layout.stage_dims
     if layout.pp == 1:
         return ()
-    dims: list[int] = []
-    product = 1
-    for d in reversed(range(len(sizes))):
-        if product >= layout.pp:
-            break
+    inside = layout.tp * layout.cp * layout.ep  # the groups inside the stages
+    product, d = 1, 0
+    while d < len(sizes) and product < inside:
         product *= sizes[d]
+        d += 1
+    dims: list[int] = []
+    stages = 1
+    while d < len(sizes) and stages < layout.pp:
+        stages *= sizes[d]
         dims.append(d)
-    if product != layout.pp:
+        d += 1
+    if product != inside or stages != layout.pp:
         raise InputError(
             "pp",
-            f"{layout.pp} stages are not a product of whole outermost dimensions of {shape} "
-            "(give the stage dimensions)",
+            f"{layout.pp} stages are not a product of whole dimensions of {shape} after the tensor-, context- and "
+            "expert-parallel groups (give the stage dimensions)",
         )
-    return tuple(sorted(dims))
+    return tuple(dims)
+
+
+def split_dimension(network: Network, d: int, inner: int) -> Network:
+    """``network`` with dimension ``d`` carved in two: its first ``inner`` NPUs' part (neighbours
+    one apart) and the part across them (``inner`` apart), each with the dimension's topology,
+    bandwidth and latency, and its own queue (as ASTRA-sim 1.0 splits a dimension for a group).
+
+    Raises
+    ------
+    InputError
+        If ``inner`` does not divide the dimension, or the dimension is carved already.
+    """
+    dim = network.dimensions[d]
+    if dim.size % inner or dim.carved:
+        why = "it is part of a dimension already" if dim.carved else f"{inner} does not divide its {dim.size} NPUs"
+        raise InputError(f"dimension {d}", f"cannot be split for a group: {why}")
+    name = dim.name or f"d{d}"
+    first = dataclasses.replace(dim, size=inner, physical_size=dim.size, stride=1, name=f"{name}a")
+    second = dataclasses.replace(dim, size=dim.size // inner, physical_size=dim.size, stride=inner, name=f"{name}b")
+    return dataclasses.replace(
+        network, dimensions=(*network.dimensions[:d], first, second, *network.dimensions[d + 1 :])
+    )
+
+
+def fit_network(network: Network, layout: Layout) -> tuple[Network, Layout, tuple[str, ...]]:
+    """``network`` with each dimension that a group or the stages need only part of split in two
+    (:func:`split_dimension`), the layout's ``stage_dims`` renumbered to match, and a line for
+    each split. Innermost first, the tensor-, context- and expert-parallel groups, then the stages
+    (unless ``stage_dims`` places them), then the data-parallel group; a dimension a group ends
+    inside gives it its first part, the next group the part across.
+
+    Raises
+    ------
+    InputError
+        If the groups do not multiply to the network's NPUs, or a group ends inside a dimension it
+        does not divide.
+    """
+    sizes = [d.size for d in network.dimensions]
+    given = [("tp", layout.tp), ("cp", layout.cp), ("ep", layout.ep), ("dp", layout.dp), ("pp", layout.pp)]
+    named = [(n, v) for n, v in given if n not in ("cp", "pp") or v > 1]  # cp and pp named where used
+    total = math.prod(v for _, v in given)
+    if total != math.prod(sizes):
+        raise InputError(
+            " x ".join(n for n, _ in named),
+            f"{' x '.join(str(v) for _, v in named)} = {total}, but the network has {math.prod(sizes)} NPUs",
+        )
+    notes: list[str] = []
+
+    def split(d: int, inner: int, why: str) -> None:
+        nonlocal network, layout
+        dim = network.dimensions[d]
+        notes.append(
+            f"dimension {d} ({dim.name or f'd{d}'}, {dim.size}) split as {inner} x {dim.size // inner} for {why}"
+        )
+        network = split_dimension(network, d, inner)
+        if layout.stage_dims is not None:
+            layout = dataclasses.replace(layout, stage_dims=tuple(x + (x > d) for x in layout.stage_dims))
+
+    if layout.stage_dims is None and layout.pp > 1:  # the stages next, after the groups inside them
+        at, stages = 0, []
+        for name, size in (*given[:3], ("pp", layout.pp)):
+            product = 1
+            while product < size and at < network.num_dims:
+                n = network.dimensions[at].size
+                if product * n > size and size % product == 0 and n % (size // product) == 0:
+                    split(at, size // product, "the pipeline stages" if name == "pp" else f"the {name} group")
+                product *= network.dimensions[at].size
+                if name == "pp":
+                    stages.append(at)
+                at += 1
+        layout = dataclasses.replace(layout, stage_dims=tuple(stages))
+    staged = set(stage_dims(network, layout))
+    at = 0
+    for name, size in given[:4]:
+        product = 1
+        while product < size:
+            left = [d for d in range(network.num_dims) if d not in staged]
+            if at >= len(left):
+                break
+            d = left[at]
+            n = network.dimensions[d].size
+            if product * n > size and size % product == 0 and n % (size // product) == 0:
+                split(d, size // product, f"the {name} group")
+                staged = {x + (x > d) for x in staged}
+            product *= network.dimensions[d].size
+            at += 1
+    return network, layout, tuple(notes)
 
 
 def stage_npus(network: Network, dims: tuple[int, ...]) -> tuple[int, ...]:
