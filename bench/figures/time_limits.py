@@ -11,7 +11,7 @@ at most T. The instances are written to a temporary folder:
 * 8d: 8 dimensions of 2 NPUs, one all-reduce in 4 chunks (8! orders per chunk);
 * 16coll: 16 all-reduces of 16 chunks issued 100 us apart on a 4D network;
 * 4096c: one all-reduce in 4096 chunks on a 4D network;
-* maxphases: one all-reduce on 4 dimensions with the most chunks allowed (2^18 phases);
+* maxphases: one all-reduce on 4 dimensions with the most chunks allowed (2^20 phases);
 * 1e6c: one all-reduce in 1,000,000 chunks (rejected at load: exit 2);
 * chain10k: 10,000 all-reduces of 1 MiB in 2 chunks on the 4D network (160,000 phases), each waiting for the one before;
 * dense1m: 1,415 tasks, compute tasks and all-reduces of 1 MiB in 4 chunks in turn, each waiting for

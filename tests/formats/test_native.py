@@ -110,7 +110,7 @@ BAD = [
         r"network\.dimensions: must hold at most 16 dimensions",
     ),
     (["collectives", 0, "size_bytes"], 10**17, r"collectives\[0\]\.size_bytes: must be <= 1125899906842624"),
-    (["collectives", 0, "chunks"], 10**6, r"collectives\[0\]\.chunks: must be <= 262144"),
+    (["collectives", 0, "chunks"], 10**7, r"collectives\[0\]\.chunks: must be <= 1048576"),
     (["collectives", 0, "issue_ns"], 1e16, r"collectives\[0\]\.issue_ns: must be <= 1e\+15"),
     (["network", "dimensions", 0, "latency_ns"], _DELETE, r"dimensions\[0\]\.latency_ns: missing required field"),
     (["network", "dimensions", 0, "colour"], "red", r"dimensions\[0\]\.colour: unknown field"),

@@ -171,9 +171,11 @@ def _run(
     settings = params or SolveParams()
     written = outputs(args)
     pipeline = settings.pipeline
-    writing = len(written) * instance.num_phases * pipeline.write_seconds_per_phase  # results written in the limit
+    # results written and reported within the limit
+    writing = len(written) * instance.num_phases * pipeline.write_seconds_per_phase
+    reporting = (len(VARIANTS) if options is None else 1) * instance.num_phases * pipeline.report_seconds_per_phase
     reserve = min(pipeline.exit_reserve, pipeline.exit_reserve_share * args.time_limit)
-    reserve += min(writing, pipeline.write_share * args.time_limit)
+    reserve += min(writing + reporting, pipeline.write_share * args.time_limit)
     deadline = Deadline(args.started + args.time_limit - reserve)
     exact = args.method in ("all", "cpsat")
     if exact or programs_wanted(instance, args.bounds, settings.bounds):

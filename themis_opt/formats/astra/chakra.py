@@ -23,7 +23,7 @@ from themis_opt.errors import InputError, counted
 from themis_opt.formats.astra.etfiles import TraceNode, read_trace
 from themis_opt.formats.astra.groups import Groups, aligned_dims, move, offset, same_ring_moved, stoi
 from themis_opt.formats.astra.v2 import SystemV2, collective
-from themis_opt.instance import MAX_COLLECTIVES, After, Collective, Compute, Kind, Network
+from themis_opt.instance import After, Collective, Compute, Kind, Network
 
 
 def trace_files(prefix: str | Path, npus: int) -> list[Path]:
@@ -53,6 +53,7 @@ def unread_traces(prefix: str | Path, npus: int) -> list[Path]:
     return [path for _, path in sorted(found)]
 
 
+MAX_TRACE_TASKS = 10_000  # tasks a trace import makes: its ordering and matching passes are not all linear
 PEERS = ("comm_src", "comm_dst")  # a send's or receive's other NPU: compared as moved with the NPU
 
 
@@ -258,10 +259,10 @@ def trace_tasks(
                 str(traces.files[rep]), "holds no node: ASTRA-sim 2.x finds no dependency-free node and stops"
             )
     tasks_at_most = sum(node.type != "COMM_RECV_NODE" for rep in reps for node in traces.nodes[rep])
-    if tasks_at_most > MAX_COLLECTIVES:  # before the passes over the nodes, some not linear in them
+    if tasks_at_most > MAX_TRACE_TASKS:  # before the passes over the nodes, some not linear in them
         raise InputError(
             str(traces.files[reps[0]]),
-            f"{tasks_at_most} nodes that would be tasks: an instance holds at most {MAX_COLLECTIVES} tasks",
+            f"{tasks_at_most} nodes that would be tasks: an imported trace makes at most {MAX_TRACE_TASKS} tasks",
         )
     matched = _match(traces, network.num_npus)
     position = [{node.id: n for n, node in enumerate(traces.nodes[rep])} for rep in reps]
