@@ -558,6 +558,21 @@ def workload_cases(f: Files) -> list[Case]:
         Case(s, "--efficiency 2", run("--efficiency", "2")),
         Case(s, "--chunks 0", run("--chunks", "0")),
         Case(s, "--out over the network", ("workload", "llama3-8b", "--network", net, "--out", net)),
+        Case(s, "--cp that the sequence does not divide", run("--tp", "8", "--cp", "8", "--seq", "1001")),
+        Case(s, "--cp 3", run("--cp", "3")),
+        Case(s, "--virtual-stages without stages", run("--virtual-stages", "2")),
+        Case(
+            s,
+            "--virtual-stages, microbatches not a multiple",
+            run("--pp", "2", "--microbatches", "3", "--virtual-stages", "2"),
+        ),
+        Case(
+            s,
+            "--virtual-stages x --pp over the blocks",
+            run("--pp", "8", "--microbatches", "8", "--virtual-stages", "8"),
+        ),
+        Case(s, "--fsdp-gathers with ddp", run("--pp", "2", "--fsdp-gathers", "microbatch")),
+        Case(s, "a stage split", run("--tp", "4", "--pp", "4", "--data-parallel", "fsdp", "--microbatches", "4"), OK),
     ]
 
 
