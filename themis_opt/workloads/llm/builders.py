@@ -245,11 +245,11 @@ def _pipelined_pass(
             ahead = root_g or started  # the last gathers made
             ran: list[list[str]] = []  # what each block run so far ended with
 
-            def gather(name: str, after: list[str], gathering: bool = gathering) -> list[str]:
+            def gather(called: str, after: list[str], gathering: bool = gathering) -> list[str]:
                 """A block's unit gathered after ``after`` (one unit of prefetch: after the gathers
                 before it and the block two before it), if this op gathers.
                 """
-                return unit(Kind.ALL_GATHER, name, attention + mlp, after) if gathering else []
+                return unit(Kind.ALL_GATHER, called, attention + mlp, after) if gathering else []
 
             if op == "F":
                 # the chunk before's output: the stage before's, or the last stage's previous chunk's
