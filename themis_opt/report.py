@@ -211,27 +211,29 @@ def comparison_table(instance: Instance, results: Sequence[Result]) -> Renderabl
 
 
 def chunk_table(instance: Instance, sweep: ChunkSweep) -> RenderableType:
-    """Each method's makespan at each chunk count (its best underlined, ``*`` a proven optimum at that
-    count), each count's lower bound, and each method's best count against the bound for every count.
+    """Each method's makespan at each chunking (its best underlined, ``*`` a proven optimum at that
+    chunking), each chunking's lower bound, and each method's best against the bound for every one.
     """
-    table = Table(title=f"{instance.name}: {describe(instance)}, every collective cut into each count")
-    table.add_column("chunks", justify="right")
+    sizes = any(c.size is not None for c in sweep.choices)
+    what = "chunk size" if sizes else "count"
+    table = Table(title=f"{instance.name}: {describe(instance)}, every collective cut at each {what}")
+    table.add_column("chunk size" if sizes else "chunks", justify="right")
     for method in sweep.methods:
         table.add_column(method, justify="right")
     table.add_column("lower bound", justify="right")
     best = {method: sweep.best(method)[0] for method in sweep.methods}
-    for count, results in zip(sweep.counts, sweep.results):
+    for cut, results in zip(sweep.choices, sweep.results):
         cells = []
         for method, r in zip(sweep.methods, results):
             text = f"{fmt_time(r.makespan)}{'*' if r.status.value == 'optimal' else ''}"
-            cells.append(Text(text, style="underline" if best[method] == count else ""))
-        table.add_row(str(count), *cells, fmt_time(results[0].lower_bound))
-    lines = [f"bound for every count: {fmt_time(sweep.bound)}"]
+            cells.append(Text(text, style="underline" if best[method] == cut else ""))
+        table.add_row(cut.label, *cells, fmt_time(results[0].lower_bound))
+    lines = [f"bound for every {what}: {fmt_time(sweep.bound)}"]
     for method in sweep.methods:
-        count, result = sweep.best(method)
+        cut, result = sweep.best(method)
+        at = f"{cut.label} chunks" if cut.count is not None else f"chunks of {cut.label}"
         lines.append(
-            f"{method}: best at {count} chunks, {fmt_time(result.makespan)}, {fmt_pct(sweep.gap(method))} "
-            "above that bound"
+            f"{method}: best at {at}, {fmt_time(result.makespan)}, {fmt_pct(sweep.gap(method))} above that bound"
         )
     return Group(table, *(Text(line) for line in lines))
 

@@ -85,15 +85,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser("chunks", help=COMMANDS["chunks"])
     p.add_argument("instance", help="instance JSON file")
-    p.add_argument(
+    cut = p.add_mutually_exclusive_group()
+    cut.add_argument(
         "--counts",
-        default="1,2,4,8,16,32,64",
+        default=None,
         metavar="C1,C2,...",
-        help="chunk counts to cut every collective into, comma-separated (default 1,2,4,8,16,32,64)",
+        help=f"chunk counts to cut every collective into, comma-separated (default {DEFAULT_COUNTS})",
+    )
+    cut.add_argument(
+        "--sizes",
+        default=None,
+        metavar="S1,S2,...",
+        help="chunk sizes instead (NCCL's lever), comma-separated, like 1MiB,4MiB: each collective cut into "
+        "ceil(its bytes / size) chunks (default: --counts)",
     )
     methods_option(p, "baseline,themis,cpsat")
-    solver_options(p, 30.0, "the whole sweep (an equal share a count)")
-    p.set_defaults(handler=chunks, fields={"chunks": "counts"})
+    solver_options(p, 30.0, "the whole sweep (an equal share a count or size)")
+    p.set_defaults(handler=chunks, fields={"chunks": "counts", "counts": "counts", "sizes": "sizes"})
+
+
+DEFAULT_COUNTS = "1,2,4,8,16,32,64"  # chunk counts `chunks` sweeps: powers of two to a count past the files'
 
 
 def solve(args: argparse.Namespace, console: Console) -> int:
@@ -220,17 +231,22 @@ def _run(
 def chunks(args: argparse.Namespace, console: Console) -> int:
     """``themis-opt chunks``."""
     from themis_opt.bench.harness import parse_methods
-    from themis_opt.chunking import sweep_chunks
+    from themis_opt.chunking import Chunking, sweep_chunks
+    from themis_opt.formats.astra.files import parse_size
     from themis_opt.formats.native import load_instance
     from themis_opt.params import SolveParams
     from themis_opt.report import chunk_table
 
-    counts = []
-    for text in args.counts.split(","):
-        try:
-            counts.append(int(text))
-        except ValueError:
-            raise InputError("--counts", f"must be whole numbers, comma-separated, got {text!r}") from None
+    counts: list[Chunking] = []
+    if args.sizes is not None:
+        counts = [Chunking(size=parse_size(text, "--sizes")) for text in args.sizes.split(",")]
+    else:
+        for text in (args.counts or DEFAULT_COUNTS).split(","):
+            try:
+                count = int(text)
+            except ValueError:
+                raise InputError("--counts", f"must be whole numbers, comma-separated, got {text!r}") from None
+            counts.append(Chunking(count=count))
     methods = parse_methods(args.method)
     params = params_of(args)
     instance = load_instance(args.instance)

@@ -908,5 +908,6 @@ def test_a_network_of_more_npus_than_traces_stops_at_the_first_missing_one(tmp_p
 def test_a_trace_of_more_nodes_than_an_import_makes_is_refused_before_it_is_ordered(tmp_path: Path) -> None:
     net, system = _files(tmp_path)
     nodes = [_node(i, "COMP_NODE", data=(i - 1,) if i else (), duration_micros=1) for i in range(10_001)]
-    with pytest.raises(InputError, match=r"trace\.0\.et: 10001 nodes that would be tasks: an imported trace makes at most 10000"):
+    refused = r"trace\.0\.et: 10001 nodes that would be tasks: an imported trace makes at most 10000"
+    with pytest.raises(InputError, match=refused):
         import_astra(net, system, workload=_traces(tmp_path, nodes))
