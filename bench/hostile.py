@@ -653,6 +653,7 @@ def run(case: Case, files: Files, memory_gib: float) -> Outcome:
 
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # as a terminal starts it, whoever started this script
 
     began = time.perf_counter()
     with subprocess.Popen(

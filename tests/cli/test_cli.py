@@ -299,7 +299,14 @@ def test_ctrl_c_stops_a_search_at_once_with_one_message(
     out = tmp_path / "r.json"
     # 8 s: the bounds take at most a quarter of it, then the searches run past the signal at 4 s
     argv = [sys.executable, "-m", "themis_opt.cli", "solve", hard, "--method", method, "--time-limit", "8"]
-    process = subprocess.Popen([*argv, "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [*argv, "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # as a terminal would start it: a test runner's worker may ignore SIGINT, and a child inherits that
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     time.sleep(4.0)
     at = time.perf_counter()
     process.send_signal(getattr(signal, sent))
