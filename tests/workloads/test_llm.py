@@ -467,5 +467,13 @@ def test_the_network_may_come_from_a_file_that_holds_only_a_network(
 
 def test_a_layout_of_too_many_tasks_stops_at_the_limit_before_building_them_all() -> None:
     # 50,000 microbatches x 100 passes would be tens of millions of tasks: building stops at the limit
-    with pytest.raises(InputError, match="tasks: must hold at most 131072 tasks: this iteration makes more"):
+    with pytest.raises(InputError, match="tasks: must hold at most 131072 tasks: this iteration makes 40,000,000"):
         llm_task_graph(TOY, NET, Layout(tp=2, dp=2, pp=2, microbatches=50_000, passes=100))
+    # past the estimate, a graph stops as it is built
+    from themis_opt.workloads.graph import TaskGraph
+
+    graph = TaskGraph()
+    with pytest.raises(InputError, match="tasks: must hold at most 131072 tasks: this iteration makes more"):
+        for i in range(200_000):
+            graph.compute(f"c{i}", 1.0, [])
+    assert len(graph.tasks) == 131_072

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from themis_opt.errors import InputError
-from themis_opt.instance import Instance, Kind, Network
+from themis_opt.instance import MAX_COLLECTIVES, Instance, Kind, Network
 from themis_opt.workloads.llm.blocks import BlockGraph, Blocks, blocks_of, sharded
 from themis_opt.workloads.llm.layouts import Layout, fit_network, stage_dims, stage_npus
 from themis_opt.workloads.llm.models import LlmConfig, Tensor, parameter_count
@@ -54,6 +54,11 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
     if layout.pp * layout.virtual_stages > config.layers:
         chunks = f"{layout.pp} stages" + (f" x {layout.virtual_stages} chunks" if layout.virtual_stages > 1 else "")
         raise InputError("pp", f"{config.name} has {config.layers} blocks: {chunks} would leave some empty")
+    # at least an attention and an MLP compute task a block, forward and backward, every microbatch:
+    # a layout past the task limit is refused before anything is built
+    fewest = 4 * config.layers * layout.microbatches * layout.passes
+    if fewest > MAX_COLLECTIVES:
+        raise InputError("tasks", f"must hold at most {MAX_COLLECTIVES} tasks: this iteration makes {fewest:,} or more")
     sequence = layout.sequence or config.sequence
     waits: list[str] = []  # what a pass waits for: the previous pass's gradients
     staged = stage_dims(network, layout)
