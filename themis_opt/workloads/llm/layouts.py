@@ -187,6 +187,21 @@ def stage_dims(network: Network, layout: Layout) -> tuple[int, ...]:
     return tuple(dims)
 
 
+def _groups(network: Network, layout: Layout) -> list[tuple[str, int]]:
+    """The groups' names and sizes (tensor, context, expert, data, stages), checked to multiply to the
+    network's NPUs (the error names cp and pp where they are used).
+    """
+    given = [("tp", layout.tp), ("cp", layout.cp), ("ep", layout.ep), ("dp", layout.dp), ("pp", layout.pp)]
+    named = [(n, v) for n, v in given if n not in ("cp", "pp") or v > 1]
+    total, npus = math.prod(v for _, v in given), network.num_npus
+    if total != npus:
+        raise InputError(
+            " x ".join(n for n, _ in named),
+            f"{' x '.join(str(v) for _, v in named)} = {total}, but the network has {npus} NPUs",
+        )
+    return given
+
+
 def split_dimension(network: Network, d: int, inner: int) -> Network:
     """``network`` with dimension ``d`` carved in two: its first ``inner`` NPUs' part (neighbours
     one apart) and the part across them (``inner`` apart), each with the dimension's topology,
@@ -222,15 +237,7 @@ def fit_network(network: Network, layout: Layout) -> tuple[Network, Layout, tupl
         If the groups do not multiply to the network's NPUs, or a group ends inside a dimension it
         does not divide.
     """
-    sizes = [d.size for d in network.dimensions]
-    given = [("tp", layout.tp), ("cp", layout.cp), ("ep", layout.ep), ("dp", layout.dp), ("pp", layout.pp)]
-    named = [(n, v) for n, v in given if n not in ("cp", "pp") or v > 1]  # cp and pp named where used
-    total = math.prod(v for _, v in given)
-    if total != math.prod(sizes):
-        raise InputError(
-            " x ".join(n for n, _ in named),
-            f"{' x '.join(str(v) for _, v in named)} = {total}, but the network has {math.prod(sizes)} NPUs",
-        )
+    given = _groups(network, layout)
     notes: list[str] = []
 
     def split(d: int, inner: int, why: str) -> None:
@@ -303,14 +310,7 @@ def group_dims(
         product of whole consecutive dimensions.
     """
     sizes = [d.size for d in network.dimensions]
-    groups_given = [("tp", layout.tp), ("cp", layout.cp), ("ep", layout.ep), ("dp", layout.dp), ("pp", layout.pp)]
-    named = [(n, v) for n, v in groups_given if n not in ("cp", "pp") or v > 1]  # cp and pp named where used
-    total = math.prod(v for _, v in groups_given)
-    if total != math.prod(sizes):
-        raise InputError(
-            " x ".join(n for n, _ in named),
-            f"{' x '.join(str(v) for _, v in named)} = {total}, but the network has {math.prod(sizes)} NPUs",
-        )
+    groups_given = _groups(network, layout)
     staged = stage_dims(network, layout)
     left = [d for d in range(len(sizes)) if d not in staged]
     groups: list[tuple[int, ...]] = []
