@@ -203,6 +203,9 @@ def test_the_stages_go_after_the_inner_groups_and_split_the_rail() -> None:
     assert (meta["tp_dims"], meta["stage_dims"], meta["dp_dims"]) == ("0", "1", "2,3")
     assert meta["splits"] == "dimension 1 (d1, 8) split as 4 x 2 for the pipeline stages"
     assert instance.stage_npus == (0, 2, 4, 6)
+    six = Network(tuple(Dimension(n, "switch", 100.0, 500.0, "ring") for n in (2, 6, 2)))
+    with pytest.raises(InputError, match=r"^pp: 4 stages do not fit the dimensions of 2x6x2 after the tensor-"):
+        llm_task_graph(LlmConfig("toy4", 4, 8, 2, 1, 16, 32, 4, True), six, Layout(tp=2, dp=3, pp=4))
 
 
 def test_the_workload_command_lays_out_an_llm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

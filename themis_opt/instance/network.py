@@ -313,6 +313,26 @@ class Network:
         """Whether a collective of ``kind`` runs as one phase over every NPU (a ``one_*`` algorithm)."""
         return self.dimensions[0].algorithm_for(kind).flattened
 
+    def split(self, d: int, inner: int) -> Network:
+        """The network with dimension ``d`` carved in two: its first ``inner`` NPUs' part
+        (neighbours one apart, named ``NAMEa``) and the part across them (``inner`` apart,
+        ``NAMEb``), each with the dimension's topology, bandwidth and latency and its own queue,
+        as ASTRA-sim 1.0 splits a dimension for a model-parallel group.
+
+        Raises
+        ------
+        InputError
+            If ``inner`` does not divide the dimension, or the dimension is carved already.
+        """
+        dim = self.dimensions[d]
+        if dim.size % inner or dim.carved:
+            why = "it is part of a dimension already" if dim.carved else f"{inner} does not divide its {dim.size} NPUs"
+            raise InputError(f"dimension {d}", f"cannot be split: {why}")
+        name = dim.name or f"d{d}"
+        first = dataclasses.replace(dim, size=inner, physical_size=dim.size, stride=1, name=f"{name}a")
+        second = dataclasses.replace(dim, size=dim.size // inner, physical_size=dim.size, stride=inner, name=f"{name}b")
+        return dataclasses.replace(self, dimensions=(*self.dimensions[:d], first, second, *self.dimensions[d + 1 :]))
+
     def coordinates(self, npu: int) -> tuple[int, ...]:
         """NPU ``npu``'s position in each dimension (dimension 0 varies fastest, as ASTRA-sim numbers NPUs)."""
         position = []

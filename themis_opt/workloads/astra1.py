@@ -95,12 +95,7 @@ def split_dimensions(network: Network, group: int) -> tuple[Network, tuple[int, 
                 "model_parallel_NPU_group",
                 f"{group} does not split dimension {d} of {sizes} into whole parts (ASTRA-sim 1.0 never ends)",
             )
-        first = dataclasses.replace(dim, size=inner, physical_size=dim.size, stride=1, name=f"{dim.name}a")
-        second = dataclasses.replace(
-            dim, size=dim.size // inner, physical_size=dim.size, stride=inner, name=f"{dim.name}b"
-        )
-        split = dataclasses.replace(network, dimensions=(*dims[:d], first, second, *dims[d + 1 :]))
-        return split, tuple(range(d + 1)), tuple(range(d + 1, network.num_dims + 1)), d
+        return network.split(d, inner), tuple(range(d + 1)), tuple(range(d + 1, network.num_dims + 1)), d
     raise AssertionError("unreachable: the product reaches every group up to the NPU count")  # pragma: no cover
 
 

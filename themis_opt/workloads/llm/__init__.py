@@ -73,7 +73,7 @@ gradients are not exchanged between the first and last stage.
 
 from themis_opt.workloads.llm.blocks import BlockGraph, Blocks, blocks_of
 from themis_opt.workloads.llm.builders import BUCKET_BYTES, MIB, llm_task_graph, one_f_one_b, pipeline_order
-from themis_opt.workloads.llm.layouts import Layout, fit_network, group_dims, split_dimension, stage_dims, stage_npus
+from themis_opt.workloads.llm.layouts import Layout, fit_network, group_dims, stage_dims, stage_npus
 from themis_opt.workloads.llm.models import LLMS, LlmConfig, Tensor, block_tensors, outer_tensors, parameter_count
 
 __all__ = [
@@ -94,7 +94,6 @@ __all__ = [
     "outer_tensors",
     "parameter_count",
     "pipeline_order",
-    "split_dimension",
     "stage_dims",
     "stage_npus",
 ]

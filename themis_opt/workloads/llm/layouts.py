@@ -167,24 +167,15 @@ def stage_dims(network: Network, layout: Layout) -> tuple[int, ...]:
         return layout.stage_dims
     if layout.pp == 1:
         return ()
-    inside = layout.tp * layout.cp * layout.ep  # the groups inside the stages
-    product, d = 1, 0
-    while d < len(sizes) and product < inside:
-        product *= sizes[d]
-        d += 1
-    dims: list[int] = []
-    stages = 1
-    while d < len(sizes) and stages < layout.pp:
-        stages *= sizes[d]
-        dims.append(d)
-        d += 1
-    if product != inside or stages != layout.pp:
+    _, placed, splits = fit_network(network, layout)  # the one placement rule
+    if splits:
         raise InputError(
             "pp",
             f"{layout.pp} stages are not a product of whole dimensions of {shape} after the tensor-, context- and "
-            "expert-parallel groups (give the stage dimensions)",
+            "expert-parallel groups (fit_network splits the dimensions, or give the stage dimensions)",
         )
-    return tuple(dims)
+    assert placed.stage_dims is not None
+    return placed.stage_dims
 
 
 def _groups(network: Network, layout: Layout) -> list[tuple[str, int]]:
@@ -202,31 +193,9 @@ def _groups(network: Network, layout: Layout) -> list[tuple[str, int]]:
     return given
 
 
-def split_dimension(network: Network, d: int, inner: int) -> Network:
-    """``network`` with dimension ``d`` carved in two: its first ``inner`` NPUs' part (neighbours
-    one apart) and the part across them (``inner`` apart), each with the dimension's topology,
-    bandwidth and latency, and its own queue (as ASTRA-sim 1.0 splits a dimension for a group).
-
-    Raises
-    ------
-    InputError
-        If ``inner`` does not divide the dimension, or the dimension is carved already.
-    """
-    dim = network.dimensions[d]
-    if dim.size % inner or dim.carved:
-        why = "it is part of a dimension already" if dim.carved else f"{inner} does not divide its {dim.size} NPUs"
-        raise InputError(f"dimension {d}", f"cannot be split for a group: {why}")
-    name = dim.name or f"d{d}"
-    first = dataclasses.replace(dim, size=inner, physical_size=dim.size, stride=1, name=f"{name}a")
-    second = dataclasses.replace(dim, size=dim.size // inner, physical_size=dim.size, stride=inner, name=f"{name}b")
-    return dataclasses.replace(
-        network, dimensions=(*network.dimensions[:d], first, second, *network.dimensions[d + 1 :])
-    )
-
-
 def fit_network(network: Network, layout: Layout) -> tuple[Network, Layout, tuple[str, ...]]:
     """``network`` with each dimension that a group or the stages need only part of split in two
-    (:func:`split_dimension`), the layout's ``stage_dims`` renumbered to match, and a line for
+    (:meth:`~themis_opt.instance.Network.split`), the layout's ``stage_dims`` renumbered to match, and a line for
     each split. Innermost first, the tensor-, context- and expert-parallel groups, then the stages
     (unless ``stage_dims`` places them), then the data-parallel group; a dimension a group ends
     inside gives it its first part, the next group the part across.
@@ -234,8 +203,9 @@ def fit_network(network: Network, layout: Layout) -> tuple[Network, Layout, tupl
     Raises
     ------
     InputError
-        If the groups do not multiply to the network's NPUs, or a group ends inside a dimension it
-        does not divide.
+        If the groups do not multiply to the network's NPUs, or the stages do not fit the dimensions
+        the groups inside them leave, whole or split (a group that does not is refused by
+        :func:`group_dims`).
     """
     given = _groups(network, layout)
     notes: list[str] = []
@@ -246,7 +216,7 @@ def fit_network(network: Network, layout: Layout) -> tuple[Network, Layout, tupl
         notes.append(
             f"dimension {d} ({dim.name or f'd{d}'}, {dim.size}) split as {inner} x {dim.size // inner} for {why}"
         )
-        network = split_dimension(network, d, inner)
+        network = network.split(d, inner)
         if layout.stage_dims is not None:
             layout = dataclasses.replace(layout, stage_dims=tuple(x + (x > d) for x in layout.stage_dims))
 
@@ -262,6 +232,13 @@ def fit_network(network: Network, layout: Layout) -> tuple[Network, Layout, tupl
                 if name == "pp":
                     stages.append(at)
                 at += 1
+        if math.prod(network.dimensions[d].size for d in stages) != layout.pp:
+            shape = "x".join(str(d.size) for d in network.dimensions)
+            raise InputError(
+                "pp",
+                f"{layout.pp} stages do not fit the dimensions of {shape} after the tensor-, context- and "
+                "expert-parallel groups, whole or split in two (give the stage dimensions)",
+            )
         layout = dataclasses.replace(layout, stage_dims=tuple(stages))
     staged = set(stage_dims(network, layout))
     at = 0
