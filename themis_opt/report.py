@@ -129,6 +129,12 @@ def result_summary(instance: Instance, result: Result) -> RenderableType:
             "exposed communication",
             f"{fmt_time(metrics.exposed_ns)} ({fmt_pct(metrics.exposed_ns / metrics.total_ns)})",
         )
+        if metrics.bubble_ns is not None:
+            head.add_row(
+                "of which pipeline bubble",
+                f"{fmt_time(metrics.bubble_ns)} ({fmt_pct(metrics.bubble_ns / metrics.total_ns)}): "
+                "waiting for another stage",
+            )
         head.add_row("network utilisation", fmt_pct(metrics.utilization))
     head.add_row("runtime", f"{result.runtime:.3f} s")
     if result.note:
