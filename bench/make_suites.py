@@ -14,6 +14,7 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from themis_opt.formats.native import load_instance, save_instance
 from themis_opt.generator import generate
@@ -217,21 +218,36 @@ CLUSTERS = {
         (4, "switch", 25.0, 10_000.0),
     ),
 }
-# (cluster, model, tp, ep, dp, data parallelism, pipeline stages, microbatches): tensor parallelism
-# inside the fastest dimensions, experts inside the node or the first ring, pipeline stages on the
-# outermost dimension, data parallelism over the rest
-CLUSTER_LAYOUTS = (
-    ("hgx-h100-8x32x4", "llama3-8b", 8, 1, 128, "ddp", 1, 1),
-    ("hgx-h100-8x32x4", "llama3-70b", 8, 1, 128, "fsdp", 1, 1),
-    ("hgx-h100-8x32x4", "mixtral-8x7b", 1, 8, 128, "fsdp", 1, 1),
-    ("tpu-v4-4x4x4", "llama3-8b", 4, 1, 16, "fsdp", 1, 1),
-    ("tpu-v4-4x4x4", "mixtral-8x7b", 4, 4, 4, "fsdp", 1, 1),
-    ("tpu-v4-4x4x4", "gpt3-175b", 16, 1, 4, "fsdp", 1, 1),
-    ("tpu-v4-4x4x4x4", "llama3-8b", 4, 1, 64, "ddp", 1, 1),
-    ("tpu-v4-4x4x4x4", "llama3-70b", 16, 1, 16, "fsdp", 1, 1),
-    ("hgx-h100-8x32x4", "llama3-70b", 8, 1, 32, "ddp", 4, 8),
-    ("tpu-v4-4x4x4x4", "llama3-8b", 4, 1, 16, "ddp", 4, 8),
+# (cluster, model, layout): tensor parallelism inside the fastest dimensions, then context and
+# experts, pipeline stages on the outermost dimension, data parallelism over the rest (a group that
+# needs part of a dimension splits it: the context-parallel rail)
+CLUSTER_LAYOUTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("hgx-h100-8x32x4", "llama3-8b", {"tp": 8, "dp": 128}),
+    ("hgx-h100-8x32x4", "llama3-70b", {"tp": 8, "dp": 128, "data_parallel": "fsdp"}),
+    ("hgx-h100-8x32x4", "mixtral-8x7b", {"ep": 8, "dp": 128, "data_parallel": "fsdp"}),
+    ("tpu-v4-4x4x4", "llama3-8b", {"tp": 4, "dp": 16, "data_parallel": "fsdp"}),
+    ("tpu-v4-4x4x4", "mixtral-8x7b", {"tp": 4, "ep": 4, "dp": 4, "data_parallel": "fsdp"}),
+    ("tpu-v4-4x4x4", "gpt3-175b", {"tp": 16, "dp": 4, "data_parallel": "fsdp"}),
+    ("tpu-v4-4x4x4x4", "llama3-8b", {"tp": 4, "dp": 64}),
+    ("tpu-v4-4x4x4x4", "llama3-70b", {"tp": 16, "dp": 16, "data_parallel": "fsdp"}),
+    ("hgx-h100-8x32x4", "llama3-70b", {"tp": 8, "dp": 32, "pp": 4, "microbatches": 8}),
+    ("tpu-v4-4x4x4x4", "llama3-8b", {"tp": 4, "dp": 16, "pp": 4, "microbatches": 8}),
+    ("hgx-h100-8x32x4", "llama3-70b", {"tp": 8, "dp": 32, "data_parallel": "fsdp", "pp": 4, "microbatches": 8}),
+    ("hgx-h100-8x32x4", "llama3-8b", {"tp": 8, "cp": 4, "dp": 32, "data_parallel": "fsdp"}),
+    ("tpu-v4-4x4x4x4", "llama3-8b", {"tp": 4, "dp": 16, "pp": 4, "microbatches": 8, "virtual_stages": 2}),
 )
+
+
+def cluster_name(cluster: str, model: str, layout: dict[str, Any]) -> str:
+    """``llama3-8b-fsdp-tp8-cp4-ep1-dp32-pp4-mb8-v2-hgx-h100-8x32x4``: the layout's degrees, those at
+    their defaults left out but tp, ep and dp (the suite's first names had them)."""
+    parts = [model, layout.get("data_parallel", "ddp"), f"tp{layout.get('tp', 1)}"]
+    parts += [f"cp{layout['cp']}"] if layout.get("cp", 1) > 1 else []
+    parts += [f"ep{layout.get('ep', 1)}", f"dp{layout.get('dp', 1)}"]
+    if layout.get("pp", 1) > 1:
+        parts += [f"pp{layout['pp']}", f"mb{layout['microbatches']}"]
+    parts += [f"v{layout['virtual_stages']}"] if layout.get("virtual_stages", 1) > 1 else []
+    return "-".join([*parts, cluster])
 
 
 def clusters() -> list[Instance]:
@@ -241,17 +257,14 @@ def clusters() -> list[Instance]:
     from themis_opt.workloads.llm import LLMS, Layout, llm_task_graph
 
     out = []
-    for cluster, model, tp, ep, dp, data_parallel, pp, microbatches in CLUSTER_LAYOUTS:
+    for cluster, model, layout in CLUSTER_LAYOUTS:
         network = Network(tuple(Dimension(n, t, b, lat) for n, t, b, lat in CLUSTERS[cluster]))
         # the stages on the outermost dimension, as the suite was made (before the default put them inside)
-        outermost = (len(CLUSTERS[cluster]) - 1,) if pp > 1 else None
-        layout = Layout(
-            tp=tp, ep=ep, dp=dp, data_parallel=data_parallel, sequence=2048, pp=pp, microbatches=microbatches,
-            stage_dims=outermost,
-        )  # type: ignore[arg-type]  # fmt: skip
-        stages = f"-pp{pp}-mb{microbatches}" if pp > 1 else ""
-        name = f"{model}-{data_parallel}-tp{tp}-ep{ep}-dp{dp}{stages}-{cluster}"
-        out.append(llm_task_graph(LLMS[model], network, layout, name=name))
+        outermost = (len(CLUSTERS[cluster]) - 1,) if layout.get("pp", 1) > 1 else None
+        name = cluster_name(cluster, model, layout)
+        out.append(
+            llm_task_graph(LLMS[model], network, Layout(sequence=2048, stage_dims=outermost, **layout), name=name)
+        )
     return out
 
 
