@@ -122,8 +122,8 @@ class AlgorithmSpec:
         Whether ASTRA-sim 2.x's system files may name it.
     exchanges
         Each NPU's transfers step by step, for a reduce-scatter, all-gather or all-reduce phase
-        (what a program of the phase sends and receives; :mod:`themis_opt.programs`); ``None``:
-        no program is written for it.
+        (and an all-to-all's, where written: direct's); what a program of the phase sends and
+        receives (:mod:`themis_opt.programs`); ``None``: no program is written for it.
     """
 
     algorithm: Algorithm
@@ -200,6 +200,8 @@ def _direct_exchanges(n: int, x: int, op: Op) -> Exchange:
     peers = [y for y in range(n) if y != x]
     scatter = (tuple(Transfer(True, y, (y,)) for y in peers) + tuple(Transfer(False, y, (x,)) for y in peers),)
     gather = (tuple(Transfer(True, y, (x,)) for y in peers) + tuple(Transfer(False, y, (y,)) for y in peers),)
+    if op is Op.ALL_TO_ALL:  # a scatter's transfers, each block moved, not reduced
+        return scatter
     return _by_op(op, scatter, gather)
 
 

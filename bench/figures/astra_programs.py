@@ -3,7 +3,7 @@ custom collectives, beside 2.x's own (native) baseline on the same network.
 
     python -m bench.figures.astra_programs --astra PATH/TO/astra-sim [--binary BIN] [--work DIR]
         [--suites quick,astra,paper] [--methods baseline,themis,balanced,cpsat] [--max-npus 1024]
-        [--max-nodes 2500000] [--exclude REGEX] [--random N --seed S] [--json ROWS.json]
+        [--max-nodes 2500000] [--exclude REGEX] [--random N] [--all-to-all N] [--seed S] [--json ROWS.json]
     python -m bench.figures.astra_programs --summarise ROWS.json [--time-limit 10] [--iterations NAME,...]
 
 ``--astra`` is an ASTRA-sim 2.x checkout built as the docs' ASTRA-sim page says (its binary is
@@ -19,7 +19,8 @@ inside it. A row: the schedule's makespan, ``program_time_ns``, 2.x's largest ``
 ``--random N`` adds N small instances kept aside, drawn with ``--seed``: one to three dimensions
 of 2 to 8 NPUs, each a ring, switch or fully-connected one running ring, direct or
 halving-doubling, an all-reduce, reduce-scatter or all-gather of 1 to 64 MiB (sometimes bytes that
-do not share out evenly) in 1 to 8 chunks.
+do not share out evenly) in 1 to 8 chunks. ``--all-to-all N`` adds N direct all-to-alls drawn the
+same way (:func:`all_to_all_instances`; every fourth with an all-reduce beside it).
 
 ``--summarise`` prints, from the rows a run wrote with ``--json``, one line per instance: 2.x's
 native baseline and each exported method's time as 2.x reports it, the speedups 2.x measures
@@ -110,6 +111,39 @@ def random_instances(count: int, seed: int) -> list[tuple[str, str, Instance]]:
         size = rng.choice([1 << 20, 1 << 24, 1 << 26, 3 * 5 * 7 * (1 << 16) + 1])
         coll = Collective(kind, size, rng.randint(1, 8))
         cases.append(("random", f"random-{seed}-{n:02d}", Instance(Network(tuple(dims)), (coll,), name=f"random-{n}")))
+    return cases
+
+
+def all_to_all_instances(count: int, seed: int) -> list[tuple[str, str, Instance]]:
+    """``count`` small all-to-alls kept aside, drawn with ``seed``: one to three dimensions of 2 to
+    8 NPUs (rings, switches, fully-connected) running direct all-to-alls, 1 to 64 MiB (sometimes
+    bytes that do not share out evenly) in 1 to 8 chunks; every fourth with an all-reduce issued
+    while it runs.
+    """
+    rng = random.Random(seed)
+    cases = []
+    for n in range(count):
+        dims = []
+        for _ in range(rng.randint(1, 3)):
+            topology = rng.choice(list(Topology))
+            bandwidth, latency = rng.choice([25.0, 50.0, 100.0, 200.0]), rng.choice([100.0, 500.0, 700.0])
+            algorithm = Algorithm.RING if topology is Topology.RING else Algorithm.DIRECT  # any size
+            dims.append(
+                Dimension(
+                    rng.choice([2, 3, 4, 5, 8]),
+                    topology,
+                    bandwidth,
+                    latency,
+                    algorithm=algorithm,
+                    all_to_all_algorithm=Algorithm.DIRECT,
+                )
+            )
+        size = rng.choice([1 << 20, 1 << 24, 1 << 26, 3 * 5 * 7 * (1 << 16) + 1])
+        colls = [Collective(Kind.ALL_TO_ALL, size, rng.randint(1, 8))]
+        if n % 4 == 3:
+            colls.append(Collective(Kind.ALL_REDUCE, 1 << 22, 2, issue_ns=2_000.0))
+        instance = Instance(Network(tuple(dims)), tuple(colls), name=f"all-to-all-{n}")
+        cases.append(("random", f"all-to-all-{seed}-{n:02d}", instance))
     return cases
 
 
@@ -221,6 +255,7 @@ def main() -> None:
     parser.add_argument("--max-npus", type=int, default=1024)
     parser.add_argument("--max-nodes", type=int, default=2_500_000)
     parser.add_argument("--random", type=int, default=0)
+    parser.add_argument("--all-to-all", type=int, default=0, help="random all-to-alls kept aside (default 0)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--exclude", default=None, help="leave out instances whose name matches this regex")
     parser.add_argument("--time-limit", type=float, default=10.0)
@@ -251,6 +286,7 @@ def main() -> None:
             if len(instance.collectives) == 1 and instance.network.num_npus <= args.max_npus:
                 cases.append((suite, path.stem, instance))
     cases += random_instances(args.random, args.seed)
+    cases += all_to_all_instances(args.all_to_all, args.seed)
     for name in filter(None, args.iterations.split(",")):
         fitted, _ = fit_astra_2(load_instance(suite_folder("clusters") / f"{name}.json"))
         cases.append(("clusters", name, fitted))

@@ -74,8 +74,9 @@ def instances(draw: st.DrawFn) -> Instance:
         algorithm = draw(st.sampled_from([Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING]))
         size = draw(st.sampled_from([2, 4] if algorithm is Algorithm.HALVING_DOUBLING else [2, 3, 4]))
         bandwidth = draw(st.sampled_from([25.0, 50.0, 100.0]))
-        dims.append(Dimension(size, topology, bandwidth, draw(st.sampled_from([0.0, 300.0])), algorithm=algorithm))
-    kind = draw(st.sampled_from([Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER]))
+        latency = draw(st.sampled_from([0.0, 300.0]))
+        dims.append(Dimension(size, topology, bandwidth, latency, algorithm=algorithm, all_to_all_algorithm="direct"))
+    kind = draw(st.sampled_from([Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER, Kind.ALL_TO_ALL]))
     size = draw(st.sampled_from([1 << 16, 3 * 5 * 7 * 1024 + 1]))  # shared out evenly, or not
     unaware = draw(st.booleans())
     active = draw(st.sampled_from([1, 2])) if unaware else 1
@@ -92,11 +93,11 @@ def test_random_programs_compute_their_collective(instance: Instance, method: st
     # at most the makespan, but for the latency of each message a direct phase on a ring or switch
     # sends after another (the model shares the bandwidth among them; the program sends them in turn)
     phases = sum(len(c.phases) for c in result.schedule.chunks)
-    dims = instance.network.dimensions
+    kind = instance.collectives[0].kind
+    direct = [d for d in instance.network.dimensions if d.algorithm_for(kind) is Algorithm.DIRECT]
     extra = (
-        max((d.size - 2) * 2 * d.latency_ns for d in dims if d.algorithm is Algorithm.DIRECT)
-        if any(d.algorithm is Algorithm.DIRECT and d.topology is not Topology.FULLY_CONNECTED for d in dims)
-        and not instance.network.congestion_unaware
+        max((d.size - 2) * 2 * d.latency_ns for d in direct)
+        if any(d.topology is not Topology.FULLY_CONNECTED for d in direct) and not instance.network.congestion_unaware
         else 0
     )
     assert timing.time_ns <= result.makespan + 1 + phases * extra
@@ -205,9 +206,46 @@ def test_what_no_program_is_written_for_is_named() -> None:
     tree = _instance([Dimension(4, Topology.SWITCH, 50, 500, algorithm=Algorithm.DOUBLE_BINARY_TREE)])
     with pytest.raises(InputError, match="double_binary_tree"):
         program_of(tree, solve(tree, method="baseline"))
-    a2a = _instance([Dimension(4, Topology.SWITCH, 50, 500)], Kind.ALL_TO_ALL)
-    with pytest.raises(InputError, match="all_to_all"):
-        program_of(a2a, solve(a2a, method="baseline"))
+    relayed = _instance([Dimension(4, Topology.RING, 50, 500)], Kind.ALL_TO_ALL)  # a ring's all-to-all is relayed
+    with pytest.raises(InputError, match="ring: no program is written for its all-to-all"):
+        program_of(relayed, solve(relayed, method="baseline"))
+    sends = Instance(
+        Network((Dimension(4, Topology.SWITCH, 50, 500),)), (Collective(Kind.SEND, 1 << 20, 1, group=(0, 1)),), "s"
+    )
+    with pytest.raises(InputError, match="a send: programs are written for"):
+        program_of(sends, solve(sends, method="baseline"))
+
+
+def _all_to_all(topology: Topology = Topology.FULLY_CONNECTED) -> Instance:
+    dims = (Dimension(3, topology, 100.0, 500.0), Dimension(2, Topology.FULLY_CONNECTED, 50.0, 700.0))
+    colls = (Collective(Kind.ALL_TO_ALL, 3 * 2**20 + 7, 2), Collective(Kind.ALL_REDUCE, 2**20, 2, issue_ns=1_000.0))
+    return Instance(Network(dims), colls, "a2a")
+
+
+@pytest.mark.parametrize("method", [*HEURISTICS, "cpsat"])
+def test_an_all_to_all_delivers_every_block_in_the_schedules_time(method: str) -> None:
+    # each NPU ends with the block every NPU had for it; where each NPU's messages have their own
+    # links (fully connected) the program takes the schedule's time, less the model's endpoint delays
+    instance = _all_to_all()
+    result = solve(instance, method=method, time_limit=2, workers=1)
+    assert result.makespan is not None
+    program = program_of(instance, result)
+    timing = check_program(program)
+    assert 0.995 * result.makespan <= timing.time_ns <= result.makespan + 1
+    # the bytes moved: on the 3-NPU dimension each unit leaves the 4 NPUs not at its coordinate
+    # there, on the 2-NPU one each NPU sends one unit from each of 3 NPUs: 7 times the bytes in all
+    sends = (program.kind == OpKind.SEND) & (program.collective == 0)
+    assert int(program.size[sends].sum()) == 7 * (3 * 2**20 + 7)
+
+
+def test_an_all_to_all_block_sent_to_the_wrong_npu_is_refused() -> None:
+    instance = _all_to_all()
+    program = program_of(instance, solve(instance, method="baseline"))
+    units = program.units.copy()
+    sends = np.flatnonzero((program.kind == OpKind.SEND) & (program.collective == 0) & (program.rank == 0))
+    units[sends[0]], units[sends[1]] = units[sends[1]], units[sends[0]]  # two blocks swapped at NPU 0
+    with pytest.raises(InputError):
+        check_program(_tamper(program, units=units))
 
 
 def test_a_schedule_of_another_instance_is_refused() -> None:

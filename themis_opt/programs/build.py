@@ -44,7 +44,8 @@ def check_programmable(instance: Instance) -> None:
         where = instance.where(coll)
         if coll.kind not in PROGRAM_KINDS:
             raise InputError(
-                where, f"a {coll.kind.value}: programs are written for all-reduce, reduce-scatter and all-gather"
+                where,
+                f"a {coll.kind.value}: programs are written for all-reduce, reduce-scatter, all-gather and all-to-all",
             )
         if coll.group:
             raise InputError(where, "a communicator group: programs are written for collectives over whole dimensions")
@@ -52,6 +53,14 @@ def check_programmable(instance: Instance) -> None:
             algorithm = network.dimensions[d].algorithm_for(coll.kind)
             if algorithm.flattened or algorithm.spec.exchanges is None or algorithm.spec.all_reduces:
                 raise InputError(f"network.dimensions[{d}]", f"{algorithm.value}: no program is written for it")
+            if coll.kind is Kind.ALL_TO_ALL:
+                try:
+                    algorithm.spec.exchanges(network.dimensions[d].size, 0, Op.ALL_TO_ALL)
+                except ValueError:
+                    raise InputError(
+                        f"network.dimensions[{d}]",
+                        f"{algorithm.value}: no program is written for its all-to-all (direct's is)",
+                    ) from None
     for task in instance.tasks:
         if any(dep.lag_ns for dep in task.after):
             raise InputError(instance.where(task), "a dependency with a lag: no program is written for it")
@@ -75,8 +84,9 @@ class _Shape:
     send: np.ndarray  # (S, T): a send, else a receive
     peer: np.ndarray  # (R, S, T): the other NPU
     unit: np.ndarray  # (R, S, T): the unit set carried (an id)
-    count: np.ndarray  # (R, S, T): how many units that is
+    count: np.ndarray  # (R, S, T): how many units that is, from each of ``origins`` NPUs
     reduce: np.ndarray  # (S, T): a receive that reduces
+    origins: int = 1  # an all-to-all's NPUs whose blocks of those units a message carries
 
 
 class _Builder:
@@ -143,10 +153,13 @@ class _Builder:
                         counts.append(mask.bit_count())
                 found = cache[own] = (np.array(ids).reshape(send.shape), np.array(counts).reshape(send.shape))
             unit[r], count[r] = found
-        reduce = ~send & (op is not Op.ALL_GATHER)
+        reduce = ~send & (op not in (Op.ALL_GATHER, Op.ALL_TO_ALL))
         if op is Op.ALL_REDUCE:
             reduce[len(send) // 2 :] = False  # an all-reduce phase gathers after it scatters
-        return _Shape(send, peer, unit, count, reduce)
+        # an all-to-all's NPU holds the blocks bound for its coordinates on the dimensions already
+        # visited from every NPU that differs from it there, and sends them all on
+        origins = int(np.prod([self.links[j].size for j in pinned])) if op is Op.ALL_TO_ALL else 1
+        return _Shape(send, peer, unit, count, reduce, origins)
 
     def _digit_masks(self, c: int) -> list[list[int]]:
         """Per dimension of the collective and coordinate there, the units at that coordinate (a bit mask)."""
@@ -165,11 +178,11 @@ class _Builder:
         units = int(np.prod([self.links[j].size for j in pc.dims]))
         total = pc.chunk_bytes[chunk]
         if total % units == 0:
-            return shape.count * (total // units)
+            return shape.count * (total // units) * shape.origins
         masks = list(self.unit_ids)
         used, back = np.unique(shape.unit, return_inverse=True)
         exact = np.array([pc.unit_bytes(chunk, masks[u], units) for u in used.tolist()])
-        return exact[back.reshape(shape.unit.shape)]
+        return exact[back.reshape(shape.unit.shape)] * shape.origins
 
     def ids(self, count: int) -> np.ndarray:
         start = self.next_id
@@ -353,7 +366,7 @@ def _held(fixed: frozenset[int], d: int, op: Op) -> tuple[frozenset[int], frozen
     cut (the blocks then differ on ``d``) and after the phase.
     """
     match op:
-        case Op.REDUCE_SCATTER:
+        case Op.REDUCE_SCATTER | Op.ALL_TO_ALL:
             return fixed - {d}, fixed | {d}
         case Op.ALL_GATHER:
             return fixed - {d}, fixed - {d}

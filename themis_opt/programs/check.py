@@ -5,7 +5,8 @@ The check executes the program symbolically, in an order it can run in: every pi
 NPU holds carries the set of NPUs whose data it sums (a bit mask over the group's positions). A
 reduce adds disjoint sets (a set met twice is data reduced twice), a copy replaces what was held.
 At the end, per NPU and chunk: an all-reduce holds every unit summed over the whole group; a
-reduce-scatter its own unit summed so; an all-gather every unit as its owner gave it. Messages must
+reduce-scatter its own unit summed so; an all-gather every unit as its owner gave it; an all-to-all
+its own unit from every NPU (there a unit is the block bound for that NPU, and a send moves it). Messages must
 match one to one (:attr:`~themis_opt.programs.Program.sender`) and the program must not deadlock
 (:func:`~themis_opt.programs.time_program`); ASTRA-sim itself accepts a mismatch and leaves an NPU
 unfinished without a word, so this check is what makes a program safe to hand on.
@@ -140,20 +141,25 @@ def _check_data(program: Program, order: np.ndarray) -> None:
         if held is None:
             held = state[key] = _start(colls[c].kind, places[c][r], units[c])
         carried = unit_sets[units_of[op]]
+        moves = colls[c].kind is Kind.ALL_TO_ALL  # its blocks leave the sender, from every NPU it holds them of
         if what == send:
             piece = {m: u & carried for m, u in held.items() if u & carried}
             if _union(piece) != carried:
                 raise InputError(_where(program, op), "sends data it does not hold")
+            if moves:
+                _drop(held, carried)
             in_flight[op] = piece
             continue
         piece = in_flight.pop(senders[op])
         if reduces[op]:
             _reduce(held, piece, program, op)
+        elif moves:
+            for m, u in piece.items():
+                if held.get(m, 0) & u:
+                    raise InputError(_where(program, op), "receives an NPU's block it holds already")
+                held[m] = held.get(m, 0) | u
         else:
-            for m in [m for m, u in held.items() if u & carried]:
-                held[m] &= ~carried
-                if not held[m]:
-                    del held[m]
+            _drop(held, carried)
             for m, u in piece.items():
                 held[m] = held.get(m, 0) | u
     for c, coll in enumerate(colls):
@@ -172,6 +178,14 @@ def _start(kind: Kind, place: int, count: int) -> Held:
     """What an NPU at ``place`` of its group holds of a chunk before the collective."""
     own = 1 << place
     return {own: own} if kind is Kind.ALL_GATHER else {own: (1 << count) - 1}
+
+
+def _drop(held: Held, units: int) -> None:
+    """Forget ``units`` (a bit mask) wherever they are held."""
+    for m in [m for m, u in held.items() if u & units]:
+        held[m] &= ~units
+        if not held[m]:
+            del held[m]
 
 
 def _union(held: Held) -> int:
@@ -207,5 +221,7 @@ def _complete(kind: Kind, held: Held, place: int, whole: int) -> bool:
             return held.get(whole, 0) == whole
         case Kind.REDUCE_SCATTER:
             return bool(held.get(whole, 0) >> place & 1)
+        case Kind.ALL_TO_ALL:  # its own unit from every NPU, each as that NPU gave it
+            return all(held.get(1 << s, 0) >> place & 1 for s in range(whole.bit_length()))
         case _:
             return sum(u & m for m, u in held.items() if m.bit_count() == 1) == whole

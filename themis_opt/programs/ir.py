@@ -27,7 +27,8 @@ import numpy as np
 from themis_opt.errors import InputError
 from themis_opt.instance import Kind, Topology
 
-PROGRAM_KINDS = (Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER)  # the collectives a program is written for
+# the collectives a program is written for
+PROGRAM_KINDS = (Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER, Kind.ALL_TO_ALL)
 SEND_HOPS = {Topology.SWITCH: 2, Topology.FULLY_CONNECTED: 1}  # a ring's: the shorter way round
 
 
