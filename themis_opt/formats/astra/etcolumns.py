@@ -53,10 +53,15 @@ class Columns:
 
 
 def _vlen(values: np.ndarray) -> np.ndarray:
-    """Bytes of each value as a varint."""
-    size = np.ones(len(values), dtype=np.int64)
-    for k in range(1, 10):
-        size += values >= (1 << (7 * k))
+    """Bytes of each value as a varint (most of a trace's take one or two: the rest are looked at again)."""
+    values = values.astype(np.uint64)
+    size: np.ndarray = 1 + (values >= 128).astype(np.int64)
+    longer = np.flatnonzero(values >= 1 << 14)
+    for k in range(2, 10):
+        if not len(longer):
+            break
+        size[longer] += 1
+        longer = longer[values[longer] >= np.uint64(1 << (7 * (k + 1)))] if k < 9 else longer[:0]
     return size
 
 
@@ -64,11 +69,16 @@ def _varints(values: np.ndarray) -> bytes:
     """The values (non-negative) as consecutive varints."""
     values = values.astype(np.uint64)
     size = _vlen(values)
-    which = np.repeat(np.arange(len(values)), size)
-    byte = np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)
-    out = (values[which] >> (7 * byte).astype(np.uint64)) & np.uint64(0x7F)
-    out |= (byte < size[which] - 1).astype(np.uint64) << np.uint64(7)
-    encoded: bytes = out.astype(np.uint8).tobytes()
+    start = np.cumsum(size) - size
+    out = np.empty(int(size.sum()), dtype=np.uint8)
+    # byte 0 of every value, then byte k of those longer than k (few): no per-byte index arrays
+    out[start] = (values & np.uint64(0x7F)).astype(np.uint8) | ((size > 1).astype(np.uint8) << 7)
+    longer = np.flatnonzero(size > 1)
+    for k in range(1, int(size.max(initial=1))):
+        longer = longer[size[longer] > k]
+        part = (values[longer] >> np.uint64(7 * k)) & np.uint64(0x7F)
+        out[start[longer] + k] = part.astype(np.uint8) | ((size[longer] > k + 1).astype(np.uint8) << 7)
+    encoded: bytes = out.tobytes()
     return encoded
 
 
@@ -209,9 +219,10 @@ def _decode_varints(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     lengths = ends - starts + 1
     if lengths.max() > 9:
         raise ValueError("a varint of over 63 bits")
-    values = np.zeros(len(ends), dtype=np.int64)
-    for j in range(int(lengths.max())):
-        longer = np.flatnonzero(lengths > j)
+    values = (raw[starts] & 0x7F).astype(np.int64)
+    longer = np.flatnonzero(lengths > 1)
+    for j in range(1, int(lengths.max())):
+        longer = longer[lengths[longer] > j]
         values[longer] |= (raw[starts[longer] + j].astype(np.int64) & 0x7F) << (7 * j)
     return values, starts
 
