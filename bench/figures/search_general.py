@@ -3,6 +3,7 @@
     python -m bench.figures.search_general                         # 12 single all-reduces at 10 s, 6 x 8 at 60 s
     python -m bench.figures.search_general --singles 0 --several 3 --seed 7
     python -m bench.figures.search_general --single-limit 10 --several-limit 60 --workers 2
+    python -m bench.figures.search_general --several 0 --params stages.toml   # other stage settings
 
 ``bench.figures.search_goals`` measures the five 4D switch networks the
 searches' parameters were chosen on (``bench.instances.SHAPES``, 400/200/100/50
@@ -28,8 +29,10 @@ from __future__ import annotations
 import argparse
 import random
 import time
+from pathlib import Path
 
 from themis_opt.instance import Collective, Dimension, Instance, Network
+from themis_opt.params import SolveParams
 from themis_opt.solving import solve
 
 MIB = 2**20
@@ -69,10 +72,10 @@ def several(rng: random.Random, network: Network, index: int) -> Instance:
     return Instance(network, tuple(collectives), f"kept-several-{index}")
 
 
-def run(instance: Instance, limit: float, workers: int) -> str:
+def run(instance: Instance, limit: float, workers: int, params: SolveParams) -> str:
     heuristics = min(solve(instance, m).makespan or float("inf") for m in ("baseline", "themis", "balanced"))
     t0 = time.perf_counter()
-    result = solve(instance, "cpsat", time_limit=limit, workers=workers, seed=0)
+    result = solve(instance, "cpsat", time_limit=limit, workers=workers, seed=0, params=params)
     wall = time.perf_counter() - t0
     bound = result.lower_bound or 0.0
     gap = result.gap or 0.0
@@ -90,14 +93,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--several-limit", type=float, default=60.0, help="seconds each (default 60)")
     parser.add_argument("--workers", type=int, default=2, help="(default 2)")
     parser.add_argument("--seed", type=int, default=0, help="draws the networks (default 0)")
+    parser.add_argument("--params", type=Path, default=None, help="a parameters file, as solve's (default: none)")
     args = parser.parse_args(argv)
+    params = SolveParams.from_file(args.params) if args.params else SolveParams()
     rng = random.Random(args.seed)
     print("| instance | network (topology, NPUs @ GB/s) | best heuristic gap | cpsat gap | status | wall (s) |")
     print("|---|---|---|---|---|---|")
     for i in range(args.singles):
-        print(run(single(rng, random_network(rng), i), args.single_limit, args.workers), flush=True)
+        print(run(single(rng, random_network(rng), i), args.single_limit, args.workers, params), flush=True)
     for i in range(args.several):
-        print(run(several(rng, random_network(rng), i), args.several_limit, args.workers), flush=True)
+        print(run(several(rng, random_network(rng), i), args.several_limit, args.workers, params), flush=True)
 
 
 if __name__ == "__main__":
