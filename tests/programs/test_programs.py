@@ -172,6 +172,14 @@ def _two_npus(first: OpKind, second: OpKind, *, chained: bool) -> Program:
     )
 
 
+def test_a_message_is_timed_with_astra_sims_own_rounding() -> None:
+    # 2.x's rate is 50 * 2^30 / 10^9 B/ns, rounded once: 12,582,912 B take 234,375 ns exactly (the rate
+    # rounded twice, 50 * (2^30 / 10^9), makes it 234,374.99999999997: 1 ns short once truncated)
+    program = _two_npus(OpKind.SEND, OpKind.RECV, chained=False)
+    timing = time_program(_tamper(program, size=np.full(4, 12_582_912)))
+    assert timing.time_ns == 500 + 234_375
+
+
 def test_a_reduce_scatter_by_hand_is_proved() -> None:
     program = _two_npus(OpKind.SEND, OpKind.RECV, chained=False)
     assert check_program(program).time_ns == int(500 + 1024 / (50 * 2**30 / 1e9))

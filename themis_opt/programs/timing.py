@@ -17,7 +17,10 @@ from themis_opt.errors import InputError
 from themis_opt.instance import Topology
 from themis_opt.programs.ir import OpKind, Program
 
-BYTES_PER_NS_PER_GBPS = (1 << 30) / 1e9  # ASTRA-sim's bw_GBps_to_Bpns: 1 GB is 2^30 B
+
+def bytes_per_ns(gbps: float) -> float:
+    """ASTRA-sim 2.x's ``bw_GBps_to_Bpns``, rounded as it rounds: ``gbps * 2^30`` (exact), then over 10^9."""
+    return gbps * (1 << 30) / 1e9
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ def send_ns(program: Program) -> np.ndarray:
         fixed = np.array([0 if link.topology is Topology.RING else link.hops(1) for link in program.links])[dims]
         hops = np.where(ring, np.minimum(apart, sizes - apart), fixed)
         latency = np.array([link.latency_ns for link in program.links])[dims]
-        rate = np.array([link.bandwidth_gbps * BYTES_PER_NS_PER_GBPS for link in program.links])[dims]
+        rate = np.array([bytes_per_ns(link.bandwidth_gbps) for link in program.links])[dims]
         costs[sends] = (hops * latency + program.size[sends].astype(np.float64) / rate).astype(np.int64)
     comps = program.kind == OpKind.COMP
     costs[comps] = np.maximum(program.duration_ns[comps], 1)
