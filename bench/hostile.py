@@ -582,7 +582,14 @@ def export_cases(f: Files) -> list[Case]:
     full = f.inputs / "full"
     full.mkdir(exist_ok=True)
     (full / "keep.txt").write_text("mine")
-    a2a = f.instance_with("a2a.json", _set("tasks.0.kind", "all_to_all"))
+
+    def ring_all_to_all(data: dict[str, object]) -> None:  # a ring's relayed all-to-all: no program for it
+        _set("tasks.0.kind", "all_to_all")(data)
+        _set("network.dimensions.0.topology", "ring")(data)
+        _set("network.dimensions.0.algorithm", "ring")(data)
+        _set("network.dimensions.0.all_to_all_algorithm", "ring")(data)
+
+    a2a = f.instance_with("a2a.json", ring_all_to_all)
     a2a_result = f.inputs / "a2a-result.json"
     if not a2a_result.exists():
         subprocess.run([themis_opt(), "solve", a2a, "--out", str(a2a_result)], check=True, capture_output=True)
@@ -593,7 +600,7 @@ def export_cases(f: Files) -> list[Case]:
         Case(s, "export-astra --out the instance", ("export-astra", f.instance, "--out", f.instance)),
         Case(
             s,
-            "export-program of an all-to-all",
+            "export-program of a ring's all-to-all",
             ("export-program", str(a2a_result), "--instance", a2a, "--out", f.out("p1")),
         ),
         Case(
