@@ -31,6 +31,7 @@ import random
 import time
 from pathlib import Path
 
+from themis_opt.errors import InputError
 from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.params import SolveParams
 from themis_opt.solving import solve
@@ -85,6 +86,14 @@ def run(instance: Instance, limit: float, workers: int, params: SolveParams) -> 
     )
 
 
+def _params(path: str) -> SolveParams:
+    """A parameters file (an argparse type: a bad file is one line, exit status 2)."""
+    try:
+        return SolveParams.from_file(Path(path))
+    except InputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--singles", type=int, default=12, help="single all-reduces (default 12)")
@@ -93,9 +102,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--several-limit", type=float, default=60.0, help="seconds each (default 60)")
     parser.add_argument("--workers", type=int, default=2, help="(default 2)")
     parser.add_argument("--seed", type=int, default=0, help="draws the networks (default 0)")
-    parser.add_argument("--params", type=Path, default=None, help="a parameters file, as solve's (default: none)")
+    parser.add_argument("--params", type=_params, default=SolveParams(), help="a parameters file, as solve's")
     args = parser.parse_args(argv)
-    params = SolveParams.from_file(args.params) if args.params else SolveParams()
+    params = args.params
     rng = random.Random(args.seed)
     print("| instance | network (topology, NPUs @ GB/s) | best heuristic gap | cpsat gap | status | wall (s) |")
     print("|---|---|---|---|---|---|")
