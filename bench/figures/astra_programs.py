@@ -3,7 +3,8 @@ custom collectives, beside 2.x's own (native) baseline on the same network.
 
     python -m bench.figures.astra_programs --astra PATH/TO/astra-sim [--binary BIN] [--work DIR]
         [--suites quick,astra,paper] [--methods baseline,themis,balanced,cpsat] [--max-npus 1024]
-        [--max-nodes 2500000] [--exclude REGEX] [--random N] [--all-to-all N] [--seed S] [--json ROWS.json]
+        [--max-nodes 2500000] [--exclude REGEX] [--random N] [--all-to-all N] [--flattened N] [--seed S]
+        [--json ROWS.json]
     python -m bench.figures.astra_programs --summarise ROWS.json [--time-limit 10] [--iterations NAME,...]
 
 ``--astra`` is an ASTRA-sim 2.x checkout built as the docs' ASTRA-sim page says (its binary is
@@ -20,7 +21,8 @@ inside it. A row: the schedule's makespan, ``program_time_ns``, 2.x's largest ``
 of 2 to 8 NPUs, each a ring, switch or fully-connected one running ring, direct or
 halving-doubling, an all-reduce, reduce-scatter or all-gather of 1 to 64 MiB (sometimes bytes that
 do not share out evenly) in 1 to 8 chunks. ``--all-to-all N`` adds N direct all-to-alls drawn the
-same way (:func:`all_to_all_instances`; every fourth with an all-reduce beside it).
+same way (:func:`all_to_all_instances`; every fourth with an all-reduce beside it). ``--flattened
+N`` adds N flattened collectives (:func:`flattened_instances`).
 
 ``--summarise`` prints, from the rows a run wrote with ``--json``, one line per instance: 2.x's
 native baseline and each exported method's time as 2.x reports it, the speedups 2.x measures
@@ -147,18 +149,46 @@ def all_to_all_instances(count: int, seed: int) -> list[tuple[str, str, Instance
     return cases
 
 
+def flattened_instances(count: int, seed: int) -> list[tuple[str, str, Instance]]:
+    """``count`` small flattened collectives kept aside, drawn with ``seed``: one to three dimensions
+    of 2 to 8 NPUs (rings, switches, fully-connected), ``one_ring``, ``one_direct`` or
+    ``one_halving_doubling`` (on 2^k NPUs) on every NPU, an all-reduce, reduce-scatter or all-gather
+    of 1 to 64 MiB in 1 to 8 chunks, on networks as 2.x's are imported (a message charged on the
+    innermost dimension its NPUs differ in, no congestion).
+    """
+    rng = random.Random(seed)
+    cases = []
+    for n in range(count):
+        algorithm = rng.choice([Algorithm.ONE_RING, Algorithm.ONE_DIRECT, Algorithm.ONE_HALVING_DOUBLING])
+        sizes = [2, 4, 8] if algorithm is Algorithm.ONE_HALVING_DOUBLING else [2, 3, 4, 5, 8]
+        dims = [
+            Dimension(
+                rng.choice(sizes),
+                rng.choice(list(Topology)),
+                rng.choice([25.0, 50.0, 100.0, 200.0]),
+                rng.choice([100.0, 500.0, 700.0]),
+                algorithm=algorithm if d == 0 else Algorithm.RING,
+                all_to_all_algorithm=Algorithm.DIRECT if d == 0 else Algorithm.RING,
+            )
+            for d in range(rng.randint(1, 3))
+        ]
+        kind = rng.choice([Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER])
+        coll = Collective(kind, rng.choice([1 << 20, 1 << 24, 1 << 26]), rng.randint(1, 8))
+        network = Network(tuple(dims), congestion_unaware=True, innermost_charge=True)
+        cases.append(("random", f"flattened-{seed}-{n:02d}", Instance(network, (coll,), name=f"flattened-{n}")))
+    return cases
+
+
 def estimated_nodes(instance: Instance) -> int:
     """About how many nodes a program of the instance has: every NPU's sends and receives of every phase."""
     total = 0
     for c, coll in enumerate(instance.collectives):
         per_chunk = 0
         for d in instance.active_dims[c]:
-            n = instance.network.dimensions[d].size
-            steps = (
-                (n - 1).bit_length()
-                if instance.network.dimensions[d].algorithm is Algorithm.HALVING_DOUBLING
-                else n - 1
-            )
+            algorithm = instance.network.dimensions[d].algorithm
+            n = instance.network.num_npus if algorithm.flattened else instance.network.dimensions[d].size
+            halving = algorithm in (Algorithm.HALVING_DOUBLING, Algorithm.ONE_HALVING_DOUBLING)
+            steps = (n - 1).bit_length() if halving else n - 1
             per_chunk += 2 * 2 * steps  # a send and a receive a step, reduce-scatter and all-gather
         total += coll.chunks * per_chunk
     return total * instance.network.num_npus
@@ -256,6 +286,7 @@ def main() -> None:
     parser.add_argument("--max-nodes", type=int, default=2_500_000)
     parser.add_argument("--random", type=int, default=0)
     parser.add_argument("--all-to-all", type=int, default=0, help="random all-to-alls kept aside (default 0)")
+    parser.add_argument("--flattened", type=int, default=0, help="random flattened collectives kept aside (default 0)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--exclude", default=None, help="leave out instances whose name matches this regex")
     parser.add_argument("--time-limit", type=float, default=10.0)
@@ -287,6 +318,7 @@ def main() -> None:
                 cases.append((suite, path.stem, instance))
     cases += random_instances(args.random, args.seed)
     cases += all_to_all_instances(args.all_to_all, args.seed)
+    cases += flattened_instances(args.flattened, args.seed)
     for name in filter(None, args.iterations.split(",")):
         fitted, _ = fit_astra_2(load_instance(suite_folder("clusters") / f"{name}.json"))
         cases.append(("clusters", name, fitted))

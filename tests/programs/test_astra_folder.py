@@ -142,3 +142,24 @@ def test_the_cli_exports_checks_and_refuses(tmp_path: Path, capsys: pytest.Captu
     assert main(["check-program", str(out)]) == 2
     err = capsys.readouterr().err
     assert "program.1.et node" in err and "cycle" in err and err.count("\n") == 1
+
+
+def test_a_flattened_program_reads_back_flattened(tmp_path: Path) -> None:
+    from themis_opt.instance import Algorithm, Collective, Dimension, Instance, Kind, Network, Topology
+
+    ring = Dimension(4, Topology.RING, 100.0, 500.0, algorithm=Algorithm.ONE_RING)
+    network = Network((ring, Dimension(2, Topology.SWITCH, 50.0, 700.0)), innermost_charge=True)
+    instance = Instance(network, (Collective(Kind.ALL_REDUCE, 1 << 24, 2),), "flat")
+    program = program_of(instance, solve(instance, method="themis"))
+    write_program(program, tmp_path / "flat", time_ns=check_program(program).time_ns)
+    again = read_program(tmp_path / "flat")  # its messages from NPU 3 to 4 differ in both dimensions
+    assert again.collectives == program.collectives and again.collectives[0].flat
+    assert np.array_equal(again.peer, program.peer)
+    assert (
+        check_program(again).time_ns == json.loads((tmp_path / "flat" / "program.json").read_text())["program_time_ns"]
+    )
+    meta = json.loads((tmp_path / "flat" / "program.json").read_text())
+    meta["programs"][0]["flat"] = "yes"
+    (tmp_path / "flat" / "program.json").write_text(json.dumps(meta))
+    with pytest.raises(InputError, match="flat must be true or false"):
+        read_program(tmp_path / "flat")

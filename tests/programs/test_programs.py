@@ -16,6 +16,7 @@ from themis_opt.programs import Link, OpKind, Program, ProgramCollective, check_
 from themis_opt.schedule import ChunkSchedule, Phase, Schedule
 
 HEURISTICS = ("baseline", "themis", "balanced")
+FLATTENED = (Algorithm.ONE_RING, Algorithm.ONE_DIRECT, Algorithm.ONE_HALVING_DOUBLING)
 
 
 def _instance(
@@ -80,10 +81,25 @@ def instances(draw: st.DrawFn) -> Instance:
     size = draw(st.sampled_from([1 << 16, 3 * 5 * 7 * 1024 + 1]))  # shared out evenly, or not
     unaware = draw(st.booleans())
     active = draw(st.sampled_from([1, 2])) if unaware else 1
+    flat = draw(st.sampled_from([None, None, None, *FLATTENED]))  # then all but all-to-alls flattened
+    if flat is not None:
+        sizes = [2, 4] if flat is Algorithm.ONE_HALVING_DOUBLING else [2, 3, 4]
+        dims = [
+            Dimension(
+                draw(st.sampled_from([2, 4] if a is Algorithm.HALVING_DOUBLING else sizes)),
+                d.topology,
+                d.bandwidth_gbps,
+                d.latency_ns,
+                algorithm=a,
+                all_to_all_algorithm="direct",
+            )
+            for a, d in zip([flat, *(d.algorithm for d in dims[1:])], dims)
+        ]
+        return _instance(dims, kind, size, draw(st.integers(1, 4)), congestion_unaware=True, innermost_charge=True)
     return _instance(dims, kind, size, draw(st.integers(1, 4)), congestion_unaware=unaware, active_chunks=active)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(instances(), st.sampled_from(HEURISTICS))
 def test_random_programs_compute_their_collective(instance: Instance, method: str) -> None:
     result = solve(instance, method=method)
@@ -291,3 +307,43 @@ def test_phases_at_once_on_a_dimension_keep_their_slots(active: int) -> None:
         result = solve(instance, method=method)
         timing = check_program(program_of(instance, result))
         assert result.makespan is not None and result.makespan * 0.999 <= timing.time_ns <= result.makespan + 1
+
+
+def _flattened(algorithm: Algorithm, kind: Kind, **net: object) -> Instance:
+    dims = [
+        Dimension(4, Topology.RING, 100.0, 500.0, algorithm=algorithm),  # messages of every dimension
+        Dimension(2, Topology.SWITCH, 50.0, 700.0),
+        Dimension(2, Topology.FULLY_CONNECTED, 25.0, 900.0),
+    ]
+    return _instance(dims, kind, 1 << 26, 3, **{"innermost_charge": True, "congestion_unaware": True, **net})
+
+
+@pytest.mark.parametrize("algorithm", FLATTENED)
+@pytest.mark.parametrize("kind", [Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER])
+def test_a_flattened_collective_runs_over_every_npu_in_the_schedules_time(algorithm: Algorithm, kind: Kind) -> None:
+    # one phase over all 16 NPUs a chunk, its messages charged where ASTRA-sim 2.x charges them (the
+    # lowest dimension their NPUs differ in); the schedule's endpoint delays are all that differ
+    instance = _flattened(algorithm, kind)
+    result = solve(instance, method="themis")
+    program = program_of(instance, result)
+    assert program.collectives[0].flat and program.group_units(0) == 16
+    differ = (program.coordinates[program.rank] != program.coordinates[program.peer]).sum(axis=1)
+    several = np.any((program.kind == OpKind.SEND) & (differ > 1))  # a hop over several dimensions
+    assert several == (algorithm is not Algorithm.ONE_HALVING_DOUBLING)  # its partners differ in one bit
+    assert result.makespan is not None
+    assert 0.995 * result.makespan <= check_program(program).time_ns <= result.makespan
+
+
+def test_a_flattened_direct_on_shared_ports_sends_each_dimensions_messages_in_turn() -> None:
+    shared = _flattened(Algorithm.ONE_DIRECT, Kind.REDUCE_SCATTER, congestion_unaware=False)
+    free = _flattened(Algorithm.ONE_DIRECT, Kind.REDUCE_SCATTER)
+    times = [check_program(program_of(i, solve(i, method="baseline"))).time_ns for i in (shared, free)]
+    makespan = solve(shared, method="baseline").makespan
+    assert makespan is not None and times[0] > 1.5 * times[1]
+    assert makespan <= times[0] <= 1.1 * makespan  # a latency a message in turn, where the model pays one
+
+
+def test_a_flattened_collective_charged_on_the_outermost_dimension_is_refused() -> None:
+    outer = _flattened(Algorithm.ONE_RING, Kind.ALL_REDUCE, innermost_charge=False)
+    with pytest.raises(InputError, match=r"outermost dimension.*2\.x charges the innermost"):
+        program_of(outer, solve(outer, method="baseline"))

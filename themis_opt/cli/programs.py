@@ -29,7 +29,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         choices=FORMATS,
         default="astra",
         help="astra: a folder ASTRA-sim 2.x runs as it is (its custom collectives; run.sh holds the command); "
-        "msccl: MSCCL-IR XML for the MSCCL executor, one all-reduce (default astra)",
+        "msccl: MSCCL-IR XML for the MSCCL executor, one all-reduce, reduce-scatter or all-gather over every "
+        "GPU (default astra)",
     )
     p.add_argument(
         "--max-steps",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from themis_opt.algorithms import Algorithm, AlgorithmSpec
 from themis_opt.cost.steps import link_gbps
 from themis_opt.errors import InputError
 from themis_opt.instance import After, Collective, Instance, Kind, Op, Topology
@@ -51,11 +52,19 @@ def check_programmable(instance: Instance) -> None:
             raise InputError(where, "a communicator group: programs are written for collectives over whole dimensions")
         for d in instance.active_dims[c]:
             algorithm = network.dimensions[d].algorithm_for(coll.kind)
-            if algorithm.flattened or algorithm.spec.exchanges is None or algorithm.spec.all_reduces:
+            size = network.num_npus if algorithm.flattened else network.dimensions[d].size
+            if algorithm.flattened and not network.innermost_charge:
+                raise InputError(
+                    f"network.dimensions[{d}]",
+                    f"{algorithm.value} on a network that charges a message on the outermost dimension its NPUs "
+                    "differ in (ASTRA-sim 1.0's rule): 2.x charges the innermost (set innermost_charge)",
+                )
+            spec = _spec(algorithm)
+            if spec.exchanges is None or spec.all_reduces:
                 raise InputError(f"network.dimensions[{d}]", f"{algorithm.value}: no program is written for it")
             if coll.kind is Kind.ALL_TO_ALL:
                 try:
-                    algorithm.spec.exchanges(network.dimensions[d].size, 0, Op.ALL_TO_ALL)
+                    spec.exchanges(size, 0, Op.ALL_TO_ALL)
                 except ValueError:
                     raise InputError(
                         f"network.dimensions[{d}]",
@@ -68,6 +77,11 @@ def check_programmable(instance: Instance) -> None:
             raise InputError(instance.where(task), "a computation with an issue time: no program is written for it")
     if instance.num_stages > 1:
         raise InputError("stage_npus", "pipeline stages: programs are written for one stage")
+
+
+def _spec(algorithm: Algorithm) -> AlgorithmSpec:
+    """What an algorithm runs over its NPUs: a flattened one's, over every NPU of the network."""
+    return algorithm.spec.unflattened.spec if algorithm.spec.unflattened is not None else algorithm.spec
 
 
 # a step whose operations x what they wait for reach this waits on one join instead (a COMP of 0 ns,
@@ -117,23 +131,23 @@ class _Builder:
 
     def _shape(self, c: int, held: frozenset[int], d: int, op: Op) -> _Shape:
         pc = self.collectives[c]
-        n = self.links[d].size
-        exchanges = self.network.dimensions[d].algorithm_for(pc.kind).spec.exchanges
+        n = self.npus if pc.flat else self.links[d].size  # a flattened phase: one ring (or ...) of every NPU
+        exchanges = _spec(self.network.dimensions[d].algorithm_for(pc.kind)).exchanges
         assert exchanges is not None  # checked by check_programmable
         per_x = [exchanges(n, x, op) for x in range(n)]
         send = np.array([[t.send for t in step] for step in per_x[0]], dtype=bool)
         if any(np.array([[t.send for t in step] for step in steps], dtype=bool).shape != send.shape for steps in per_x):
             raise AssertionError("an algorithm's NPUs take different steps")
         peer_coord = np.array([[[t.peer for t in step] for step in steps] for steps in per_x])
-        x = self.coords[:, d]
-        place = int(np.prod([link.size for link in self.links[:d]]))
+        x = np.arange(self.npus) if pc.flat else self.coords[:, d]
+        place = 1 if pc.flat else int(np.prod([link.size for link in self.links[:d]]))
         peer = np.arange(self.npus)[:, None, None] + (peer_coord[x] - x[:, None, None]) * place
-        digit = self._digit_masks(c)
-        pinned = [j for j in pc.dims if j in held]
+        digit = [[1 << v for v in range(n)]] if pc.flat else self._digit_masks(c)
+        pinned = [] if pc.flat else [j for j in pc.dims if j in held]
         unit = np.zeros(peer.shape, dtype=np.int64)
         count = np.zeros(peer.shape, dtype=np.int64)
         cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
-        at = pc.dims.index(d)
+        at = 0 if pc.flat else pc.dims.index(d)
         for r in range(self.npus):
             own = (*(int(self.coords[r, j]) for j in pinned), int(x[r]))
             found = cache.get(own)
@@ -196,9 +210,18 @@ class _Builder:
             owners = np.broadcast_to(ids[:, :, None], (*ids.shape, waits.shape[1]))
             self.edges.append((owners.ravel(), np.broadcast_to(waits[:, None, :], owners.shape).ravel()))
 
-    def one_at_a_time(self, sends: np.ndarray) -> None:
-        """Each NPU's ``sends`` (R x M, in the order they were made) one after another."""
-        self.edges.append((sends[:, 1:].ravel(), sends[:, :-1].ravel()))
+    def one_at_a_time(self, sends: np.ndarray, among: np.ndarray | None = None) -> None:
+        """Each NPU's ``sends`` (R x M, in the order they were made) one after another; with ``among``
+        (R x M), those of each value apart (a flattened phase's sends, by the dimension they take).
+        """
+        if among is None:
+            self.edges.append((sends[:, 1:].ravel(), sends[:, :-1].ravel()))
+            return
+        rows = np.broadcast_to(np.arange(len(sends))[:, None], sends.shape).ravel()
+        keys, ids = among.ravel(), sends.ravel()
+        order = np.lexsort((np.arange(len(ids)), keys, rows))  # by NPU, then value, then made
+        same = (rows[order][1:] == rows[order][:-1]) & (keys[order][1:] == keys[order][:-1])
+        self.edges.append((ids[order][1:][same], ids[order][:-1][same]))
 
     def join(self, waits: np.ndarray | None, duration_ns: int = 0) -> np.ndarray:
         """One COMP of ``duration_ns`` a NPU waiting for ``waits`` (R x W): what waits for it waits for them all."""
@@ -234,14 +257,21 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
         raise InputError("result", f"does not fit the instance: {problems[0]}")
     network = instance.network
     links = links_of(instance)
+    every = tuple(d for d, link in enumerate(links) if link.size > 1)
     collectives = tuple(
-        ProgramCollective(coll.kind, instance.active_dims[c], tuple(coll.bytes_of(k) for k in range(coll.chunks)))
+        ProgramCollective(
+            coll.kind,
+            every if network.flattened(coll.kind) else instance.active_dims[c],
+            tuple(coll.bytes_of(k) for k in range(coll.chunks)),
+            flat=network.flattened(coll.kind),
+        )
         for c, coll in enumerate(instance.collectives)
     )
     builder = _Builder(instance, links, collectives)
     npus = builder.npus
     ranks = np.arange(npus)[:, None]
-    stride = 2 * max(link.size for link in links) + 2  # tags: a phase's steps never reach the next phase's
+    widest = max([link.size for link in links] + [npus for pc in collectives if pc.flat])
+    stride = 2 * widest + 2  # tags: a phase's steps never reach the next phase's
     # where the model shares a dimension's bandwidth among the messages an NPU sends at once, they
     # go one after another: the congestion-unaware backend would give each the whole bandwidth
     shared = [not network.congestion_unaware and link.topology in (Topology.RING, Topology.SWITCH) for link in links]
@@ -282,6 +312,7 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
         if previous is not None:
             parts.append(previous[1])
         waits: np.ndarray | None = np.concatenate(parts, axis=1) if parts else None
+        flat_ring = pc.flat and network.dimensions[phase.dim].algorithm_for(pc.kind).spec.unflattened is Algorithm.RING
         for s in range(len(shape.send)):
             t_count = shape.send.shape[1]
             if waits is not None and waits.shape[1] * t_count >= JOIN_AT and waits.shape[1] > 1:
@@ -301,9 +332,16 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
                 shape.reduce[s][None, :],
             )
             builder.add(ids, columns, waits)
-            if shared[phase.dim] and np.count_nonzero(shape.send[s]) > 1:
-                builder.one_at_a_time(ids[:, shape.send[s]])
-            waits = ids  # its sends arrived and its receipts in: a rounding apart, either may be last
+            sends = shape.send[s]
+            if pc.flat and np.count_nonzero(sends) > 1:  # each dimension's sends in turn where it is shared
+                dims = (builder.coords[shape.peer[:, s, sends]] != builder.coords[:, None, :]).argmax(axis=2)
+                alone = -1 - np.arange(dims.shape[1])[None, :]
+                builder.one_at_a_time(ids[:, sends], np.where(np.array(shared)[dims], dims, alone))
+            elif shared[phase.dim] and np.count_nonzero(sends) > 1:
+                builder.one_at_a_time(ids[:, sends])
+            # its sends arrived and its receipts in (a rounding apart, either may be last); a flattened
+            # ring's next step waits for its receipt alone, as ASTRA-sim's ring forwards what it receives
+            waits = ids[:, ~sends] if flat_ring and s + 1 < len(shape.send) else ids
         assert waits is not None
         ends.chunks[(c, k)] = waits
         served[slot] = (phase.end_ns, waits)

@@ -64,7 +64,7 @@ def _check_dimensions(program: Program, timing: Timing) -> None:
     keys = np.stack(
         [
             program.rank[messages],
-            program.message_dim[messages],
+            program.served_dim[messages],
             program.collective[messages],
             program.chunk[messages],
             program.phase[messages],
@@ -150,7 +150,10 @@ def _check_data(program: Program, order: np.ndarray) -> None:
                 _drop(held, carried)
             in_flight[op] = piece
             continue
-        piece = in_flight.pop(senders[op])
+        source = senders[op]
+        piece = in_flight.pop(source)
+        if chunks[source] != key[2] or colls_of[source] != c or unit_sets[units_of[source]] != carried:
+            raise InputError(_where(program, op), "receives into other pieces than its send carries")
         if reduces[op]:
             _reduce(held, piece, program, op)
         elif moves:

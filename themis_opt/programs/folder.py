@@ -44,7 +44,12 @@ def describe(program: Program, time_ns: int, extra: dict[str, Any] | None = None
             for link in program.links
         ],
         "programs": [
-            {"kind": c.kind.value, "dims": list(c.dims), "chunk_bytes": list(c.chunk_bytes)}
+            {
+                "kind": c.kind.value,
+                "dims": list(c.dims),
+                "chunk_bytes": list(c.chunk_bytes),
+                **({"flat": True} if c.flat else {}),
+            }
             for c in program.collectives
         ],
         "active_phases": program.active_phases,
@@ -97,7 +102,10 @@ def read_description(folder: Path) -> Description:
         )
         collectives = tuple(
             ProgramCollective(
-                Kind(x["kind"]), tuple(int(d) for d in x["dims"]), tuple(int(b) for b in x["chunk_bytes"])
+                Kind(x["kind"]),
+                tuple(int(d) for d in x["dims"]),
+                tuple(int(b) for b in x["chunk_bytes"]),
+                _flag(x.get("flat", False)),
             )
             for x in meta["programs"]
         )
@@ -105,6 +113,12 @@ def read_description(folder: Path) -> Description:
         return Description(links, collectives, unit_sets, int(meta["npus"]), int(meta["active_phases"]), meta)
     except (KeyError, TypeError, ValueError) as error:
         raise InputError(str(where), f"not a program's description ({error})") from None
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"flat must be true or false, got {value!r}")
+    return value
 
 
 def topological(waits: list[list[int]], where: str, names: list[int] | None = None) -> Sequence[int]:

@@ -87,11 +87,16 @@ class ProgramCollective:
         ``dims``, the first varying fastest).
     chunk_bytes
         Each chunk's bytes (an all-gather's: its output).
+    flat
+        Run flattened (a ``one_*`` algorithm): one phase over every NPU at once, whose messages go
+        between NPUs that may differ in several dimensions; ``dims`` are then every dimension of
+        two or more NPUs, so unit ``u`` belongs to NPU ``u``.
     """
 
     kind: Kind
     dims: tuple[int, ...]
     chunk_bytes: tuple[int, ...]
+    flat: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in PROGRAM_KINDS:
@@ -224,12 +229,26 @@ class Program:
 
     @cached_property
     def message_dim(self) -> np.ndarray:
-        """Each message's dimension (the one its NPUs differ in); ``-1`` for a computation."""
+        """Each message's dimension (the lowest its NPUs differ in, where ASTRA-sim 2.x costs it);
+        ``-1`` for a computation.
+        """
         dims = np.full(self.num_ops, -1)
         messages = self.kind != OpKind.COMP
         differ = self.coordinates[self.rank[messages]] != self.coordinates[self.peer[messages]]
         dims[messages] = differ.argmax(axis=1)
         return dims
+
+    @cached_property
+    def served_dim(self) -> np.ndarray:
+        """The dimension each message's phase serves: its :attr:`message_dim`, or for a flattened
+        collective's the one dimension its phases take (its first).
+        """
+        flat = np.array([c.flat for c in self.collectives] or [False])
+        first = np.array([c.dims[0] for c in self.collectives] or [0])
+        messages = self.kind != OpKind.COMP
+        colls = np.where(messages, self.collective, 0)
+        served: np.ndarray = np.where(messages & flat[colls], first[colls], self.message_dim)
+        return served
 
     @cached_property
     def sender(self) -> np.ndarray:
@@ -320,9 +339,10 @@ def _check(program: Program, n: int) -> None:
         own, peer = program.coordinates[program.rank[messages]], program.coordinates[program.peer[messages]]
         apart = np.zeros(n, dtype=np.int64)
         apart[messages] = (own != peer).sum(axis=1)
-        _first_bad(
-            messages & (apart != 1), program, "its NPUs differ in several dimensions (write one hop a dimension)"
-        )
+        flat = np.array([c.flat for c in program.collectives] or [False])
+        several = messages & (apart != 1)
+        several[several] &= ~flat[np.clip(program.collective[several], 0, len(flat) - 1)]
+        _first_bad(several, program, "its NPUs differ in several dimensions (write one hop a dimension)")
     _first_bad(messages & (program.size <= 0), program, "a message of no bytes")
     _first_bad(~messages & (program.duration_ns < 0), program, "a negative duration")
     count = len(program.collectives)

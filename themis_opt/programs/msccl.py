@@ -1,12 +1,16 @@
 """A program as MSCCL-IR XML, as the MSCCL executor (msccl-executor-nccl) parses and runs it.
 
-One ``<algo>`` all-reduce, in place (``inplace="1" outofplace="0"``: the call must pass one buffer).
-The buffer is cut in ``nchunksperloop`` = chunks x units pieces; each chunk's units are laid out so
-that every message is one contiguous range (the dimensions in the order the chunk's reduce-scatter
-visits them, the first the most significant digit; a dimension whose messages carry several
-blocks, halving-doubling's, with its digit bit-reversed). Each GPU sends and receives through
-thread blocks with one peer each: one ``tb`` per direction, peer and channel, steps in the
-program's order (``s`` a send, ``r`` a receive that copies, ``rrc`` one that reduces); a step that
+One ``<algo>``: an all-reduce, reduce-scatter or all-gather over every GPU, in place
+(``inplace="1" outofplace="0"``: the call passes one buffer). The buffer is cut in
+``nchunksperloop`` = chunks x units pieces. An all-reduce's units are laid out so that every
+message is one range (the dimensions in the order the chunk's reduce-scatter visits them, the first
+the most significant digit; a dimension whose messages carry several blocks, halving-doubling's,
+with its digit bit-reversed): any layout the GPUs share gives the same sums. A reduce-scatter's and
+an all-gather's are where MSCCL expects GPU u's block: piece ``u * chunks + c`` is unit ``u`` of
+chunk ``c``, so a message is as many steps as it has runs of pieces. Each GPU sends and receives
+through thread blocks with one peer each: one ``tb`` per direction, peer and channel, steps in the
+program's order (``s`` a send, ``r`` a receive that copies, ``rrc`` one that reduces; a message of
+several runs, or of more pieces than a step moves, takes several steps in a row); a step that
 waits for several others is preceded by ``nop`` steps, one dependency each, as msccl-tools writes
 them. Messages between two GPUs are spread over channels in order, the same way on both sides, so
 the k-th send on a connection is the k-th receive. The executor's limits are checked and a program
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ElementTree
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,18 +51,85 @@ XML = "program.xml"
 STEP_KEYS = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps", "hasdep")
 
 
-def _layout(program: Program) -> tuple[list[list[int]], int]:
-    """Per chunk, each unit's place among the chunk's ``U`` pieces, and ``U``."""
+COLL = {Kind.ALL_REDUCE: "allreduce", Kind.REDUCE_SCATTER: "reducescatter", Kind.ALL_GATHER: "allgather"}
+BUFFER = {Kind.ALL_REDUCE: "i", Kind.REDUCE_SCATTER: "i", Kind.ALL_GATHER: "o"}  # in place: the one it runs in
+
+
+@dataclass
+class _Layout:
+    """Where each unit of each chunk lies in the buffer: an all-reduce's ``place[chunk][unit]``, else
+    MSCCL's blocks (``place`` is ``None``: unit u of chunk c at ``u * chunks + c``).
+    """
+
+    units: int
+    chunks: int
+    place: list[list[int]] | None
+    found: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)
+
+    def steps(self, mask: int) -> int:
+        """Steps a message carrying the units ``mask`` takes: one a run of the buffer, each at most a
+        step's pieces (an all-reduce's message is one run by construction).
+        """
+        if self.place is not None:
+            return -(-mask.bit_count() // LIMITS["chunks a step moves"])
+        if self.chunks > 1:
+            return mask.bit_count()
+        return len(_runs(list(_bits(mask))))
+
+    def ranges(self, program: Program, op: int) -> list[tuple[int, int]]:
+        """A message's steps as (first piece, how many), as many as :meth:`steps` says."""
+        chunk, which = int(program.chunk[op]), int(program.units[op])
+        runs = self.found.get((chunk, which))
+        if runs is None:
+            bits = _bits(program.unit_sets[which])
+            if self.place is None:
+                runs = _runs([u * self.chunks + chunk for u in bits])
+            else:
+                spots = sorted(self.place[chunk][u] for u in bits)
+                if spots[-1] - spots[0] + 1 != len(spots):
+                    raise InputError("msccl", f"a message of chunk {chunk} is not one range of the buffer: not written")
+                runs = _runs(spots)
+            self.found[(chunk, which)] = runs
+        return runs
+
+
+def _bits(mask: int) -> list[int]:
+    """The set bits of ``mask``, lowest first."""
+    found = []
+    while mask:
+        low = mask & -mask
+        found.append(low.bit_length() - 1)
+        mask ^= low
+    return found
+
+
+def _runs(spots: list[int]) -> list[tuple[int, int]]:
+    """Ascending pieces as runs (first, how many), each at most a step's pieces."""
+    runs: list[tuple[int, int]] = []
+    most = LIMITS["chunks a step moves"]
+    for spot in spots:
+        if runs and runs[-1][0] + runs[-1][1] == spot and runs[-1][1] < most:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((spot, 1))
+    return runs
+
+
+def _layout(program: Program) -> _Layout:
+    """The buffer's layout (see the module's docstring)."""
     (coll,) = program.collectives
     dims = list(coll.dims)
     sizes = [program.links[d].size for d in dims]
     units = int(np.prod(sizes))
+    chunks = len(coll.chunk_bytes)
+    if coll.kind is not Kind.ALL_REDUCE:  # unit u of chunk c is piece c of NPU u's block
+        return _Layout(units, chunks, None)
     digits = np.arange(units)[:, None] // np.cumprod([1, *sizes[:-1]])[None, :] % np.array(sizes)[None, :]
     rank0 = program.ops_of(0)
     sends = [i for i in rank0 if program.kind[i] == OpKind.SEND]
     several = {int(program.message_dim[i]) for i in sends if _blocks(program, i, digits, dims) > 1}
     places = []
-    for chunk in range(len(coll.chunk_bytes)):
+    for chunk in range(chunks):
         mine = [i for i in sends if program.chunk[i] == chunk and not program.reduce[i]]
         order: list[int] = []
         for i in sorted(mine, key=lambda i: int(program.phase[i])):
@@ -73,8 +145,8 @@ def _layout(program: Program) -> tuple[list[list[int]], int]:
                 bits = max(1, (sizes[j] - 1).bit_length())
                 value = np.array([int(format(v, f"0{bits}b")[::-1], 2) for v in value])
             place = place * sizes[j] + value
-        places.append(place.tolist())
-    return places, units
+        places.append((chunk * units + place).tolist())
+    return _Layout(units, chunks, places)
 
 
 def _blocks(program: Program, op: int, digits: np.ndarray, dims: list[int]) -> int:
@@ -82,16 +154,6 @@ def _blocks(program: Program, op: int, digits: np.ndarray, dims: list[int]) -> i
     mask = program.unit_sets[int(program.units[op])]
     units = [u for u in range(len(digits)) if mask >> u & 1]
     return len({int(digits[u, dims.index(int(program.message_dim[op]))]) for u in units})
-
-
-def _range(program: Program, op: int, places: list[list[int]], units: int) -> tuple[int, int]:
-    """A message's first piece in the buffer and how many: refused unless contiguous."""
-    chunk = int(program.chunk[op])
-    mask = program.unit_sets[int(program.units[op])]
-    spots = sorted(places[chunk][u] for u in range(units) if mask >> u & 1)
-    if spots[-1] - spots[0] + 1 != len(spots):
-        raise InputError("msccl", f"a message of chunk {chunk} is not one range of the buffer: not written")
-    return chunk * units + spots[0], len(spots)
 
 
 def write_msccl(
@@ -112,20 +174,31 @@ def write_msccl(
         A program MSCCL cannot run (not one all-reduce, a computation of some time) or one over an
         executor's limit, naming it.
     """
-    if len(program.collectives) != 1 or program.collectives[0].kind is not Kind.ALL_REDUCE:
-        raise InputError("msccl", "programs are written for one all-reduce (an MSCCL algo is one collective)")
+    if len(program.collectives) != 1:
+        raise InputError("msccl", "programs are written for one collective (an MSCCL algo is one collective call)")
+    (coll,) = program.collectives
+    if coll.kind not in COLL:
+        raise InputError("msccl", f"no program is written for a {coll.kind.value} (its blocks are relayed)")
+    whole = tuple(d for d, link in enumerate(program.links) if link.size > 1)
+    if coll.dims != whole:
+        raise InputError("msccl", "a collective over part of the network: an MSCCL algo spans every GPU it names")
     if np.any((program.kind == OpKind.COMP) & (program.duration_ns > 0)):
         raise InputError("msccl", "a computation of some time (an issue time): MSCCL has none")
-    places, units = _layout(program)
-    loop = units * len(program.collectives[0].chunk_bytes)
+    layout = _layout(program)
+    loop = layout.units * len(coll.chunk_bytes)
     _limit("chunks a loop", loop)
+    buffers = (
+        {"i_chunks": str(loop), "o_chunks": "0"}
+        if BUFFER[coll.kind] == "i"
+        else {"i_chunks": "0", "o_chunks": str(loop)}
+    )
     algo = {
         "name": name,
         "proto": "Simple",
         "nchannels": "0",
         "nchunksperloop": str(loop),
         "ngpus": str(program.npus),
-        "coll": "allreduce",
+        "coll": COLL[coll.kind],
         "inplace": "1",
         "outofplace": "0",
         "minBytes": "0",
@@ -134,9 +207,8 @@ def write_msccl(
     lines: list[str] = []
     channels = 0
     expanded = _message_deps(program)
-    pieces = [0] * program.num_ops  # steps a message takes: at most 71 pieces a step
-    for op in np.flatnonzero(program.kind != OpKind.COMP).tolist():
-        pieces[op] = -(-program.unit_sets[int(program.units[op])].bit_count() // LIMITS["chunks a step moves"])
+    per_set = np.array([layout.steps(mask) for mask in program.unit_sets] or [0], dtype=np.int64)
+    pieces = np.where(program.kind != OpKind.COMP, per_set[program.units], 0).tolist()  # steps a message takes
 
     tbs = _layout_blocks(program, expanded, pieces, max_steps)
     for r in range(program.npus):
@@ -155,7 +227,7 @@ def write_msccl(
                     "thread blocks a channel sends (or receives) with",
                     sum(1 for k in keys if k[2] == chan and k[side] >= 0),
                 )
-        lines.append(_tag("  ", "gpu", {"id": str(r), "i_chunks": str(loop), "o_chunks": "0", "s_chunks": "0"}, ">"))
+        lines.append(_tag("  ", "gpu", {"id": str(r), **buffers, "s_chunks": "0"}, ">"))
         elements = 1 + program.npus + len(keys)
         needed: set[tuple[int, int]] = set()
         steps_of: dict[tuple[int, int, int], list[dict[str, str]]] = {}
@@ -165,7 +237,7 @@ def write_msccl(
                 target = where[dep] if dep >= 0 else None
                 if target is not None:
                     needed.add(target)
-                rows.append(_step(program, op, s, target, places, units, piece))
+                rows.append(_step(program, op, s, target, layout, BUFFER[coll.kind], piece))
             steps_of[key] = rows
         for key in keys:
             tb = {"id": str(number[key]), "send": str(key[0]), "recv": str(key[1]), "chan": str(key[2])}
@@ -183,7 +255,9 @@ def write_msccl(
     text = "\n".join([_tag("", "algo", algo, ">"), *lines, "</algo>", ""])
     with atomic_folder(folder, force=force) as out:
         write_text(out / XML, text)
-        write_description(out, program, time_ns, {**(extra or {}), "msccl": {"max_steps": max_steps, "units": units}})
+        write_description(
+            out, program, time_ns, {**(extra or {}), "msccl": {"max_steps": max_steps, "units": layout.units}}
+        )
     return sorted(Path(folder).iterdir())
 
 
@@ -298,8 +372,8 @@ def _step(
     op: int,
     s: int,
     target: tuple[int, int] | None,
-    places: list[list[int]],
-    units: int,
+    layout: _Layout,
+    buffer: str,
     piece: int = 0,
 ) -> dict[str, str]:
     """A step's attributes, in msccl-tools' order (``hasdep`` set once every step is known): the
@@ -309,9 +383,7 @@ def _step(
     if op < 0:
         kind, src, dst, count, phase = "nop", "-1", "-1", 0, -1
     else:
-        first, whole = _range(program, op, places, units)
-        most = LIMITS["chunks a step moves"]
-        start, count = first + piece * most, min(most, whole - piece * most)
+        start, count = layout.ranges(program, op)[piece]
         kind = "s" if program.kind[op] == OpKind.SEND else "rrc" if program.reduce[op] else "r"
         src = str(start) if kind != "r" else "-1"
         dst = str(start) if kind != "s" else "-1"
@@ -319,9 +391,9 @@ def _step(
     return {
         "s": str(s),
         "type": kind,
-        "srcbuf": "i",
+        "srcbuf": buffer,
         "srcoff": src,
-        "dstbuf": "i" if kind in ("r", "rrc") else "o",
+        "dstbuf": buffer,
         "dstoff": dst,
         "cnt": str(count),
         "depid": str(depid),
@@ -354,8 +426,12 @@ def read_msccl(folder: str | Path) -> Program:
         root = ElementTree.fromstring(read_text(where))
     except ElementTree.ParseError as error:
         raise InputError(str(where), f"not XML: {error}") from None
-    if root.tag != "algo" or root.get("coll") != "allreduce":
-        raise InputError(str(where), 'not an MSCCL all-reduce (<algo coll="allreduce">)')
+    kind = description.collectives[0].kind if len(description.collectives) == 1 else None
+    if kind not in COLL:
+        raise InputError(str(folder / "program.json"), "must describe one all-reduce, reduce-scatter or all-gather")
+    if root.tag != "algo" or root.get("coll") != COLL[kind]:
+        raise InputError(str(where), f'not an MSCCL {kind.value} (<algo coll="{COLL[kind]}">)')
+    layout = (units, len(description.collectives[0].chunk_bytes), kind)
     npus = len(links) and int(np.prod([link.size for link in links]))
     gpus = {int(g.get("id", "-1")): g for g in root.iter("gpu")}
     if sorted(gpus) != list(range(npus)) or units < 1:
@@ -384,7 +460,7 @@ def read_msccl(folder: str | Path) -> Program:
                     waiting.append((depid, deps))
                 if step["type"] == "nop":
                     continue
-                node = _node(step, r, send, recv, chan, units, f"{at} step {s}", sent, received)
+                node = _node(step, r, (send, recv, chan), layout, f"{at} step {s}", (sent, received))
                 node["id"] = len(nodes)
                 node["wait"] = ([previous] if previous >= 0 else [], waiting)
                 index[(tid, s)] = node["id"]
@@ -447,39 +523,54 @@ def _assemble(description: Description, per_rank: list[list[dict[str, Any]]], un
 def _node(
     step: dict[str, str],
     rank: int,
-    send: int,
-    recv: int,
-    chan: int,
-    units: int,
+    block: tuple[int, int, int],
+    layout: tuple[int, int, Kind],
     at: str,
-    sent: dict[tuple[int, int, int], int],
-    received: dict[tuple[int, int, int], int],
+    books: tuple[dict[tuple[int, int, int], int], dict[tuple[int, int, int], int]],
 ) -> dict[str, Any]:
-    """One send or receive step as a program's node."""
+    """One send or receive step as a program's node: what it carries read from the buffer's layout
+    (an all-reduce's pieces of one chunk stand for its units in any order; a reduce-scatter's or
+    all-gather's piece ``u * chunks + c`` is unit ``u`` of chunk ``c``, as MSCCL places NPU u's block).
+    """
+    send, recv, chan = block
+    units, chunks, coll = layout
     kind = step["type"]
     if kind not in ("s", "r", "rrc"):
         raise InputError(at, f"a {kind!r} step: programs hold s, r, rrc and nop")
+    if {step["srcbuf"], step["dstbuf"]} != {BUFFER[coll]}:
+        raise InputError(
+            at,
+            f"moves data of buffers {step['srcbuf']!r} and {step['dstbuf']!r}: this in-place "
+            f"{coll.value} runs in {BUFFER[coll]!r} alone",
+        )
     try:
         offset = int(step["srcoff"] if kind == "s" else step["dstoff"])
         count, phase = int(step["cnt"]), int(step["themis_phase"])
     except ValueError:
         raise InputError(at, "needs whole-number offsets, cnt and themis_phase") from None
-    if count < 1 or offset < 0 or offset // units != (offset + count - 1) // units:
-        raise InputError(at, f"moves chunks {offset} to {offset + count - 1}: not within one of the program's chunks")
+    if not 1 <= count <= LIMITS["chunks a step moves"] or offset < 0 or offset + count > units * chunks:
+        raise InputError(
+            at, f"moves {count} pieces from {offset}: not within the buffer's {units * chunks} in one step"
+        )
+    spots = range(offset, offset + count)
+    if coll is Kind.ALL_REDUCE:
+        chunk, mask = offset // units, ((1 << count) - 1) << (offset % units)
+    else:
+        chunk, mask = offset % chunks, sum(1 << (spot // chunks) for spot in spots)
+    if any((spot // units if coll is Kind.ALL_REDUCE else spot % chunks) != chunk for spot in spots):
+        raise InputError(at, f"moves pieces {offset} to {offset + count - 1}: not within one of the program's chunks")
     peer = send if kind == "s" else recv
     if peer < 0:
         raise InputError(at, f"a {'send' if kind == 's' else 'receive'} on a thread block without that peer")
     key = (rank, peer, chan) if kind == "s" else (peer, rank, chan)
-    book = sent if kind == "s" else received
+    book = books[0] if kind == "s" else books[1]
     tag = chan << 20 | book[key]
     book[key] += 1
-    first = offset % units
-    mask = ((1 << count) - 1) << first
     return {
         "kind": OpKind.SEND if kind == "s" else OpKind.RECV,
         "peer": peer,
         "tag": tag,
-        "chunk": offset // units,
+        "chunk": chunk,
         "phase": phase,
         "mask": mask,
         "count": count,
