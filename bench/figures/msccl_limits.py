@@ -39,7 +39,7 @@ def main() -> None:
     print("|---|---:|---|---|---|---:|---:|---:|---:|---:|")
     work = Path(tempfile.mkdtemp(prefix="msccl-"))
     for suite in args.suites.split(","):
-        for path in sorted(suite_folder(suite).glob("*.json")):
+        for path in sorted(p for p in suite_folder(suite).glob("*.json") if p.name != "optima.json"):
             instance = load_instance(path)
             colls = instance.collectives
             if len(colls) != 1 or colls[0].kind not in COLL or instance.network.num_npus > args.max_npus:

@@ -122,3 +122,11 @@ def test_a_step_waiting_for_no_step_is_named(tmp_path: Path) -> None:
     path.write_text(text.replace('depid="-1" deps="-1"', 'depid="0" deps="999"', 1))
     with pytest.raises(InputError, match="tb 0 step 999"):
         read_msccl(tmp_path / "m")
+
+
+def test_a_step_in_another_buffer_is_named(tmp_path: Path) -> None:
+    _roundtrip(load("worked"), "baseline", tmp_path / "m")
+    path = tmp_path / "m" / XML
+    path.write_text(path.read_text().replace('type="s" srcbuf="i"', 'type="s" srcbuf="o"', 1))
+    with pytest.raises(InputError, match="runs in 'i' alone"):
+        read_msccl(tmp_path / "m")
