@@ -347,3 +347,19 @@ def test_a_flattened_collective_charged_on_the_outermost_dimension_is_refused() 
     outer = _flattened(Algorithm.ONE_RING, Kind.ALL_REDUCE, innermost_charge=False)
     with pytest.raises(InputError, match=r"outermost dimension.*2\.x charges the innermost"):
         program_of(outer, solve(outer, method="baseline"))
+
+
+def test_a_flattened_collective_beside_a_dimension_by_dimension_one() -> None:
+    # the all-reduce takes dimension 0 (of every NPU) in the schedule, the all-to-all each dimension
+    direct = {"all_to_all_algorithm": Algorithm.DIRECT}
+    dims = (
+        Dimension(4, Topology.SWITCH, 100.0, 500.0, algorithm=Algorithm.ONE_DIRECT, **direct),
+        Dimension(2, Topology.SWITCH, 50.0, 700.0, **direct),
+    )
+    network = Network(dims, innermost_charge=True, congestion_unaware=True)
+    colls = (Collective(Kind.ALL_REDUCE, 1 << 24, 2), Collective(Kind.ALL_TO_ALL, 1 << 24, 2, issue_ns=1000.0))
+    instance = Instance(network, colls, "mixed")
+    result = solve(instance, method="themis")
+    program = program_of(instance, result)
+    assert [c.flat for c in program.collectives] == [True, False]
+    assert result.makespan is not None and 0.999 * result.makespan <= check_program(program).time_ns <= result.makespan

@@ -241,13 +241,12 @@ class Program:
     @cached_property
     def served_dim(self) -> np.ndarray:
         """The dimension each message's phase serves: its :attr:`message_dim`, or for a flattened
-        collective's the one dimension its phases take (its first).
+        collective's dimension 0, the one its phases take in a schedule.
         """
         flat = np.array([c.flat for c in self.collectives] or [False])
-        first = np.array([c.dims[0] for c in self.collectives] or [0])
         messages = self.kind != OpKind.COMP
-        colls = np.where(messages, self.collective, 0)
-        served: np.ndarray = np.where(messages & flat[colls], first[colls], self.message_dim)
+        colls = np.clip(np.where(messages, self.collective, 0), 0, len(flat) - 1)
+        served: np.ndarray = np.where(messages & flat[colls], 0, self.message_dim)
         return served
 
     @cached_property
