@@ -4,7 +4,7 @@ custom collectives, beside 2.x's own (native) baseline on the same network.
     python -m bench.figures.astra_programs --astra PATH/TO/astra-sim [--binary BIN] [--work DIR]
         [--suites quick,astra,paper] [--methods baseline,themis,balanced,cpsat] [--max-npus 1024]
         [--max-nodes 2500000] [--exclude REGEX] [--random N] [--all-to-all N] [--flattened N] [--seed S]
-        [--json ROWS.json]
+        [--instances FILE,...] [--json ROWS.json]
     python -m bench.figures.astra_programs --summarise ROWS.json [--time-limit 10] [--iterations NAME,...]
 
 ``--astra`` is an ASTRA-sim 2.x checkout built as the docs' ASTRA-sim page says (its binary is
@@ -29,9 +29,10 @@ native baseline and each exported method's time as 2.x reports it, the speedups 
 over its own baseline, and whether every program finished at ``program_time_ns``.
 
 ``--iterations`` names training iterations of the ``clusters`` suite (task graphs: compute and
-collectives); each is first made expressible by 2.x as ``export-astra --fit`` makes it (compute
-rounded to whole microseconds, one collective at a time per NPU), then solved, exported and run
-the same way, the native baseline being the fitted instance's ``export-astra --version 2``.
+collectives), ``--instances`` instance files (pipeline stages among them); each is first made
+expressible by 2.x as ``export-astra --fit`` makes it (compute rounded to whole microseconds, one
+collective at a time per NPU), then solved, exported and run the same way, the native baseline
+being the fitted instance's ``export-astra --version 2``.
 """
 
 from __future__ import annotations
@@ -291,6 +292,7 @@ def main() -> None:
     parser.add_argument("--exclude", default=None, help="leave out instances whose name matches this regex")
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--iterations", default="", help="clusters-suite iterations to run too, by name")
+    parser.add_argument("--instances", default="", help="instance files to run too, fitted as iterations are")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     parser.add_argument("--summarise", type=Path, default=None, help="print the docs' table from these rows")
     args = parser.parse_args()
@@ -322,6 +324,9 @@ def main() -> None:
     for name in filter(None, args.iterations.split(",")):
         fitted, _ = fit_astra_2(load_instance(suite_folder("clusters") / f"{name}.json"))
         cases.append(("clusters", name, fitted))
+    for path in filter(None, args.instances.split(",")):
+        fitted, _ = fit_astra_2(load_instance(path))
+        cases.append(("files", Path(path).stem, fitted))
     for suite, name, instance in cases:
         try:
             check_programmable(instance)

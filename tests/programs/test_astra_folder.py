@@ -163,3 +163,19 @@ def test_a_flattened_program_reads_back_flattened(tmp_path: Path) -> None:
     (tmp_path / "flat" / "program.json").write_text(json.dumps(meta))
     with pytest.raises(InputError, match="flat must be true or false"):
         read_program(tmp_path / "flat")
+
+
+def test_a_pipeline_program_reads_back_with_its_stages(tmp_path: Path) -> None:
+    instance = load("two_stages")  # sends between two stages, computations at each
+    program = program_of(instance, solve(instance, method="baseline"))
+    write_program(program, tmp_path / "pp", time_ns=check_program(program).time_ns)
+    again = read_program(tmp_path / "pp")
+    assert again.stages == program.stages == ((0, 1), (2, 3)) and again.collectives == program.collectives
+    for name in COLUMNS:
+        assert np.array_equal(getattr(program, name), getattr(again, name)), name
+    meta = json.loads((tmp_path / "pp" / "program.json").read_text())
+    assert check_program(again).time_ns == meta["program_time_ns"]
+    meta["stages"] = [[0, 1], [2, 2]]
+    (tmp_path / "pp" / "program.json").write_text(json.dumps(meta))
+    with pytest.raises(InputError, match="stages: must take each of the 4 NPUs once"):
+        read_program(tmp_path / "pp")

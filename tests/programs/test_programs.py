@@ -11,8 +11,17 @@ from hypothesis import given, settings, strategies as st
 from tests.conftest import load
 from themis_opt import solve
 from themis_opt.errors import InputError
-from themis_opt.instance import Algorithm, Collective, Dimension, Instance, Kind, Network, Topology
-from themis_opt.programs import Link, OpKind, Program, ProgramCollective, check_program, program_of, time_program
+from themis_opt.instance import After, Algorithm, Collective, Dimension, Instance, Kind, Network, Topology
+from themis_opt.programs import (
+    Link,
+    OpKind,
+    Program,
+    ProgramCollective,
+    check_program,
+    check_programmable,
+    program_of,
+    time_program,
+)
 from themis_opt.schedule import ChunkSchedule, Phase, Schedule
 
 HEURISTICS = ("baseline", "themis", "balanced")
@@ -236,7 +245,7 @@ def test_what_no_program_is_written_for_is_named() -> None:
     sends = Instance(
         Network((Dimension(4, Topology.SWITCH, 50, 500),)), (Collective(Kind.SEND, 1 << 20, 1, group=(0, 1)),), "s"
     )
-    with pytest.raises(InputError, match="a send: programs are written for"):
+    with pytest.raises(InputError, match="a send that does not take each NPU of its stage to one of another"):
         program_of(sends, solve(sends, method="baseline"))
 
 
@@ -363,3 +372,39 @@ def test_a_flattened_collective_beside_a_dimension_by_dimension_one() -> None:
     program = program_of(instance, result)
     assert [c.flat for c in program.collectives] == [True, False]
     assert result.makespan is not None and 0.999 * result.makespan <= check_program(program).time_ns <= result.makespan
+
+
+def test_pipeline_stages_run_their_own_tasks_and_send_each_npu_to_its_partner() -> None:
+    # two stages of two NPUs (the switch of 2 between them): each stage's computations and
+    # all-reduce at its own NPUs, its sends from each NPU to the one across the switch
+    instance = load("two_stages")
+    result = solve(instance, method="themis")
+    program = program_of(instance, result)
+    assert program.stages == ((0, 1), (2, 3))
+    for c, coll in enumerate(program.collectives):
+        ranks = set(program.rank[(program.collective == c) & (program.kind != OpKind.COMP)].tolist())
+        if coll.kind is Kind.SEND:  # from every NPU of its stage, to every one of the other
+            assert ranks == {0, 1, 2, 3}
+            sends = (program.collective == c) & (program.kind == OpKind.SEND)
+            assert set(program.rank[sends].tolist()) == set(program.stages[coll.stage])
+            assert np.all(program.peer[sends] == program.rank[sends] ^ 2)
+        else:
+            assert ranks == set(program.stages[coll.stage])
+    durations = program.duration_ns[program.kind == OpKind.COMP]
+    assert sorted(set(durations.tolist()) - {0}) == [1000, 2000, 3000]
+    assert result.makespan is not None and 0.999 * result.makespan <= check_program(program).time_ns <= result.makespan
+
+
+def test_what_a_pipeline_program_cannot_hold_is_named() -> None:
+    instance = load("two_stages")
+    tasks = list(instance.tasks)
+    f1 = next(n for n, t in enumerate(tasks) if t.id == "f1")
+    tasks[f1] = dataclasses.replace(tasks[f1], after=(*tasks[f1].after, After("f0")))  # not through a send
+    crossing = dataclasses.replace(instance, tasks=tuple(tasks))
+    with pytest.raises(InputError, match="waits for f0 of stage 0: a stage waits for another through a send"):
+        check_programmable(crossing)
+    ar = next(n for n, t in enumerate(instance.tasks) if t.id == "ar0")
+    wide = list(instance.tasks)
+    wide[ar] = dataclasses.replace(wide[ar], dimensions=(0, 1))  # over the switch between the stages
+    with pytest.raises(InputError, match="runs beyond stage 0's NPUs"):
+        check_programmable(dataclasses.replace(instance, tasks=tuple(wide)))

@@ -6,9 +6,10 @@ times it as ASTRA-sim 2.x's custom collectives are timed; :mod:`themis_opt.progr
 and reads it as a folder ASTRA-sim 2.x runs.
 """
 
-from themis_opt.programs.build import check_programmable, program_of
+from themis_opt.programs.build import program_of
 from themis_opt.programs.check import check_program
 from themis_opt.programs.ir import Link, OpKind, Program, ProgramCollective
+from themis_opt.programs.scope import check_programmable
 from themis_opt.programs.timing import Timing, time_program
 
 __all__ = [

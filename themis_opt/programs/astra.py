@@ -59,7 +59,8 @@ def write_program(
     folder whole once the new one is written. Returns the files written.
     """
     folder = Path(folder)
-    first = program.collectives[0] if program.collectives else None
+    # the workload's one node names a collective (any: 2.x hands it to the program whatever it is)
+    first = next((c for c in program.collectives if c.kind in TYPES), None)
     with atomic_folder(folder, force=force) as out:
         write_text(out / "network.yml", _network_yml(program.links))
         system = {
@@ -202,7 +203,8 @@ def read_program(folder: str | Path) -> Program:
     dep_counts = np.concatenate(count_parts) if count_parts else np.zeros(0, dtype=np.int64)
     table = np.concatenate(tables) if tables else np.zeros((0, 10), dtype=np.int64)
     deps = np.concatenate(dep_parts) if dep_parts else np.zeros(0, dtype=np.int64)
-    return Program.from_table((links, collectives, unit_sets, active), np.array(rank_start), table, dep_counts, deps)
+    described = (links, collectives, unit_sets, active, description.stages)
+    return Program.from_table(described, np.array(rank_start), table, dep_counts, deps)
 
 
 ATTRS = ("comm_dst", "comm_src", "comm_size", "comm_tag")

@@ -19,11 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from themis_opt.algorithms import Algorithm, AlgorithmSpec
+from themis_opt.algorithms import Algorithm
 from themis_opt.cost.steps import link_gbps
 from themis_opt.errors import InputError
 from themis_opt.instance import After, Collective, Instance, Kind, Op, Topology
-from themis_opt.programs.ir import PROGRAM_KINDS, Link, OpKind, Program, ProgramCollective
+from themis_opt.programs.ir import Link, OpKind, Program, ProgramCollective
+from themis_opt.programs.scope import check_programmable, runs_over, send_targets, stage_rows
 from themis_opt.result import Result
 from themis_opt.schedule import Schedule
 
@@ -33,55 +34,6 @@ logger = logging.getLogger(__name__)
 def links_of(instance: Instance) -> tuple[Link, ...]:
     """The network's dimensions as messages are timed on them: one link's bandwidth a message."""
     return tuple(Link(d.size, d.topology, link_gbps(d), d.latency_ns) for d in instance.network.dimensions)
-
-
-def check_programmable(instance: Instance) -> None:
-    """A one-line error for an instance no program is written for (yet), naming what stands in the way."""
-    network = instance.network
-    for index, dim in enumerate(network.dimensions):
-        if dim.carved:
-            raise InputError(f"network.dimensions[{index}]", "carved from another: no program is written for it")
-    for c, coll in enumerate(instance.collectives):
-        where = instance.where(coll)
-        if coll.kind not in PROGRAM_KINDS:
-            raise InputError(
-                where,
-                f"a {coll.kind.value}: programs are written for all-reduce, reduce-scatter, all-gather and all-to-all",
-            )
-        if coll.group:
-            raise InputError(where, "a communicator group: programs are written for collectives over whole dimensions")
-        for d in instance.active_dims[c]:
-            algorithm = network.dimensions[d].algorithm_for(coll.kind)
-            size = network.num_npus if algorithm.flattened else network.dimensions[d].size
-            if algorithm.flattened and not network.innermost_charge:
-                raise InputError(
-                    f"network.dimensions[{d}]",
-                    f"{algorithm.value} on a network that charges a message on the outermost dimension its NPUs "
-                    "differ in (ASTRA-sim 1.0's rule): 2.x charges the innermost (set innermost_charge)",
-                )
-            spec = _spec(algorithm)
-            if spec.exchanges is None or spec.all_reduces:
-                raise InputError(f"network.dimensions[{d}]", f"{algorithm.value}: no program is written for it")
-            if coll.kind is Kind.ALL_TO_ALL:
-                try:
-                    spec.exchanges(size, 0, Op.ALL_TO_ALL)
-                except ValueError:
-                    raise InputError(
-                        f"network.dimensions[{d}]",
-                        f"{algorithm.value}: no program is written for its all-to-all (direct's is)",
-                    ) from None
-    for task in instance.tasks:
-        if any(dep.lag_ns for dep in task.after):
-            raise InputError(instance.where(task), "a dependency with a lag: no program is written for it")
-        if task.issue_ns and not isinstance(task, Collective):
-            raise InputError(instance.where(task), "a computation with an issue time: no program is written for it")
-    if instance.num_stages > 1:
-        raise InputError("stage_npus", "pipeline stages: programs are written for one stage")
-
-
-def _spec(algorithm: Algorithm) -> AlgorithmSpec:
-    """What an algorithm runs over its NPUs: a flattened one's, over every NPU of the network."""
-    return algorithm.spec.unflattened.spec if algorithm.spec.unflattened is not None else algorithm.spec
 
 
 # a step whose operations x what they wait for reach this waits on one join instead (a COMP of 0 ns,
@@ -132,7 +84,7 @@ class _Builder:
     def _shape(self, c: int, held: frozenset[int], d: int, op: Op) -> _Shape:
         pc = self.collectives[c]
         n = self.npus if pc.flat else self.links[d].size  # a flattened phase: one ring (or ...) of every NPU
-        exchanges = _spec(self.network.dimensions[d].algorithm_for(pc.kind)).exchanges
+        exchanges = runs_over(self.network.dimensions[d].algorithm_for(pc.kind)).exchanges
         assert exchanges is not None  # checked by check_programmable
         per_x = [exchanges(n, x, op) for x in range(n)]
         send = np.array([[t.send for t in step] for step in per_x[0]], dtype=bool)
@@ -223,11 +175,13 @@ class _Builder:
         same = (rows[order][1:] == rows[order][:-1]) & (keys[order][1:] == keys[order][:-1])
         self.edges.append((ids[order][1:][same], ids[order][:-1][same]))
 
-    def join(self, waits: np.ndarray | None, duration_ns: int = 0) -> np.ndarray:
-        """One COMP of ``duration_ns`` a NPU waiting for ``waits`` (R x W): what waits for it waits for them all."""
-        ids = self.ids(self.npus)[:, None]
+    def join(self, rows: np.ndarray, waits: np.ndarray | None, duration_ns: int = 0) -> np.ndarray:
+        """One COMP of ``duration_ns`` at each NPU of ``rows`` waiting for ``waits`` (R x W): what waits
+        for it waits for them all.
+        """
+        ids = self.ids(len(rows))[:, None]
         none = np.array(-1)
-        columns = (np.arange(self.npus)[:, None], np.array(OpKind.COMP), none, np.array(0), np.array(0))
+        columns = (rows[:, None], np.array(OpKind.COMP), none, np.array(0), np.array(0))
         self.add(ids, (*columns, none, none, none, none, np.array(False)), waits)
         self.durations.append((ids.ravel(), duration_ns))
         return ids
@@ -257,20 +211,10 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
         raise InputError("result", f"does not fit the instance: {problems[0]}")
     network = instance.network
     links = links_of(instance)
-    every = tuple(d for d, link in enumerate(links) if link.size > 1)
-    collectives = tuple(
-        ProgramCollective(
-            coll.kind,
-            every if network.flattened(coll.kind) else instance.active_dims[c],
-            tuple(coll.bytes_of(k) for k in range(coll.chunks)),
-            flat=network.flattened(coll.kind),
-        )
-        for c, coll in enumerate(instance.collectives)
-    )
+    collectives = tuple(_collective(instance, c) for c in range(len(instance.collectives)))
     builder = _Builder(instance, links, collectives)
-    npus = builder.npus
-    ranks = np.arange(npus)[:, None]
-    widest = max([link.size for link in links] + [npus for pc in collectives if pc.flat])
+    members = stage_rows(instance)
+    widest = max([link.size for link in links] + [builder.npus for pc in collectives if pc.flat])
     stride = 2 * widest + 2  # tags: a phase's steps never reach the next phase's
     # where the model shares a dimension's bandwidth among the messages an NPU sends at once, they
     # go one after another: the congestion-unaware backend would give each the whole bandwidth
@@ -286,25 +230,25 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
     )
     by_chunk = {(cs.collective, cs.chunk): cs for cs in schedule.chunks}
     narrowed: dict[tuple[int, int], frozenset[int]] = {}
-    ends = _Ends(instance, {})
-    slots: dict[int, list[tuple[float, np.ndarray] | None]] = {}  # each dimension's phases at once: the last of each
-    computing: np.ndarray | None = None  # the compute unit's last computation
+    ends = _Ends(instance)
+    # each stage's dimensions' phases at once: the last of each
+    slots: dict[tuple[int, int], list[tuple[float, np.ndarray] | None]] = {}
+    computing: dict[int, np.ndarray] = {}  # each stage's compute unit's last computation
     for serial, (_, _, is_compute, c, k, i) in enumerate(events):
         if is_compute:
             compute = instance.computes[c]
-            computing = ends.computes[c] = builder.join(
-                ends.of(compute.after, [computing] if computing is not None else []), round(compute.duration_ns)
+            stage = compute.stage
+            before = [computing[stage]] if stage in computing else []
+            computing[stage] = ends.computes[c] = builder.join(
+                members[stage], ends.of(compute.after, before, stage), round(compute.duration_ns)
             )
             continue
+        coll = instance.collectives[c]
+        rows = members[coll.stage]
         phase = by_chunk[(c, k)].phases[i]
-        pc = collectives[c]
         if (c, k) not in ends.chunks and c not in ends.released:
-            ends.released[c] = _release(builder, instance.collectives[c], ends)
-        before = narrowed.get((c, k), frozenset(pc.dims) if pc.kind is Kind.ALL_GATHER else frozenset())
-        held, narrowed[(c, k)] = _held(before, phase.dim, phase.op)
-        shape = builder.shape(c, held, phase.dim, phase.op)
-        size = builder.sizes(c, k, shape)
-        served = slots.setdefault(phase.dim, [None] * network.active_chunks)
+            ends.released[c] = _release(builder, coll, ends, rows)
+        served = slots.setdefault((coll.stage, phase.dim), [None] * network.active_chunks)
         start = ends.chunks.get((c, k), ends.released[c])
         parts = [start] if start is not None else []
         slot = _slot(served, phase.start_ns)
@@ -312,40 +256,110 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
         if previous is not None:
             parts.append(previous[1])
         waits: np.ndarray | None = np.concatenate(parts, axis=1) if parts else None
-        flat_ring = pc.flat and network.dimensions[phase.dim].algorithm_for(pc.kind).spec.unflattened is Algorithm.RING
-        for s in range(len(shape.send)):
-            t_count = shape.send.shape[1]
-            if waits is not None and waits.shape[1] * t_count >= JOIN_AT and waits.shape[1] > 1:
-                waits = builder.join(waits)
-            ids = builder.ids(npus * t_count).reshape(npus, t_count)
-            kind = np.where(shape.send[s], int(OpKind.SEND), int(OpKind.RECV))[None, :]
-            columns = (
-                ranks,
-                kind,
-                shape.peer[:, s],
-                size[:, s],
-                np.array(serial * stride + s),
-                np.array(c),
-                np.array(k),
-                np.array(i),
-                shape.unit[:, s],
-                shape.reduce[s][None, :],
-            )
-            builder.add(ids, columns, waits)
-            sends = shape.send[s]
-            if pc.flat and np.count_nonzero(sends) > 1:  # each dimension's sends in turn where it is shared
-                dims = (builder.coords[shape.peer[:, s, sends]] != builder.coords[:, None, :]).argmax(axis=2)
-                alone = -1 - np.arange(dims.shape[1])[None, :]
-                builder.one_at_a_time(ids[:, sends], np.where(np.array(shared)[dims], dims, alone))
-            elif shared[phase.dim] and np.count_nonzero(sends) > 1:
-                builder.one_at_a_time(ids[:, sends])
-            # its sends arrived and its receipts in (a rounding apart, either may be last); a flattened
-            # ring's next step waits for its receipt alone, as ASTRA-sim's ring forwards what it receives
-            waits = ids[:, ~sends] if flat_ring and s + 1 < len(shape.send) else ids
-        assert waits is not None
+        tag = serial * stride
+        if coll.kind is Kind.SEND:
+            waits, ends.received[c] = _send(builder, instance, c, rows, waits, tag)
+        else:
+            gathered = frozenset(collectives[c].dims) if coll.kind is Kind.ALL_GATHER else frozenset()
+            held, narrowed[(c, k)] = _held(narrowed.get((c, k), gathered), phase.dim, phase.op)
+            shape = builder.shape(c, held, phase.dim, phase.op)
+            waits = _phase(builder, (c, k, i, phase.dim), shape, rows, waits, (tag, shared))
         ends.chunks[(c, k)] = waits
         served[slot] = (phase.end_ns, waits)
-    return _assemble(builder, network.active_chunks)
+    stages = tuple(tuple(int(r) for r in rows) for rows in members) if len(members) > 1 else ()
+    return _assemble(builder, network.active_chunks, stages)
+
+
+def _collective(instance: Instance, c: int) -> ProgramCollective:
+    """Collective ``c`` as its program states it: a flattened one over every dimension, a send over the
+    lowest dimension its two NPUs differ in (its one unit the whole message).
+    """
+    network = instance.network
+    coll = instance.collectives[c]
+    if coll.kind is Kind.SEND:
+        src, dst = (network.coordinates(npu) for npu in coll.group)
+        lowest = next(d for d, (x, y) in enumerate(zip(src, dst)) if x != y)
+        return ProgramCollective(coll.kind, (lowest,), (coll.size_bytes,), stage=coll.stage)
+    flat = network.flattened(coll.kind)
+    every = tuple(d for d, dim in enumerate(network.dimensions) if dim.size > 1)
+    dims = every if flat else instance.active_dims[c]
+    chunks = tuple(coll.bytes_of(k) for k in range(coll.chunks))
+    return ProgramCollective(coll.kind, dims, chunks, flat=flat, stage=coll.stage)
+
+
+def _phase(
+    builder: _Builder,
+    at: tuple[int, int, int, int],
+    shape: _Shape,
+    rows: np.ndarray,
+    waits: np.ndarray | None,
+    tagged: tuple[int, list[bool]],
+) -> np.ndarray:
+    """One phase's steps (collective, chunk, phase and its dimension ``at``) at each NPU of ``rows``,
+    the first waiting for ``waits``, tagged from ``tagged[0]``; what the phase ends with at each.
+    """
+    c, k, i, d = at
+    tag, shared = tagged
+    pc = builder.collectives[c]
+    size = builder.sizes(c, k, shape)[rows]
+    peer, unit = shape.peer[rows], shape.unit[rows]
+    flat_ring = pc.flat and builder.network.dimensions[d].algorithm_for(pc.kind).spec.unflattened is Algorithm.RING
+    for s in range(len(shape.send)):
+        t_count = shape.send.shape[1]
+        if waits is not None and waits.shape[1] * t_count >= JOIN_AT and waits.shape[1] > 1:
+            waits = builder.join(rows, waits)
+        ids = builder.ids(len(rows) * t_count).reshape(len(rows), t_count)
+        kind = np.where(shape.send[s], int(OpKind.SEND), int(OpKind.RECV))[None, :]
+        columns = (
+            rows[:, None],
+            kind,
+            peer[:, s],
+            size[:, s],
+            np.array(tag + s),
+            np.array(c),
+            np.array(k),
+            np.array(i),
+            unit[:, s],
+            shape.reduce[s][None, :],
+        )
+        builder.add(ids, columns, waits)
+        sends = shape.send[s]
+        if pc.flat and np.count_nonzero(sends) > 1:  # each dimension's sends in turn where it is shared
+            dims = (builder.coords[peer[:, s, sends]] != builder.coords[rows][:, None, :]).argmax(axis=2)
+            alone = -1 - np.arange(dims.shape[1])[None, :]
+            builder.one_at_a_time(ids[:, sends], np.where(np.array(shared)[dims], dims, alone))
+        elif shared[d] and np.count_nonzero(sends) > 1:
+            builder.one_at_a_time(ids[:, sends])
+        # its sends arrived and its receipts in (a rounding apart, either may be last); a flattened
+        # ring's next step waits for its receipt alone, as ASTRA-sim's ring forwards what it receives
+        waits = ids[:, ~sends] if flat_ring and s + 1 < len(shape.send) else ids
+    assert waits is not None
+    return waits
+
+
+def _send(
+    builder: _Builder,
+    instance: Instance,
+    c: int,
+    rows: np.ndarray,
+    waits: np.ndarray | None,
+    tag: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """A send's message from each NPU of its stage (``rows``) to its partner of the receiving stage,
+    after ``waits``; the receipts are posted at once (as ASTRA-sim 2.x's traces post them). The sends
+    and the receipts, each in its stage's NPUs' order.
+    """
+    coll = instance.collectives[c]
+    targets = send_targets(instance, coll, rows)
+    unit = builder.unit_ids.setdefault(1, len(builder.unit_ids))
+    common = (np.array(coll.size_bytes), np.array(tag), np.array(c), np.array(0), np.array(0), np.array(unit))
+    sent = builder.ids(len(rows))[:, None]
+    builder.add(sent, (rows[:, None], np.array(OpKind.SEND), targets[:, None], *common, np.array(False)), waits)
+    order = np.argsort(targets)
+    received = builder.ids(len(rows))[:, None]
+    receipts = (targets[order][:, None], np.array(OpKind.RECV), rows[order][:, None], *common, np.array(False))
+    builder.add(received, receipts, None)
+    return sent, received
 
 
 def _slot(served: list[tuple[float, np.ndarray] | None], start: float) -> int:
@@ -362,24 +376,30 @@ def _slot(served: list[tuple[float, np.ndarray] | None], start: float) -> int:
 
 
 class _Ends:
-    """What each task ends with at every NPU (R x W rows), for what waits for it."""
+    """What each task ends with at every NPU of its stage (R x W rows), for what waits for it."""
 
-    def __init__(self, instance: Instance, chunks: dict[tuple[int, int], np.ndarray]) -> None:
+    def __init__(self, instance: Instance) -> None:
         self.instance = instance
-        self.chunks = chunks  # a chunk's last phase's receipts
+        self.chunks: dict[tuple[int, int], np.ndarray] = {}  # a chunk's last phase's receipts (a send's sends)
+        self.received: dict[int, np.ndarray] = {}  # a send's receipts, at the receiving stage's NPUs
         self.computes: dict[int, np.ndarray] = {}  # a computation's row
         self.released: dict[int, np.ndarray | None] = {}  # what a collective's first phases wait for
         self.where = {id(task): n for n, task in enumerate(instance.collectives)}
         self.where_compute = {id(task): n for n, task in enumerate(instance.computes)}
 
-    def of(self, after: tuple[After, ...], more: list[np.ndarray]) -> np.ndarray | None:
-        """The rows that the tasks of ``after`` end with, and ``more``, side by side (``None``: none)."""
+    def of(self, after: tuple[After, ...], more: list[np.ndarray], stage: int) -> np.ndarray | None:
+        """The rows that the tasks of ``after`` end with at stage ``stage``'s NPUs (a send of another
+        stage: its receipts), and ``more``, side by side (``None``: none).
+        """
         index, tasks = self.instance.task_index, self.instance.tasks
         parts = list(more)
         for dep in after:
             task = tasks[index[dep.task]]
             if isinstance(task, Collective):
                 c = self.where[id(task)]
+                if task.stage != stage:  # a send to this stage (check_programmable): its receipts
+                    parts.append(self.received[c])
+                    continue
                 found = [self.chunks.get((c, k)) for k in range(task.chunks)]
                 if any(end is None for end in found):  # a collective without phases ends at its release
                     found = [self.released.get(c)]
@@ -389,14 +409,14 @@ class _Ends:
         return np.concatenate(parts, axis=1) if parts else None
 
 
-def _release(builder: _Builder, coll: Collective, ends: _Ends) -> np.ndarray | None:
-    """What a collective's first phases wait for at each NPU: a computation of its issue time, and
-    a join of the tasks it comes after (1 ns in ASTRA-sim); ``None``: nothing.
+def _release(builder: _Builder, coll: Collective, ends: _Ends, rows: np.ndarray) -> np.ndarray | None:
+    """What a collective's first phases wait for at each NPU of its stage (``rows``): a computation of
+    its issue time, and a join of the tasks it comes after (1 ns in ASTRA-sim); ``None``: nothing.
     """
-    issue = builder.join(None, round(coll.issue_ns)) if coll.issue_ns else None
+    issue = builder.join(rows, None, round(coll.issue_ns)) if coll.issue_ns else None
     if not coll.after:
         return issue
-    return builder.join(ends.of(coll.after, [issue] if issue is not None else []))
+    return builder.join(rows, ends.of(coll.after, [issue] if issue is not None else [], coll.stage))
 
 
 def _held(fixed: frozenset[int], d: int, op: Op) -> tuple[frozenset[int], frozenset[int]]:
@@ -412,7 +432,7 @@ def _held(fixed: frozenset[int], d: int, op: Op) -> tuple[frozenset[int], frozen
             return fixed - {d}, fixed
 
 
-def _assemble(builder: _Builder, active: int) -> Program:
+def _assemble(builder: _Builder, active: int, stages: tuple[tuple[int, ...], ...]) -> Program:
     blocks = builder.columns
     ids = np.concatenate([b[0] for b in blocks]) if blocks else np.zeros(0, dtype=np.int64)
     cols = [np.concatenate([b[j] for b in blocks]) if blocks else np.zeros(0, dtype=np.int64) for j in range(1, 11)]
@@ -451,4 +471,5 @@ def _assemble(builder: _Builder, active: int) -> Program:
         dep_start=np.r_[0, np.cumsum(counts)],
         deps=dep[by_owner],
         active_phases=active,
+        stages=stages,
     )

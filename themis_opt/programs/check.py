@@ -56,9 +56,12 @@ def _where(program: Program, op: int) -> str:
 
 def _check_dimensions(program: Program, timing: Timing) -> None:
     """At every NPU, a dimension serves at most ``active_phases`` phases at once under the timing:
-    a phase serves its dimension from its first send's start to its last operation's end.
+    a phase serves its dimension from its first send's start to its last operation's end (a send to
+    another stage serves the sending stage's alone: its receipt waits there as long as it must).
     """
-    messages = np.flatnonzero(program.kind != OpKind.COMP)
+    sends = np.array([c.kind is Kind.SEND for c in program.collectives] or [False])
+    colls = np.clip(program.collective, 0, len(sends) - 1)
+    messages = np.flatnonzero((program.kind == OpKind.SEND) | ((program.kind == OpKind.RECV) & ~sends[colls]))
     if not len(messages):
         return
     keys = np.stack(
@@ -136,6 +139,8 @@ def _check_data(program: Program, order: np.ndarray) -> None:
         if what == comp:
             continue
         r, c = ranks[op], colls_of[op]
+        if colls[c].kind is Kind.SEND:  # a stage's message: matched, no collective's data
+            continue
         key = (r, c, chunks[op])
         held = state.get(key)
         if held is None:
@@ -166,8 +171,10 @@ def _check_data(program: Program, order: np.ndarray) -> None:
             for m, u in piece.items():
                 held[m] = held.get(m, 0) | u
     for c, coll in enumerate(colls):
+        if coll.kind is Kind.SEND:
+            continue
         whole = (1 << units[c]) - 1
-        for r in range(program.npus):
+        for r in program.ranks_of(c):
             for k in range(len(coll.chunk_bytes)):
                 held = state.get((r, c, k)) or _start(coll.kind, places[c][r], units[c])
                 if not _complete(coll.kind, held, places[c][r], whole):

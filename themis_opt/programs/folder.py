@@ -49,10 +49,12 @@ def describe(program: Program, time_ns: int, extra: dict[str, Any] | None = None
                 "dims": list(c.dims),
                 "chunk_bytes": list(c.chunk_bytes),
                 **({"flat": True} if c.flat else {}),
+                **({"stage": c.stage} if c.stage else {}),
             }
             for c in program.collectives
         ],
         "active_phases": program.active_phases,
+        **({"stages": [list(stage) for stage in program.stages]} if program.stages else {}),
         "unit_sets": [format(mask, "x") for mask in program.unit_sets],
     }
 
@@ -74,6 +76,7 @@ class Description:
     npus: int
     active_phases: int
     fields: dict[str, Any]
+    stages: tuple[tuple[int, ...], ...] = ()
 
 
 def read_description(folder: Path) -> Description:
@@ -106,11 +109,14 @@ def read_description(folder: Path) -> Description:
                 tuple(int(d) for d in x["dims"]),
                 tuple(int(b) for b in x["chunk_bytes"]),
                 _flag(x.get("flat", False)),
+                int(x.get("stage", 0)),
             )
             for x in meta["programs"]
         )
         unit_sets = tuple(int(text, 16) for text in meta["unit_sets"])
-        return Description(links, collectives, unit_sets, int(meta["npus"]), int(meta["active_phases"]), meta)
+        stages = tuple(tuple(int(r) for r in stage) for stage in meta.get("stages", []))
+        npus, active = int(meta["npus"]), int(meta["active_phases"])
+        return Description(links, collectives, unit_sets, npus, active, meta, stages)
     except (KeyError, TypeError, ValueError) as error:
         raise InputError(str(where), f"not a program's description ({error})") from None
 

@@ -28,7 +28,7 @@ from themis_opt.errors import InputError
 from themis_opt.instance import Kind, Topology
 
 # the collectives a program is written for
-PROGRAM_KINDS = (Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER, Kind.ALL_TO_ALL)
+PROGRAM_KINDS = (Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER, Kind.ALL_TO_ALL, Kind.SEND)
 SEND_HOPS = {Topology.SWITCH: 2, Topology.FULLY_CONNECTED: 1}  # a ring's: the shorter way round
 
 
@@ -80,7 +80,8 @@ class ProgramCollective:
     Parameters
     ----------
     kind
-        All-reduce, reduce-scatter or all-gather.
+        All-reduce, reduce-scatter, all-gather, all-to-all or send (a pipeline stage's message to
+        another stage: one chunk of one unit, ``dims`` the lowest dimension its NPUs differ in).
     dims
         The dimensions it runs over: each NPU's group is the NPUs that differ from it in these alone,
         and unit ``u`` of a chunk belongs to the group's NPU at position ``u`` (its coordinates on
@@ -91,12 +92,15 @@ class ProgramCollective:
         Run flattened (a ``one_*`` algorithm): one phase over every NPU at once, whose messages go
         between NPUs that may differ in several dimensions; ``dims`` are then every dimension of
         two or more NPUs, so unit ``u`` belongs to NPU ``u``.
+    stage
+        The pipeline stage whose NPUs run it (:attr:`Program.stages`); a send's: the sending one.
     """
 
     kind: Kind
     dims: tuple[int, ...]
     chunk_bytes: tuple[int, ...]
     flat: bool = False
+    stage: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in PROGRAM_KINDS:
@@ -149,6 +153,8 @@ class Program:
         Operation ``i`` waits for rows ``deps[dep_start[i]:dep_start[i + 1]]``.
     active_phases
         How many phases one dimension serves at once at one NPU (the network's ``active_chunks``).
+    stages
+        Per pipeline stage, its NPUs, ascending; ``()``: one stage of every NPU.
     """
 
     links: tuple[Link, ...]
@@ -168,6 +174,7 @@ class Program:
     dep_start: np.ndarray
     deps: np.ndarray
     active_phases: int = 1
+    stages: tuple[tuple[int, ...], ...] = ()
 
     def __post_init__(self) -> None:
         n = len(self.kind)
@@ -182,16 +189,16 @@ class Program:
     @classmethod
     def from_table(
         cls,
-        described: tuple[tuple[Link, ...], tuple[ProgramCollective, ...], tuple[int, ...], int],
+        described: tuple[Any, ...],
         rank_start: np.ndarray,
         table: np.ndarray,
         dep_counts: np.ndarray,
         deps: np.ndarray,
     ) -> Program:
         """A program from its rows as one table (columns in :data:`COLUMNS` order) and each row's
-        dependency count; ``described`` is (links, collectives, unit sets, active phases).
+        dependency count; ``described`` is (links, collectives, unit sets, active phases, stages).
         """
-        links, collectives, unit_sets, active = described
+        links, collectives, unit_sets, active, stages = described
         columns = {name: table[:, j] for j, name in enumerate(COLUMNS)}
         return cls(
             links=links,
@@ -203,6 +210,7 @@ class Program:
             dep_start=np.r_[0, np.cumsum(dep_counts, dtype=np.int64)],
             deps=deps,
             active_phases=active,
+            stages=stages,
         )
 
     @property
@@ -285,6 +293,11 @@ class Program:
             raise InputError(_where(self, int(np.argmax(unequal))), "a receive of another size than its send")
         return matched
 
+    def ranks_of(self, collective: int) -> tuple[int, ...] | range:
+        """The NPUs that run ``collective``: its stage's."""
+        stage = self.collectives[collective].stage
+        return self.stages[stage] if self.stages else range(self.npus)
+
     def group_units(self, collective: int) -> int:
         """How many units a chunk of ``collective`` is cut in: the NPUs of one of its groups."""
         return int(np.prod([self.links[d].size for d in self.collectives[collective].dims]))
@@ -313,7 +326,11 @@ def _check(program: Program, n: int) -> None:
     sizes = [link.size for link in program.links]
     if not program.links or int(np.prod(sizes)) != npus:
         raise InputError("program", f"{npus} NPUs on dimensions {sizes}")
+    if program.stages and sorted(r for stage in program.stages for r in stage) != list(range(npus)):
+        raise InputError("program.stages", f"must take each of the {npus} NPUs once")
     for c, coll in enumerate(program.collectives):
+        if not 0 <= coll.stage < max(1, len(program.stages)):
+            raise InputError(f"program.collectives[{c}]", f"stage {coll.stage} of {max(1, len(program.stages))}")
         if coll.dims[-1] >= len(sizes):
             raise InputError(
                 f"program.collectives[{c}]", f"dimension {coll.dims[-1]} of a {len(sizes)}-dimension network"
@@ -338,9 +355,10 @@ def _check(program: Program, n: int) -> None:
         own, peer = program.coordinates[program.rank[messages]], program.coordinates[program.peer[messages]]
         apart = np.zeros(n, dtype=np.int64)
         apart[messages] = (own != peer).sum(axis=1)
-        flat = np.array([c.flat for c in program.collectives] or [False])
+        # a flattened collective's messages and a send may cross several (2.x costs them on the lowest)
+        free = np.array([c.flat or c.kind is Kind.SEND for c in program.collectives] or [False])
         several = messages & (apart != 1)
-        several[several] &= ~flat[np.clip(program.collective[several], 0, len(flat) - 1)]
+        several[several] &= ~free[np.clip(program.collective[several], 0, len(free) - 1)]
         _first_bad(several, program, "its NPUs differ in several dimensions (write one hop a dimension)")
     _first_bad(messages & (program.size <= 0), program, "a message of no bytes")
     _first_bad(~messages & (program.duration_ns < 0), program, "a negative duration")

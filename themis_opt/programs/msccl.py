@@ -516,7 +516,7 @@ def _assemble(description: Description, per_rank: list[list[dict[str, Any]]], un
             counts.append(len(node["deps"]))
         starts.append(base + len(nodes))
     table = np.array(rows, dtype=np.int64).reshape(len(rows), 10)
-    described = (description.links, description.collectives, tuple(masks), description.active_phases)
+    described = (description.links, description.collectives, tuple(masks), description.active_phases, ())
     return Program.from_table(described, np.array(starts), table, np.array(counts), np.array(deps, dtype=np.int64))
 
 
