@@ -84,6 +84,8 @@ def native(binary: Path, astra: Path, name: str, instance: Instance, work: Path)
         "--network-configuration=network.yml",
         f"--remote-memory-configuration={memory}",
     ]
+    if (folder / "comm_groups.json").is_file():  # communicator groups: the export names them there
+        args.append("--comm-group-configuration=comm_groups.json")
     times, seconds = run_folder(binary, folder, args)
     shutil.rmtree(folder, ignore_errors=True)
     if len(times) != instance.network.num_npus:

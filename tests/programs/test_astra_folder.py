@@ -179,3 +179,18 @@ def test_a_pipeline_program_reads_back_with_its_stages(tmp_path: Path) -> None:
     (tmp_path / "pp" / "program.json").write_text(json.dumps(meta))
     with pytest.raises(InputError, match="stages: must take each of the 4 NPUs once"):
         read_program(tmp_path / "pp")
+
+
+def test_a_grouped_program_reads_back_with_its_groups(tmp_path: Path) -> None:
+    from themis_opt.instance import Collective, Dimension, Instance, Kind, Network, Topology
+
+    network = Network((Dimension(2, Topology.RING, 100.0, 500.0), Dimension(4, Topology.SWITCH, 50.0, 900.0)))
+    colls = tuple(Collective(Kind.ALL_REDUCE, 1 << 20, 2, group=(0, 2, 4, 6), id=f"c{i}") for i in range(2))
+    instance = Instance(network, colls, "grouped")  # two collectives of one grouping: written once
+    program = program_of(instance, solve(instance, method="baseline"))
+    write_program(program, tmp_path / "g", time_ns=check_program(program).time_ns)
+    meta = json.loads((tmp_path / "g" / "program.json").read_text())
+    assert meta["groupings"] == [[[0, 2, 4, 6], [1, 3, 5, 7]]] and [p["grouping"] for p in meta["programs"]] == [0, 0]
+    again = read_program(tmp_path / "g")
+    assert again.collectives == program.collectives
+    assert check_program(again).time_ns == meta["program_time_ns"]

@@ -408,3 +408,40 @@ def test_what_a_pipeline_program_cannot_hold_is_named() -> None:
     wide[ar] = dataclasses.replace(wide[ar], dimensions=(0, 1))  # over the switch between the stages
     with pytest.raises(InputError, match="runs beyond stage 0's NPUs"):
         check_programmable(dataclasses.replace(instance, tasks=tuple(wide)))
+
+
+def _grouped(kind: Kind) -> Instance:
+    """Three collectives one after another in communicator groups of a 4 x 4 network: the rows (over
+    the ring), the columns (across the switch) and the diagonals (both), each moved to every NPU."""
+    network = Network(
+        (Dimension(4, Topology.RING, 100.0, 500.0), Dimension(4, Topology.SWITCH, 50.0, 1000.0)),
+        innermost_charge=True,
+        congestion_unaware=True,
+    )
+    colls = (
+        Collective(kind, 1 << 20, 4, group=(0, 1, 2, 3), id="dp"),
+        Collective(kind, 1 << 20, 4, group=(0, 4, 8, 12), id="tp", after=(After("dp"),)),
+        Collective(kind, 3 << 20, 2, group=(0, 5, 10, 15), id="diag", after=(After("tp"),)),
+    )
+    return Instance(network, colls, "groups")
+
+
+@pytest.mark.parametrize("kind", [Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER])
+def test_a_communicator_group_runs_one_ring_over_each_of_its_moves(kind: Kind) -> None:
+    instance = _grouped(kind)
+    result = solve(instance, method="themis")
+    program = program_of(instance, result)
+    assert program.collectives[2].groups == ((0, 5, 10, 15), (1, 6, 11, 12), (2, 7, 8, 13), (3, 4, 9, 14))
+    for c, coll in enumerate(program.collectives):
+        sends = (program.collective == c) & (program.kind == OpKind.SEND)
+        after = {g[k]: g[(k + 1) % len(g)] for g in coll.groups for k in range(len(g))}  # the ring's next NPU
+        assert all(after[r] == p for r, p in zip(program.rank[sends].tolist(), program.peer[sends].tolist()))
+    # the check proves every group's result at its NPUs; the model's 10 ns a step is all that differs
+    assert result.makespan is not None and 0.99 * result.makespan <= check_program(program).time_ns <= result.makespan
+
+
+def test_a_group_whose_moves_do_not_split_the_npus_is_named() -> None:
+    network = Network((Dimension(4, Topology.RING, 100.0, 500.0),), innermost_charge=True)
+    overlapping = Instance(network, (Collective(Kind.ALL_REDUCE, 1 << 20, 1, group=(0, 1, 2)),), "odd")
+    with pytest.raises(InputError, match=r"group \[0, 1, 2\] moved to NPU 3 overlaps another NPU's group"):
+        check_programmable(overlapping)

@@ -22,6 +22,7 @@ import numpy as np
 from themis_opt.algorithms import Algorithm
 from themis_opt.cost.steps import link_gbps
 from themis_opt.errors import InputError
+from themis_opt.formats.astra.groups import tile_group
 from themis_opt.instance import After, Collective, Instance, Kind, Op, Topology
 from themis_opt.programs.ir import Link, OpKind, Program, ProgramCollective
 from themis_opt.programs.scope import check_programmable, runs_over, send_targets, stage_rows
@@ -83,28 +84,38 @@ class _Builder:
 
     def _shape(self, c: int, held: frozenset[int], d: int, op: Op) -> _Shape:
         pc = self.collectives[c]
-        n = self.npus if pc.flat else self.links[d].size  # a flattened phase: one ring (or ...) of every NPU
-        exchanges = runs_over(self.network.dimensions[d].algorithm_for(pc.kind)).exchanges
+        # a flattened phase: its algorithm among every NPU; a grouped one: a ring of each group
+        n = self.npus if pc.flat else len(pc.groups[0]) if pc.groups else self.links[d].size
+        algorithm = Algorithm.RING if pc.groups else self.network.dimensions[d].algorithm_for(pc.kind)
+        exchanges = runs_over(algorithm).exchanges
         assert exchanges is not None  # checked by check_programmable
         per_x = [exchanges(n, x, op) for x in range(n)]
         send = np.array([[t.send for t in step] for step in per_x[0]], dtype=bool)
         if any(np.array([[t.send for t in step] for step in steps], dtype=bool).shape != send.shape for steps in per_x):
             raise AssertionError("an algorithm's NPUs take different steps")
         peer_coord = np.array([[[t.peer for t in step] for step in steps] for steps in per_x])
-        x = np.arange(self.npus) if pc.flat else self.coords[:, d]
-        place = 1 if pc.flat else int(np.prod([link.size for link in self.links[:d]]))
-        peer = np.arange(self.npus)[:, None, None] + (peer_coord[x] - x[:, None, None]) * place
-        digit = [[1 << v for v in range(n)]] if pc.flat else self._digit_masks(c)
-        pinned = [] if pc.flat else [j for j in pc.dims if j in held]
+        if pc.groups:  # each NPU's place on its group's ring (0 outside every group: its rows go unused)
+            tile = np.zeros(self.npus, dtype=np.int64)
+            x = np.zeros(self.npus, dtype=np.int64)
+            for g, group in enumerate(pc.groups):
+                tile[list(group)], x[list(group)] = g, np.arange(n)
+            peer = np.array(pc.groups)[tile[:, None, None], peer_coord[x]]
+        else:
+            x = np.arange(self.npus) if pc.flat else self.coords[:, d]
+            place = 1 if pc.flat else int(np.prod([link.size for link in self.links[:d]]))
+            peer = np.arange(self.npus)[:, None, None] + (peer_coord[x] - x[:, None, None]) * place
+        alone = pc.flat or bool(pc.groups)  # one phase: every unit one NPU's
+        digit = [[1 << v for v in range(n)]] if alone else self._digit_masks(c)
+        pinned = [] if alone else [j for j in pc.dims if j in held]
         unit = np.zeros(peer.shape, dtype=np.int64)
         count = np.zeros(peer.shape, dtype=np.int64)
         cache: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
-        at = 0 if pc.flat else pc.dims.index(d)
+        at = 0 if alone else pc.dims.index(d)
         for r in range(self.npus):
             own = (*(int(self.coords[r, j]) for j in pinned), int(x[r]))
             found = cache.get(own)
             if found is None:
-                base = (1 << int(np.prod([self.links[j].size for j in pc.dims]))) - 1
+                base = (1 << pc.units(self.links)) - 1
                 for j, v in zip(pinned, own):
                     base &= digit[pc.dims.index(j)][v]
                 ids, counts = [], []
@@ -141,7 +152,7 @@ class _Builder:
     def sizes(self, c: int, chunk: int, shape: _Shape) -> np.ndarray:
         """Bytes of each of a shape's messages for ``chunk``: the chunk's bytes shared out over its units."""
         pc = self.collectives[c]
-        units = int(np.prod([self.links[j].size for j in pc.dims]))
+        units = pc.units(self.links)
         total = pc.chunk_bytes[chunk]
         if total % units == 0:
             return shape.count * (total // units) * shape.origins
@@ -211,9 +222,9 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
         raise InputError("result", f"does not fit the instance: {problems[0]}")
     network = instance.network
     links = links_of(instance)
-    collectives = tuple(_collective(instance, c) for c in range(len(instance.collectives)))
-    builder = _Builder(instance, links, collectives)
     members = stage_rows(instance)
+    collectives = tuple(_collective(instance, c, members[coll.stage]) for c, coll in enumerate(instance.collectives))
+    builder = _Builder(instance, links, collectives)
     widest = max([link.size for link in links] + [builder.npus for pc in collectives if pc.flat])
     stride = 2 * widest + 2  # tags: a phase's steps never reach the next phase's
     # where the model shares a dimension's bandwidth among the messages an NPU sends at once, they
@@ -270,9 +281,10 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
     return _assemble(builder, network.active_chunks, stages)
 
 
-def _collective(instance: Instance, c: int) -> ProgramCollective:
-    """Collective ``c`` as its program states it: a flattened one over every dimension, a send over the
-    lowest dimension its two NPUs differ in (its one unit the whole message).
+def _collective(instance: Instance, c: int, rows: np.ndarray) -> ProgramCollective:
+    """Collective ``c`` as its program states it: a flattened one over every dimension, one in a
+    communicator group over each move of the group that splits its stage's NPUs (``rows``), a send
+    over the lowest dimension its two NPUs differ in (its one unit the whole message).
     """
     network = instance.network
     coll = instance.collectives[c]
@@ -280,10 +292,13 @@ def _collective(instance: Instance, c: int) -> ProgramCollective:
         src, dst = (network.coordinates(npu) for npu in coll.group)
         lowest = next(d for d, (x, y) in enumerate(zip(src, dst)) if x != y)
         return ProgramCollective(coll.kind, (lowest,), (coll.size_bytes,), stage=coll.stage)
+    chunks = tuple(coll.bytes_of(k) for k in range(coll.chunks))
+    if coll.group:  # one ring over each move of its group that splits its stage's NPUs
+        groups = tuple(tile_group(network, coll.group, tuple(int(r) for r in rows)))
+        return ProgramCollective(coll.kind, instance.active_dims[c], chunks, stage=coll.stage, groups=groups)
     flat = network.flattened(coll.kind)
     every = tuple(d for d, dim in enumerate(network.dimensions) if dim.size > 1)
     dims = every if flat else instance.active_dims[c]
-    chunks = tuple(coll.bytes_of(k) for k in range(coll.chunks))
     return ProgramCollective(coll.kind, dims, chunks, flat=flat, stage=coll.stage)
 
 
@@ -303,7 +318,9 @@ def _phase(
     pc = builder.collectives[c]
     size = builder.sizes(c, k, shape)[rows]
     peer, unit = shape.peer[rows], shape.unit[rows]
-    flat_ring = pc.flat and builder.network.dimensions[d].algorithm_for(pc.kind).spec.unflattened is Algorithm.RING
+    ringed = bool(pc.groups) or (
+        pc.flat and builder.network.dimensions[d].algorithm_for(pc.kind).spec.unflattened is Algorithm.RING
+    )
     for s in range(len(shape.send)):
         t_count = shape.send.shape[1]
         if waits is not None and waits.shape[1] * t_count >= JOIN_AT and waits.shape[1] > 1:
@@ -330,9 +347,9 @@ def _phase(
             builder.one_at_a_time(ids[:, sends], np.where(np.array(shared)[dims], dims, alone))
         elif shared[d] and np.count_nonzero(sends) > 1:
             builder.one_at_a_time(ids[:, sends])
-        # its sends arrived and its receipts in (a rounding apart, either may be last); a flattened
-        # ring's next step waits for its receipt alone, as ASTRA-sim's ring forwards what it receives
-        waits = ids[:, ~sends] if flat_ring and s + 1 < len(shape.send) else ids
+        # its sends arrived and its receipts in (a rounding apart, either may be last); a flattened or
+        # group's ring's next step waits for its receipt alone, as ASTRA-sim's ring forwards what it receives
+        waits = ids[:, ~sends] if ringed and s + 1 < len(shape.send) else ids
     assert waits is not None
     return waits
 

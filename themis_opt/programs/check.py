@@ -41,8 +41,16 @@ def check_program(program: Program) -> Timing:
 
 
 def positions(program: Program, collective: int) -> np.ndarray:
-    """Each NPU's position in its group of ``collective``: its coordinates on the collective's dimensions."""
-    dims = program.collectives[collective].dims
+    """Each NPU's position in its group of ``collective``: its coordinates on the collective's dimensions,
+    or its place in its communicator group's ring (``-1`` outside every group).
+    """
+    coll = program.collectives[collective]
+    if coll.groups:
+        ring = np.full(program.npus, -1, dtype=np.int64)
+        for group in coll.groups:
+            ring[list(group)] = np.arange(len(group))
+        return ring
+    dims = coll.dims
     coords = program.coordinates[:, list(dims)]
     sizes = np.array([program.links[d].size for d in dims])
     place: np.ndarray = (coords * np.cumprod(np.r_[1, sizes[:-1]])[None, :]).sum(axis=1)

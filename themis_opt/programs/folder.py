@@ -27,7 +27,10 @@ DESCRIPTION = "program.json"
 
 
 def describe(program: Program, time_ns: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``program.json``'s fields for ``program`` timed at ``time_ns`` (``extra``: more of them)."""
+    """``program.json``'s fields for ``program`` timed at ``time_ns`` (``extra``: more of them); the
+    collectives' communicator groups once each (``groupings``, each collective naming its by index).
+    """
+    groupings = list(dict.fromkeys(c.groups for c in program.collectives if c.groups))
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -50,11 +53,13 @@ def describe(program: Program, time_ns: int, extra: dict[str, Any] | None = None
                 "chunk_bytes": list(c.chunk_bytes),
                 **({"flat": True} if c.flat else {}),
                 **({"stage": c.stage} if c.stage else {}),
+                **({"grouping": groupings.index(c.groups)} if c.groups else {}),
             }
             for c in program.collectives
         ],
         "active_phases": program.active_phases,
         **({"stages": [list(stage) for stage in program.stages]} if program.stages else {}),
+        **({"groupings": [[list(g) for g in groups] for groups in groupings]} if groupings else {}),
         "unit_sets": [format(mask, "x") for mask in program.unit_sets],
     }
 
@@ -103,6 +108,7 @@ def read_description(folder: Path) -> Description:
             Link(int(x["size"]), Topology(x["topology"]), float(x["bandwidth_gbps"]), float(x["latency_ns"]))
             for x in meta["links"]
         )
+        groupings = [tuple(tuple(int(r) for r in g) for g in groups) for groups in meta.get("groupings", [])]
         collectives = tuple(
             ProgramCollective(
                 Kind(x["kind"]),
@@ -110,6 +116,7 @@ def read_description(folder: Path) -> Description:
                 tuple(int(b) for b in x["chunk_bytes"]),
                 _flag(x.get("flat", False)),
                 int(x.get("stage", 0)),
+                groupings[int(x["grouping"])] if "grouping" in x else (),
             )
             for x in meta["programs"]
         )

@@ -94,6 +94,10 @@ class ProgramCollective:
         two or more NPUs, so unit ``u`` belongs to NPU ``u``.
     stage
         The pipeline stage whose NPUs run it (:attr:`Program.stages`); a send's: the sending one.
+    groups
+        Its communicator groups, each NPU's in ring order, when it runs one ring over each group
+        (as ASTRA-sim 2.x runs a collective in a group smaller than the network): ``dims`` is then
+        the ring's dimension in the schedule, and unit ``u`` belongs to each group's ``u``-th NPU.
     """
 
     kind: Kind
@@ -101,6 +105,7 @@ class ProgramCollective:
     chunk_bytes: tuple[int, ...]
     flat: bool = False
     stage: int = 0
+    groups: tuple[tuple[int, ...], ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in PROGRAM_KINDS:
@@ -109,6 +114,14 @@ class ProgramCollective:
             raise InputError("program.collectives", f"dims must be distinct and ascending, got {list(self.dims)}")
         if not self.chunk_bytes or min(self.chunk_bytes) < 1:
             raise InputError("program.collectives", "every chunk must hold bytes")
+        sizes = {len(group) for group in self.groups}
+        members = [npu for group in self.groups for npu in group]
+        if self.groups and (len(sizes) != 1 or min(sizes) < 2 or len(set(members)) != len(members)):
+            raise InputError("program.collectives", "groups must be disjoint, of one size of at least 2 NPUs")
+
+    def units(self, links: tuple[Link, ...]) -> int:
+        """How many units a chunk is cut in: the NPUs of one of its groups (on ``links``)."""
+        return len(self.groups[0]) if self.groups else int(np.prod([links[d].size for d in self.dims]))
 
     def unit_bytes(self, chunk: int, units: int, count: int) -> int:
         """Bytes of the units (a bit mask) of ``chunk`` cut in ``count`` units, shared out so that they add up."""
@@ -249,12 +262,12 @@ class Program:
     @cached_property
     def served_dim(self) -> np.ndarray:
         """The dimension each message's phase serves: its :attr:`message_dim`, or for a flattened
-        collective's dimension 0, the one its phases take in a schedule.
+        collective's dimension 0 and a grouped one's its ring's, the one its phases take in a schedule.
         """
-        flat = np.array([c.flat for c in self.collectives] or [False])
+        fixed = np.array([0 if c.flat else c.dims[0] if c.groups else -1 for c in self.collectives] or [-1])
         messages = self.kind != OpKind.COMP
-        colls = np.clip(np.where(messages, self.collective, 0), 0, len(flat) - 1)
-        served: np.ndarray = np.where(messages & flat[colls], 0, self.message_dim)
+        colls = np.clip(np.where(messages, self.collective, 0), 0, len(fixed) - 1)
+        served: np.ndarray = np.where(messages & (fixed[colls] >= 0), fixed[colls], self.message_dim)
         return served
 
     @cached_property
@@ -294,13 +307,15 @@ class Program:
         return matched
 
     def ranks_of(self, collective: int) -> tuple[int, ...] | range:
-        """The NPUs that run ``collective``: its stage's."""
-        stage = self.collectives[collective].stage
-        return self.stages[stage] if self.stages else range(self.npus)
+        """The NPUs that run ``collective``: its groups', else its stage's."""
+        coll = self.collectives[collective]
+        if coll.groups:
+            return tuple(sorted(npu for group in coll.groups for npu in group))
+        return self.stages[coll.stage] if self.stages else range(self.npus)
 
     def group_units(self, collective: int) -> int:
         """How many units a chunk of ``collective`` is cut in: the NPUs of one of its groups."""
-        return int(np.prod([self.links[d].size for d in self.collectives[collective].dims]))
+        return self.collectives[collective].units(self.links)
 
     def ops_of(self, rank: int) -> range:
         """Rank ``rank``'s rows."""
@@ -355,8 +370,8 @@ def _check(program: Program, n: int) -> None:
         own, peer = program.coordinates[program.rank[messages]], program.coordinates[program.peer[messages]]
         apart = np.zeros(n, dtype=np.int64)
         apart[messages] = (own != peer).sum(axis=1)
-        # a flattened collective's messages and a send may cross several (2.x costs them on the lowest)
-        free = np.array([c.flat or c.kind is Kind.SEND for c in program.collectives] or [False])
+        # a flattened or grouped collective's messages and a send may cross several (2.x costs them on the lowest)
+        free = np.array([c.flat or bool(c.groups) or c.kind is Kind.SEND for c in program.collectives] or [False])
         several = messages & (apart != 1)
         several[several] &= ~free[np.clip(program.collective[several], 0, len(free) - 1)]
         _first_bad(several, program, "its NPUs differ in several dimensions (write one hop a dimension)")

@@ -9,7 +9,7 @@ import numpy as np
 from themis_opt.algorithms import Algorithm, AlgorithmSpec
 from themis_opt.errors import InputError
 from themis_opt.formats.astra.export_traces import stage_members
-from themis_opt.formats.astra.groups import move, offset
+from themis_opt.formats.astra.groups import move, offset, tile_group
 from themis_opt.instance import Collective, Instance, Kind, Op
 from themis_opt.programs.ir import PROGRAM_KINDS
 
@@ -69,7 +69,16 @@ def check_programmable(instance: Instance) -> None:
                 raise InputError(where, "a send that does not take each NPU of its stage to one of another stage")
             continue
         if coll.group:
-            raise InputError(where, "a communicator group: programs are written for collectives over whole dimensions")
+            npus = tuple(int(r) for r in rows[coll.stage])
+            if not set(npus).issuperset(coll.group):
+                raise InputError(where, f"group {list(coll.group)} reaches beyond stage {coll.stage}'s NPUs")
+            try:
+                tile_group(network, coll.group, npus)
+            except ValueError as error:
+                raise InputError(
+                    where, f"group {list(coll.group)} moved to NPU {error.args[0]} overlaps another NPU's group"
+                ) from None
+            continue
         if instance.num_stages > 1 and (network.flattened(coll.kind) or across & set(instance.active_dims[c])):
             raise InputError(where, f"runs beyond stage {coll.stage}'s NPUs: a program keeps each to its stage")
         _check_algorithms(instance, c)

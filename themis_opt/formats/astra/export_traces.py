@@ -20,7 +20,7 @@ from typing import Any
 from themis_opt.errors import InputError
 from themis_opt.formats.astra.chakra import COLLECTIVE_TYPES
 from themis_opt.formats.astra.etfiles import TraceNode
-from themis_opt.formats.astra.groups import move, offset
+from themis_opt.formats.astra.groups import move, offset, tile_group
 from themis_opt.instance import Collective, Compute, Instance, Kind
 
 
@@ -73,25 +73,18 @@ def _tiles(
     ``coll``: the collective's group for its own NPUs, for the others the group moved to them, so that
     the moved groups split the stage's NPUs (every NPU of a group names that group, as 2.x needs).
     """
-    network = instance.network
     where = f"export-astra: {coll.id}"
-    inside = set(stage)
-    if not inside.issuperset(coll.group):
+    if not set(stage).issuperset(coll.group):
         raise InputError(where, f"group {list(coll.group)} reaches beyond stage {coll.stage}'s NPUs")
-    named: dict[int, tuple[int, ...]] = dict.fromkeys(coll.group, coll.group)
-    for npu in stage:
-        if npu in named:
-            continue
-        moved = (move(network, coll.group, offset(network, first, npu)) for first in coll.group)
-        tile = next((m for m in moved if all(x in inside and x not in named for x in m)), None)
-        if tile is None:
-            raise InputError(
-                where,
-                f"group {list(coll.group)} moved to NPU {npu} overlaps another NPU's group: its moves do not split "
-                f"stage {coll.stage}'s NPUs into groups (ASTRA-sim 2.x needs every NPU of a group to name it)",
-            )
-        named.update(dict.fromkeys(tile, tile))
-    return {npu: groups.setdefault(tile, len(groups) + 1) for npu, tile in named.items()}
+    try:
+        tiles = tile_group(instance.network, coll.group, stage)
+    except ValueError as error:
+        raise InputError(
+            where,
+            f"group {list(coll.group)} moved to NPU {error.args[0]} overlaps another NPU's group: its moves do not "
+            f"split stage {coll.stage}'s NPUs into groups (ASTRA-sim 2.x needs every NPU of a group to name it)",
+        ) from None
+    return {npu: groups.setdefault(tile, len(groups) + 1) for tile in tiles for npu in tile}
 
 
 def _node_ids(instance: Instance) -> dict[str, int]:

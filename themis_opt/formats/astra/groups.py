@@ -130,3 +130,27 @@ def aligned_dims(network: Network, group: tuple[int, ...]) -> tuple[int, ...] | 
     if len(group) != expected or any(p[d] != v for p in places for d, v in fixed.items()):
         return None
     return varying
+
+
+def tile_group(network: Network, group: tuple[int, ...], npus: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """``group`` and its moves that split ``npus`` into groups, each in ring order (``group`` first),
+    found NPU by NPU as 2.x's traces name them.
+
+    Raises
+    ------
+    ValueError
+        With the NPU (``args[0]``) to which no move of ``group`` fits among the NPUs not yet named.
+    """
+    inside = set(npus)
+    tiles = [group]
+    named = set(group)
+    for npu in npus:
+        if npu in named:
+            continue
+        moved = (move(network, group, offset(network, first, npu)) for first in group)
+        tile = next((m for m in moved if all(x in inside and x not in named for x in m)), None)
+        if tile is None:
+            raise ValueError(npu)
+        tiles.append(tile)
+        named.update(tile)
+    return tiles
