@@ -194,3 +194,39 @@ def test_a_grouped_program_reads_back_with_its_groups(tmp_path: Path) -> None:
     again = read_program(tmp_path / "g")
     assert again.collectives == program.collectives
     assert check_program(again).time_ns == meta["program_time_ns"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda m: m["programs"][0].update(grouping=5), "not a program's description"),
+        (lambda m: m.update(groupings=[[[0, 2, 4, 9], [1, 3, 5, 7]]]), "groups must name NPUs 0 to 7"),
+        (lambda m: m.update(groupings=[[[0, 2, 4], [1, 3, 5, 7]]]), "groups must be disjoint, of one size"),
+    ],
+)
+def test_a_broken_grouping_is_one_line(tmp_path: Path, change: Callable[[Any], None], message: str) -> None:
+    from themis_opt.instance import Collective, Dimension, Instance, Kind, Network, Topology
+
+    network = Network((Dimension(2, Topology.RING, 100.0, 500.0), Dimension(4, Topology.SWITCH, 50.0, 900.0)))
+    instance = Instance(network, (Collective(Kind.ALL_REDUCE, 1 << 20, 1, group=(0, 2, 4, 6)),), "grouped")
+    program = program_of(instance, solve(instance, method="baseline"))
+    write_program(program, tmp_path / "g", time_ns=check_program(program).time_ns)
+    meta = json.loads((tmp_path / "g" / "program.json").read_text())
+    change(meta)
+    (tmp_path / "g" / "program.json").write_text(json.dumps(meta))
+    with pytest.raises(InputError, match=message):
+        read_program(tmp_path / "g")
+
+
+def test_a_message_outside_its_collectives_groups_is_named(tmp_path: Path) -> None:
+    from themis_opt.instance import Collective, Dimension, Instance, Kind, Network, Topology
+
+    network = Network((Dimension(2, Topology.RING, 100.0, 500.0), Dimension(4, Topology.SWITCH, 50.0, 900.0)))
+    instance = Instance(network, (Collective(Kind.ALL_REDUCE, 1 << 20, 1, group=(0, 2, 4, 6)),), "grouped")
+    program = program_of(instance, solve(instance, method="baseline"))
+    write_program(program, tmp_path / "g", time_ns=check_program(program).time_ns)
+    meta = json.loads((tmp_path / "g" / "program.json").read_text())
+    meta["groupings"] = [[[0, 2, 4, 6]]]  # NPUs 1, 3, 5 and 7 still run the ring moved to them
+    (tmp_path / "g" / "program.json").write_text(json.dumps(meta))
+    with pytest.raises(InputError, match="NPU 1 node 0: a message of collective 0 at an NPU outside its groups"):
+        check_program(read_program(tmp_path / "g"))

@@ -152,6 +152,8 @@ def _check_data(program: Program, order: np.ndarray) -> None:
         key = (r, c, chunks[op])
         held = state.get(key)
         if held is None:
+            if places[c][r] < 0:
+                raise InputError(_where(program, op), f"a message of collective {c} at an NPU outside its groups")
             held = state[key] = _start(colls[c].kind, places[c][r], units[c])
         carried = unit_sets[units_of[op]]
         moves = colls[c].kind is Kind.ALL_TO_ALL  # its blocks leave the sender, from every NPU it holds them of

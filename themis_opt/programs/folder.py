@@ -124,7 +124,7 @@ def read_description(folder: Path) -> Description:
         stages = tuple(tuple(int(r) for r in stage) for stage in meta.get("stages", []))
         npus, active = int(meta["npus"]), int(meta["active_phases"])
         return Description(links, collectives, unit_sets, npus, active, meta, stages)
-    except (KeyError, TypeError, ValueError) as error:
+    except (KeyError, IndexError, TypeError, ValueError) as error:
         raise InputError(str(where), f"not a program's description ({error})") from None
 
 

@@ -350,6 +350,8 @@ def _check(program: Program, n: int) -> None:
             raise InputError(
                 f"program.collectives[{c}]", f"dimension {coll.dims[-1]} of a {len(sizes)}-dimension network"
             )
+        if coll.groups and not 0 <= min(min(g) for g in coll.groups) <= max(max(g) for g in coll.groups) < npus:
+            raise InputError(f"program.collectives[{c}]", f"its groups must name NPUs 0 to {npus - 1}")
     starts = program.rank_start
     if starts[0] != 0 or starts[-1] != n or np.any(np.diff(starts) < 0):
         raise InputError("program.rank_start", "must rise from 0 to the number of operations")
