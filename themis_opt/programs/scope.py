@@ -8,7 +8,7 @@ import numpy as np
 
 from themis_opt.algorithms import Algorithm, AlgorithmSpec
 from themis_opt.errors import InputError
-from themis_opt.formats.astra.export_traces import stage_members
+from themis_opt.formats.astra.export_traces import beyond_stage, stage_members
 from themis_opt.formats.astra.groups import move, offset, tile_group
 from themis_opt.instance import Collective, Instance, Kind, Op
 from themis_opt.programs.ir import PROGRAM_KINDS
@@ -52,8 +52,6 @@ def check_programmable(instance: Instance) -> None:
             raise InputError(f"network.dimensions[{index}]", "carved from another: no program is written for it")
     rows = stage_rows(instance)
     stage_of = {int(npu): s for s, npus in enumerate(rows) for npu in npus}
-    places = [network.coordinates(npu) for npu in instance.stage_npus]
-    across = {d for d in range(network.num_dims) if len({p[d] for p in places}) > 1}  # where the stages lie
     for c, coll in enumerate(instance.collectives):
         where = instance.where(coll)
         if coll.kind not in PROGRAM_KINDS:
@@ -79,8 +77,12 @@ def check_programmable(instance: Instance) -> None:
                     where, f"group {list(coll.group)} moved to NPU {error.args[0]} overlaps another NPU's group"
                 ) from None
             continue
-        if instance.num_stages > 1 and (network.flattened(coll.kind) or across & set(instance.active_dims[c])):
-            raise InputError(where, f"runs beyond stage {coll.stage}'s NPUs: a program keeps each to its stage")
+        stage = tuple(int(r) for r in rows[coll.stage])
+        outside = beyond_stage(instance, c, stage) if instance.num_stages > 1 else None
+        if outside is not None:
+            raise InputError(
+                where, f"runs beyond stage {coll.stage}'s NPUs, to NPU {outside}: a program keeps it there"
+            )
         _check_algorithms(instance, c)
     for task in instance.tasks:
         where = instance.where(task)

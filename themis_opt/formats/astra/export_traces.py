@@ -222,22 +222,34 @@ def _receive(instance: Instance, send: Collective, number: int, tag: int, stage:
     return _Node(node, peer=("comm_src", source))
 
 
+def beyond_stage(instance: Instance, c: int, stage: tuple[int, ...]) -> int | None:
+    """The first NPU beyond ``stage``'s NPUs that collective ``c`` (without a group) reaches from its
+    stage's NPU over its dimensions (a flattened one: over every NPU); ``None`` if it stays inside.
+    """
+    network = instance.network
+    coll = instance.collectives[c]
+    inside = set(stage)
+    if network.flattened(coll.kind):
+        return next((npu for npu in range(network.num_npus) if npu not in inside), None)
+    rep = network.coordinates(instance.stage_npu(coll.stage))
+    dims = set(instance.active_dims[c])
+    for npu in range(network.num_npus):
+        if npu not in inside and all(
+            x == y or d in dims for d, (x, y) in enumerate(zip(network.coordinates(npu), rep))
+        ):
+            return npu
+    return None
+
+
 def _within_stage(instance: Instance, coll: Collective, stage: tuple[int, ...]) -> None:
     """An error unless a collective without a group reaches only its stage's NPUs from the stage's NPU
     (2.x runs it over every NPU, on the involved dimensions: those must not cross stages).
     """
-    network = instance.network
     where = f"export-astra: {coll.id}"
-    if network.flattened(coll.kind):
-        raise InputError(where, f"a flattened {coll.kind.value} runs over every NPU, beyond stage {coll.stage}'s")
     c = instance.collectives.index(coll)
-    rep = network.coordinates(instance.stage_npu(coll.stage))
-    reached = [
-        npu
-        for npu in range(network.num_npus)
-        if all(x == y or d in instance.active_dims[c] for d, (x, y) in enumerate(zip(network.coordinates(npu), rep)))
-    ]
-    outside = next((npu for npu in reached if npu not in stage), None)
+    outside = beyond_stage(instance, c, stage)
+    if outside is not None and instance.network.flattened(coll.kind):
+        raise InputError(where, f"a flattened {coll.kind.value} runs over every NPU, beyond stage {coll.stage}'s")
     if outside is not None:
         raise InputError(
             where,
