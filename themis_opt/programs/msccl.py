@@ -178,7 +178,12 @@ def write_msccl(
         raise InputError("msccl", "programs are written for one collective (an MSCCL algo is one collective call)")
     (coll,) = program.collectives
     if coll.kind not in COLL:
-        raise InputError("msccl", f"no program is written for a {coll.kind.value} (its blocks are relayed)")
+        why = (
+            "its blocks are relayed through other NPUs, which needs scratch buffers"
+            if coll.kind is Kind.ALL_TO_ALL
+            else "not a collective"
+        )
+        raise InputError("msccl", f"{coll.kind.value}: no MSCCL program is written for it ({why})")
     whole = tuple(d for d, link in enumerate(program.links) if link.size > 1)
     if coll.dims != whole:
         raise InputError("msccl", "a collective over part of the network: an MSCCL algo spans every GPU it names")
