@@ -3,7 +3,7 @@ custom collectives, beside 2.x's own (native) baseline on the same network.
 
     python -m bench.figures.astra_programs --astra PATH/TO/astra-sim [--binary BIN] [--work DIR]
         [--suites quick,astra,paper] [--methods baseline,themis,balanced,cpsat] [--max-npus 1024]
-        [--max-nodes 2500000] [--exclude REGEX] [--random N] [--all-to-all N] [--flattened N] [--seed S]
+        [--max-nodes 2500000] [--exclude REGEX] [--random N] [--all-to-all N] [--flattened N] [--carved N] [--seed S]
         [--instances FILE,...] [--json ROWS.json]
     python -m bench.figures.astra_programs --summarise ROWS.json [--time-limit 10] [--iterations NAME,...]
 
@@ -22,7 +22,8 @@ of 2 to 8 NPUs, each a ring, switch or fully-connected one running ring, direct 
 halving-doubling, an all-reduce, reduce-scatter or all-gather of 1 to 64 MiB (sometimes bytes that
 do not share out evenly) in 1 to 8 chunks. ``--all-to-all N`` adds N direct all-to-alls drawn the
 same way (:func:`all_to_all_instances`; every fourth with an all-reduce beside it). ``--flattened
-N`` adds N flattened collectives (:func:`flattened_instances`).
+N`` adds N flattened collectives (:func:`flattened_instances`), ``--carved N`` N collectives on
+carved dimensions (:func:`carved_instances`).
 
 ``--summarise`` prints, from the rows a run wrote with ``--json``, one line per instance: 2.x's
 native baseline and each exported method's time as 2.x reports it, the speedups 2.x measures
@@ -182,6 +183,39 @@ def flattened_instances(count: int, seed: int) -> list[tuple[str, str, Instance]
     return cases
 
 
+def carved_instances(count: int, seed: int) -> list[tuple[str, str, Instance]]:
+    """``count`` small collectives kept aside on carved dimensions, drawn with ``seed``: one to three
+    dimensions as :func:`random_instances` draws them, one of 4 to 16 NPUs carved in two (as a
+    model-parallel group is: its first NPUs, then across them), an all-reduce, reduce-scatter or
+    all-gather over some of the dimensions, at least one part among them.
+    """
+    rng = random.Random(seed)
+    cases = []
+    for n in range(count):
+        algorithm = rng.choice([Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING])
+        carved = Dimension(
+            rng.choice([4, 8, 16] if algorithm is Algorithm.HALVING_DOUBLING else [4, 6, 8, 12, 16]),
+            rng.choice(list(Topology)),
+            rng.choice([25.0, 50.0, 100.0, 200.0]),
+            rng.choice([100.0, 500.0, 700.0]),
+            algorithm=algorithm,
+        )
+        _, _, others = random_instances(1, rng.randrange(1 << 30))[0]
+        dims = list(others.network.dimensions[: rng.randint(0, 2)])
+        at = rng.randint(0, len(dims))
+        dims.insert(at, carved)
+        inner = rng.choice([k for k in range(2, carved.size) if carved.size % k == 0])
+        if algorithm is Algorithm.HALVING_DOUBLING:
+            inner = rng.choice([k for k in (2, 4, 8) if k < carved.size])
+        network = Network(tuple(dims)).split(at, inner)
+        chosen = {rng.choice((at, at + 1))} | {d for d in range(network.num_dims) if rng.random() < 0.5}
+        kind = rng.choice([Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER])
+        size = rng.choice([1 << 20, 1 << 24, 1 << 26, 3 * 5 * 7 * (1 << 16) + 1])
+        coll = Collective(kind, size, rng.randint(1, 8), dimensions=tuple(sorted(chosen)))
+        cases.append(("random", f"carved-{seed}-{n:02d}", Instance(network, (coll,), name=f"carved-{n}")))
+    return cases
+
+
 def estimated_nodes(instance: Instance) -> int:
     """About how many nodes a program of the instance has: every NPU's sends and receives of every phase."""
     total = 0
@@ -290,6 +324,7 @@ def main() -> None:
     parser.add_argument("--random", type=int, default=0)
     parser.add_argument("--all-to-all", type=int, default=0, help="random all-to-alls kept aside (default 0)")
     parser.add_argument("--flattened", type=int, default=0, help="random flattened collectives kept aside (default 0)")
+    parser.add_argument("--carved", type=int, default=0, help="random collectives on carved dimensions (default 0)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--exclude", default=None, help="leave out instances whose name matches this regex")
     parser.add_argument("--time-limit", type=float, default=10.0)
@@ -323,6 +358,7 @@ def main() -> None:
     cases += random_instances(args.random, args.seed)
     cases += all_to_all_instances(args.all_to_all, args.seed)
     cases += flattened_instances(args.flattened, args.seed)
+    cases += carved_instances(args.carved, args.seed)
     for name in filter(None, args.iterations.split(",")):
         fitted, _ = fit_astra_2(load_instance(suite_folder("clusters") / f"{name}.json"))
         cases.append(("clusters", name, fitted))

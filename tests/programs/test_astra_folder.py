@@ -230,3 +230,25 @@ def test_a_message_outside_its_collectives_groups_is_named(tmp_path: Path) -> No
     (tmp_path / "g" / "program.json").write_text(json.dumps(meta))
     with pytest.raises(InputError, match="NPU 1 node 0: a message of collective 0 at an NPU outside its groups"):
         check_program(read_program(tmp_path / "g"))
+
+
+def test_a_carved_program_is_written_on_its_whole_dimension(tmp_path: Path) -> None:
+    from themis_opt.instance import Collective, Dimension, Instance, Kind, Network, Topology
+
+    network = Network((Dimension(8, Topology.RING, 100.0, 500.0), Dimension(2, Topology.SWITCH, 50.0, 700.0)))
+    instance = Instance(network.split(0, 4), (Collective(Kind.ALL_REDUCE, 1 << 24, 2),), "carved")
+    program = program_of(instance, solve(instance, method="themis"))
+    write_program(program, tmp_path / "c", time_ns=check_program(program).time_ns)
+    assert "npus_count: [ 8, 2 ]" in (tmp_path / "c" / "network.yml").read_text()  # the ring ASTRA-sim runs
+    meta = json.loads((tmp_path / "c" / "program.json").read_text())
+    assert [(x["size"], x.get("physical_size"), x.get("stride")) for x in meta["links"]] == [
+        (4, 8, 1),
+        (2, 8, 4),
+        (2, None, None),
+    ]
+    again = read_program(tmp_path / "c")
+    assert again.links == program.links and check_program(again).time_ns == meta["program_time_ns"]
+    meta["links"][1]["stride"] = 2  # the parts no longer tile the ring
+    (tmp_path / "c" / "program.json").write_text(json.dumps(meta))
+    with pytest.raises(InputError, match=r"links\[1\]: carved parts that do not tile their dimension"):
+        read_program(tmp_path / "c")

@@ -105,7 +105,11 @@ def instances(draw: st.DrawFn) -> Instance:
             for a, d in zip([flat, *(d.algorithm for d in dims[1:])], dims)
         ]
         return _instance(dims, kind, size, draw(st.integers(1, 4)), congestion_unaware=True, innermost_charge=True)
-    return _instance(dims, kind, size, draw(st.integers(1, 4)), congestion_unaware=unaware, active_chunks=active)
+    instance = _instance(dims, kind, size, draw(st.integers(1, 4)), congestion_unaware=unaware, active_chunks=active)
+    fours = [d for d, dim in enumerate(dims) if dim.size == 4]
+    if fours and draw(st.booleans()):  # a dimension carved in two (each part its own ring or switch)
+        instance = Instance(instance.network.split(draw(st.sampled_from(fours)), 2), instance.collectives, name="p")
+    return instance
 
 
 @settings(max_examples=30, deadline=None)
@@ -233,6 +237,22 @@ def test_two_phases_at_once_on_a_dimension_are_refused() -> None:
             deps[i] = []
     with pytest.raises(InputError, match="still runs there"):
         check_program(_rebuild(program, deps))
+
+
+@pytest.mark.parametrize("inner", [2, 4])
+def test_a_ring_carved_from_a_larger_one_runs_in_the_schedules_time(inner: int) -> None:
+    # a part of a ring of 8 NPUs: its closing link spans the far way round (3 hops for 4 NPUs one
+    # apart), which only the NPU behind it waits for, as the model's relayed ring has it
+    network = Network((Dimension(8, Topology.RING, 100, 500), Dimension(2, Topology.SWITCH, 50, 700)))
+    instance = Instance(network.split(0, inner), (Collective(Kind.ALL_REDUCE, 1 << 26, 4),), name="carved")
+    for method in ("baseline", "themis"):
+        result = solve(instance, method=method)
+        program = program_of(instance, result)
+        assert result.makespan is not None
+        assert 0.999 * result.makespan <= check_program(program).time_ns <= result.makespan
+    sends = program.kind == OpKind.SEND
+    assert set(program.message_apart[sends & (program.message_dim == 0)].tolist()) == {1, inner - 1}
+    assert set(program.message_apart[sends & (program.message_dim == 1)].tolist()) == {inner, 8 - inner}
 
 
 def test_what_no_program_is_written_for_is_named() -> None:

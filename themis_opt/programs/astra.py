@@ -28,7 +28,7 @@ from themis_opt.formats.astra.etcolumns import NODE_TYPES, Columns, decode_trace
 from themis_opt.formats.astra.etfiles import attr_value
 from themis_opt.instance import Kind, Topology
 from themis_opt.programs.folder import read_description, topological, write_description
-from themis_opt.programs.ir import Link, OpKind, Program
+from themis_opt.programs.ir import Link, OpKind, Program, physical_dims
 
 PREFIX = "program"  # the custom collectives' files: program.<r>.et
 WORKLOAD = "workload"  # the workload's: workload.<r>.et
@@ -94,10 +94,12 @@ def write_program(
     return sorted(folder.iterdir())
 
 
-def _network_yml(links: tuple[Link, ...]) -> str:
+def _network_yml(carved: tuple[Link, ...]) -> str:
+    """The network's own dimensions (the program's carved ones joined again)."""
+    links = [carved[parts[0]] for parts in physical_dims(carved)]
     return (
         f"topology: [ {', '.join(TOPOLOGY_NAMES[link.topology] for link in links)} ]\n"
-        f"npus_count: [ {', '.join(str(link.size) for link in links)} ]\n"
+        f"npus_count: [ {', '.join(str(link.physical_size) for link in links)} ]\n"
         f"bandwidth: [ {', '.join(repr(link.bandwidth_gbps) for link in links)} ]  # GB/s per link\n"
         f"latency: [ {', '.join(repr(link.latency_ns) for link in links)} ]  # ns\n"
     )

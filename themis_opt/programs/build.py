@@ -34,7 +34,10 @@ logger = logging.getLogger(__name__)
 
 def links_of(instance: Instance) -> tuple[Link, ...]:
     """The network's dimensions as messages are timed on them: one link's bandwidth a message."""
-    return tuple(Link(d.size, d.topology, link_gbps(d), d.latency_ns) for d in instance.network.dimensions)
+    return tuple(
+        Link(d.size, d.topology, link_gbps(d), d.latency_ns, d.physical_size, d.stride)
+        for d in instance.network.dimensions
+    )
 
 
 # a step whose operations x what they wait for reach this waits on one join instead (a COMP of 0 ns,
@@ -318,9 +321,8 @@ def _phase(
     pc = builder.collectives[c]
     size = builder.sizes(c, k, shape)[rows]
     peer, unit = shape.peer[rows], shape.unit[rows]
-    ringed = bool(pc.groups) or (
-        pc.flat and builder.network.dimensions[d].algorithm_for(pc.kind).spec.unflattened is Algorithm.RING
-    )
+    algorithm = builder.network.dimensions[d].algorithm_for(pc.kind)
+    ringed = bool(pc.groups) or (algorithm.spec.unflattened or algorithm) is Algorithm.RING
     for s in range(len(shape.send)):
         t_count = shape.send.shape[1]
         if waits is not None and waits.shape[1] * t_count >= JOIN_AT and waits.shape[1] > 1:
@@ -347,8 +349,9 @@ def _phase(
             builder.one_at_a_time(ids[:, sends], np.where(np.array(shared)[dims], dims, alone))
         elif shared[d] and np.count_nonzero(sends) > 1:
             builder.one_at_a_time(ids[:, sends])
-        # its sends arrived and its receipts in (a rounding apart, either may be last); a flattened or
-        # group's ring's next step waits for its receipt alone, as ASTRA-sim's ring forwards what it receives
+        # its sends arrived and its receipts in (a rounding apart, either may be last); a ring's next
+        # step waits for its receipt alone, as ASTRA-sim's ring forwards what it receives (a ring carved
+        # from a larger one has a longer link closing it, which only the NPU behind it waits for)
         waits = ids[:, ~sends] if ringed and s + 1 < len(shape.send) else ids
     assert waits is not None
     return waits

@@ -43,6 +43,7 @@ def describe(program: Program, time_ns: int, extra: dict[str, Any] | None = None
                 "topology": link.topology.value,
                 "bandwidth_gbps": link.bandwidth_gbps,
                 "latency_ns": link.latency_ns,
+                **({"physical_size": link.physical_size, "stride": link.stride} if link.carved else {}),
             }
             for link in program.links
         ],
@@ -105,7 +106,14 @@ def read_description(folder: Path) -> Description:
         raise InputError(str(where), f"version {meta.get('version')!r}: this themis-opt reads version {VERSION}")
     try:
         links = tuple(
-            Link(int(x["size"]), Topology(x["topology"]), float(x["bandwidth_gbps"]), float(x["latency_ns"]))
+            Link(
+                int(x["size"]),
+                Topology(x["topology"]),
+                float(x["bandwidth_gbps"]),
+                float(x["latency_ns"]),
+                int(x.get("physical_size", x["size"])),
+                int(x.get("stride", 1)),
+            )
             for x in meta["links"]
         )
         groupings = [tuple(tuple(int(r) for r in g) for g in groups) for groups in meta.get("groupings", [])]

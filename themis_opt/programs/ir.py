@@ -54,23 +54,70 @@ class Link:
         One message's bandwidth, GB/s (2^30 B): a link's.
     latency_ns
         Latency of one hop, ns.
+    physical_size
+        NPUs of the network's dimension this one is carved from (``None``: ``size``); the
+        dimensions carved from one follow each other, innermost part first, and tile it.
+    stride
+        Positions on that dimension between neighbours of this one (the sizes of the parts before it).
     """
 
     size: int
     topology: Topology
     bandwidth_gbps: float
     latency_ns: float
+    physical_size: int = None  # type: ignore[assignment]  # resolved below
+    stride: int = 1
 
     def __post_init__(self) -> None:
         if self.size < 1 or self.bandwidth_gbps <= 0 or self.latency_ns < 0:
             raise InputError("program.links", f"a dimension of {self.size} NPUs at {self.bandwidth_gbps} GB/s")
+        physical = self.size if self.physical_size is None else self.physical_size
+        object.__setattr__(self, "physical_size", physical)
+        if self.stride < 1 or physical % (self.size * self.stride):
+            raise InputError(
+                "program.links", f"a part of {self.size} NPUs, {self.stride} apart, of a dimension of {physical}"
+            )
+
+    @property
+    def carved(self) -> bool:
+        """Whether it is part of a larger dimension of the network."""
+        return self.physical_size != self.size
 
     def hops(self, apart: int) -> int:
-        """Hops between two NPUs ``apart`` positions apart on this dimension."""
+        """Hops between two NPUs ``apart`` positions apart on this dimension's network dimension."""
         if self.topology is Topology.RING:
-            apart %= self.size
-            return min(apart, self.size - apart)
+            apart %= self.physical_size
+            return min(apart, self.physical_size - apart)
         return SEND_HOPS[self.topology]
+
+
+def physical_dims(links: tuple[Link, ...]) -> tuple[tuple[int, ...], ...]:
+    """The network's own dimensions, each as the links carved from it (one link if not carved).
+
+    Raises
+    ------
+    InputError
+        Carved links that do not tile their dimension: consecutive, innermost part first, each
+        part's stride the product of the sizes before it, their sizes' product the dimension's.
+    """
+    groups: list[tuple[int, ...]] = []
+    d = 0
+    while d < len(links):
+        first, stride, part = links[d], 1, [d]
+        while True:
+            link = links[part[-1]]
+            same = (first.physical_size, stride, first.topology, first.bandwidth_gbps, first.latency_ns)
+            if (link.physical_size, link.stride, link.topology, link.bandwidth_gbps, link.latency_ns) != same:
+                raise InputError(f"program.links[{part[-1]}]", "carved parts that do not tile their dimension")
+            stride *= link.size
+            if stride >= first.physical_size or part[-1] + 1 == len(links):
+                break
+            part.append(part[-1] + 1)
+        if stride != first.physical_size:
+            raise InputError(f"program.links[{part[-1]}]", "carved parts that do not tile their dimension")
+        groups.append(tuple(part))
+        d = part[-1] + 1
+    return tuple(groups)
 
 
 @dataclass(frozen=True)
@@ -260,6 +307,27 @@ class Program:
         return dims
 
     @cached_property
+    def message_apart(self) -> np.ndarray:
+        """Each message's positions apart on the network's own dimension that holds its
+        :attr:`message_dim` (a ring's hops are counted there); 0 for a computation.
+        """
+        apart = np.zeros(self.num_ops, dtype=np.int64)
+        messages = np.flatnonzero(self.kind != OpKind.COMP)
+        if not len(messages):
+            return apart
+        groups = physical_dims(self.links)
+        group_of = np.zeros(len(self.links), dtype=np.int64)
+        weight = np.zeros((len(self.links), len(groups)), dtype=np.int64)
+        for g, parts in enumerate(groups):
+            group_of[list(parts)] = g
+            for d in parts:
+                weight[d, g] = self.links[d].stride
+        place = self.coordinates @ weight  # each NPU's position on each network dimension
+        column = group_of[self.message_dim[messages]]
+        apart[messages] = np.abs(place[self.rank[messages], column] - place[self.peer[messages], column])
+        return apart
+
+    @cached_property
     def served_dim(self) -> np.ndarray:
         """The dimension each message's phase serves: its :attr:`message_dim`, or for a flattened
         collective's dimension 0 and a grouped one's its ring's, the one its phases take in a schedule.
@@ -341,6 +409,7 @@ def _check(program: Program, n: int) -> None:
     sizes = [link.size for link in program.links]
     if not program.links or int(np.prod(sizes)) != npus:
         raise InputError("program", f"{npus} NPUs on dimensions {sizes}")
+    physical_dims(program.links)
     if program.stages and sorted(r for stage in program.stages for r in stage) != list(range(npus)):
         raise InputError("program.stages", f"must take each of the {npus} NPUs once")
     for c, coll in enumerate(program.collectives):

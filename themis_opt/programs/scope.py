@@ -47,9 +47,6 @@ def send_targets(instance: Instance, send: Collective, rows: np.ndarray) -> np.n
 def check_programmable(instance: Instance) -> None:
     """A one-line error for an instance no program is written for (yet), naming what stands in the way."""
     network = instance.network
-    for index, dim in enumerate(network.dimensions):
-        if dim.carved:
-            raise InputError(f"network.dimensions[{index}]", "carved from another: no program is written for it")
     rows = stage_rows(instance)
     stage_of = {int(npu): s for s, npus in enumerate(rows) for npu in npus}
     for c, coll in enumerate(instance.collectives):

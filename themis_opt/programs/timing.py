@@ -1,10 +1,11 @@
 """A program timed as ASTRA-sim 2.x's congestion-unaware backend times custom collectives.
 
-Each SEND takes ``int(hops x latency + bytes / bandwidth)`` ns on the one dimension its NPUs differ
-in (a ring: the shorter way round; a switch: 2 hops; fully connected: 1), whatever else is sent at
-once; it ends when its data arrives. A RECV ends when its data has arrived and it is posted (at
-once, if posted after the arrival); a COMP takes its duration, 0 as 1 ns. An operation starts when
-everything it waits for has ended. An NPU finishes with its last operation.
+Each SEND takes ``int(hops x latency + bytes / bandwidth)`` ns on the lowest dimension its NPUs
+differ in (a ring: the shorter way round, over the whole network dimension where the program's is
+carved from one; a switch: 2 hops; fully connected: 1), whatever else is sent at once; it ends when
+its data arrives. A RECV ends when its data has arrived and it is posted (at once, if posted after
+the arrival); a COMP takes its duration, 0 as 1 ns. An operation starts when everything it waits
+for has ended. An NPU finishes with its last operation.
 """
 
 from __future__ import annotations
@@ -54,9 +55,8 @@ def send_ns(program: Program) -> np.ndarray:
     sends = np.flatnonzero(program.kind == OpKind.SEND)
     if len(sends):
         dims = program.message_dim[sends]
-        coords = program.coordinates
-        apart = np.abs(coords[program.rank[sends], dims] - coords[program.peer[sends], dims])
-        sizes = np.array([link.size for link in program.links])[dims]
+        apart = program.message_apart[sends]
+        sizes = np.array([link.physical_size for link in program.links])[dims]
         ring = np.array([link.topology is Topology.RING for link in program.links])[dims]
         fixed = np.array([0 if link.topology is Topology.RING else link.hops(1) for link in program.links])[dims]
         hops = np.where(ring, np.minimum(apart, sizes - apart), fixed)
