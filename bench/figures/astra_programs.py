@@ -3,7 +3,8 @@ custom collectives, beside 2.x's own (native) baseline on the same network.
 
     python -m bench.figures.astra_programs --astra PATH/TO/astra-sim [--binary BIN] [--work DIR]
         [--suites quick,astra,paper] [--methods baseline,themis,balanced,cpsat] [--max-npus 1024]
-        [--max-nodes 2500000] [--exclude REGEX] [--random N] [--all-to-all N] [--flattened N] [--carved N] [--seed S]
+        [--max-nodes 2500000] [--exclude REGEX] [--random N] [--all-to-all N] [--flattened N] [--carved N]
+        [--one-dim N] [--seed S]
         [--instances FILE,...] [--json ROWS.json]
     python -m bench.figures.astra_programs --summarise ROWS.json [--time-limit 10] [--iterations NAME,...]
 
@@ -23,7 +24,8 @@ halving-doubling, an all-reduce, reduce-scatter or all-gather of 1 to 64 MiB (so
 do not share out evenly) in 1 to 8 chunks. ``--all-to-all N`` adds N direct all-to-alls drawn the
 same way (:func:`all_to_all_instances`; every fourth with an all-reduce beside it). ``--flattened
 N`` adds N flattened collectives (:func:`flattened_instances`), ``--carved N`` N collectives on
-carved dimensions (:func:`carved_instances`).
+carved dimensions (:func:`carved_instances`), ``--one-dim N`` N on one dimension
+(:func:`one_dim_instances`: what 2.x's congestion-aware binary, ``--binary``, takes).
 
 ``--summarise`` prints, from the rows a run wrote with ``--json``, one line per instance: 2.x's
 native baseline and each exported method's time as 2.x reports it, the speedups 2.x measures
@@ -183,6 +185,27 @@ def flattened_instances(count: int, seed: int) -> list[tuple[str, str, Instance]
     return cases
 
 
+def one_dim_instances(count: int, seed: int) -> list[tuple[str, str, Instance]]:
+    """``count`` collectives on one dimension, drawn with ``seed`` (what 2.x's congestion-aware
+    backend takes at 518bd51): a ring, switch or fully-connected dimension of 2 to 16 NPUs running
+    ring, direct or halving-doubling (2^k NPUs), an all-reduce, reduce-scatter, all-gather or (direct,
+    off a ring) all-to-all of 1 to 64 MiB in 1 to 8 chunks.
+    """
+    rng = random.Random(seed)
+    cases = []
+    for n in range(count):
+        topology = rng.choice(list(Topology))
+        algorithm = rng.choice([Algorithm.RING, Algorithm.DIRECT, Algorithm.HALVING_DOUBLING])
+        size = rng.choice([2, 4, 8, 16] if algorithm is Algorithm.HALVING_DOUBLING else [2, 3, 4, 5, 8, 16])
+        bandwidth, latency = rng.choice([25.0, 50.0, 100.0, 200.0]), rng.choice([100.0, 500.0, 700.0])
+        dim = Dimension(size, topology, bandwidth, latency, algorithm=algorithm, all_to_all_algorithm=Algorithm.DIRECT)
+        kinds = [Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER]
+        kind = rng.choice(kinds if topology is Topology.RING else [*kinds, Kind.ALL_TO_ALL])
+        coll = Collective(kind, rng.choice([1 << 20, 1 << 24, 1 << 26]), rng.randint(1, 8))
+        cases.append(("random", f"one-dim-{seed}-{n:02d}", Instance(Network((dim,)), (coll,), name=f"one-dim-{n}")))
+    return cases
+
+
 def carved_instances(count: int, seed: int) -> list[tuple[str, str, Instance]]:
     """``count`` small collectives kept aside on carved dimensions, drawn with ``seed``: one to three
     dimensions as :func:`random_instances` draws them, one of 4 to 16 NPUs carved in two (as a
@@ -325,6 +348,7 @@ def main() -> None:
     parser.add_argument("--all-to-all", type=int, default=0, help="random all-to-alls kept aside (default 0)")
     parser.add_argument("--flattened", type=int, default=0, help="random flattened collectives kept aside (default 0)")
     parser.add_argument("--carved", type=int, default=0, help="random collectives on carved dimensions (default 0)")
+    parser.add_argument("--one-dim", type=int, default=0, help="random collectives on one dimension (default 0)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--exclude", default=None, help="leave out instances whose name matches this regex")
     parser.add_argument("--time-limit", type=float, default=10.0)
@@ -359,6 +383,7 @@ def main() -> None:
     cases += all_to_all_instances(args.all_to_all, args.seed)
     cases += flattened_instances(args.flattened, args.seed)
     cases += carved_instances(args.carved, args.seed)
+    cases += one_dim_instances(args.one_dim, args.seed)
     for name in filter(None, args.iterations.split(",")):
         fitted, _ = fit_astra_2(load_instance(suite_folder("clusters") / f"{name}.json"))
         cases.append(("clusters", name, fitted))
