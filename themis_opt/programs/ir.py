@@ -100,24 +100,20 @@ def physical_dims(links: tuple[Link, ...]) -> tuple[tuple[int, ...], ...]:
         Carved links that do not tile their dimension: consecutive, innermost part first, each
         part's stride the product of the sizes before it, their sizes' product the dimension's.
     """
-    groups: list[tuple[int, ...]] = []
-    d = 0
-    while d < len(links):
-        first, stride, part = links[d], 1, [d]
-        while True:
-            link = links[part[-1]]
-            same = (first.physical_size, stride, first.topology, first.bandwidth_gbps, first.latency_ns)
-            if (link.physical_size, link.stride, link.topology, link.bandwidth_gbps, link.latency_ns) != same:
-                raise InputError(f"program.links[{part[-1]}]", "carved parts that do not tile their dimension")
-            stride *= link.size
-            if stride >= first.physical_size or part[-1] + 1 == len(links):
-                break
-            part.append(part[-1] + 1)
-        if stride != first.physical_size:
-            raise InputError(f"program.links[{part[-1]}]", "carved parts that do not tile their dimension")
-        groups.append(tuple(part))
-        d = part[-1] + 1
-    return tuple(groups)
+    groups: list[list[int]] = []
+    held = 1  # of the network dimension the last group is carved from, the NPUs its parts so far span
+    for d, link in enumerate(links):
+        if held == 1:
+            groups.append([])
+        first = links[groups[-1][0]] if groups[-1] else link
+        expected = (first.physical_size, held, first.topology, first.bandwidth_gbps, first.latency_ns)
+        if (link.physical_size, link.stride, link.topology, link.bandwidth_gbps, link.latency_ns) != expected:
+            raise InputError(f"program.links[{d}]", "carved parts that do not tile their dimension")
+        groups[-1].append(d)
+        held = 1 if held * link.size == link.physical_size else held * link.size
+    if held != 1:
+        raise InputError(f"program.links[{len(links) - 1}]", "carved parts that do not tile their dimension")
+    return tuple(tuple(group) for group in groups)
 
 
 @dataclass(frozen=True)
