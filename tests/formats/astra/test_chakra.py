@@ -28,6 +28,16 @@ from themis_opt.validator import validate
 pytest.importorskip("chakra", reason='the chakra extra is not installed (pip install -e ".[chakra]")')
 
 
+def _two_chains(comm_type: int) -> list[TraceNode]:
+    """A computation then an all-reduce, beside a collective of ``comm_type`` then a computation."""
+    return [
+        trace_node(0, "COMP_NODE", duration_micros=2),
+        trace_node(1, "COMM_COLL_NODE", data=(0,), comm_type=0, comm_size=MIB),
+        trace_node(2, "COMM_COLL_NODE", comm_type=comm_type, comm_size=MIB),
+        trace_node(3, "COMP_NODE", data=(2,), duration_micros=1),
+    ]
+
+
 def test_one_all_reduce_takes_four_chunks_in_turn(tmp_path: Path) -> None:
     net, system = trace_files(tmp_path)
     prefix = write_traces(tmp_path, [trace_node(0, "COMM_COLL_NODE", comm_type=0, comm_size=MIB)])
@@ -62,12 +72,7 @@ def test_compute_and_both_kinds_of_dependency(tmp_path: Path) -> None:
 def test_collectives_run_one_at_a_time_lowest_ready_id_first(tmp_path: Path) -> None:
     # node 2 is ready at 0 and takes the network until 43 us; node 1, ready at 2 us, waits for it;
     # node 3's compute waits for node 2 only
-    nodes = [
-        trace_node(0, "COMP_NODE", duration_micros=2),
-        trace_node(1, "COMM_COLL_NODE", data=(0,), comm_type=0, comm_size=MIB),
-        trace_node(2, "COMM_COLL_NODE", comm_type=0, comm_size=MIB),
-        trace_node(3, "COMP_NODE", data=(2,), duration_micros=1),
-    ]
+    nodes = _two_chains(comm_type=0)
     net, system = trace_files(tmp_path)
     instance = import_astra(net, system, workload=write_traces(tmp_path, nodes))
     first, second = instance.collectives
@@ -262,12 +267,7 @@ def test_the_cli_imports_a_trace_and_says_so_without_the_extra(
 def test_an_export_imports_as_the_same_instance(tmp_path: Path) -> None:
     from themis_opt.formats.astra import export_astra
 
-    nodes = [
-        trace_node(0, "COMP_NODE", duration_micros=2),
-        trace_node(1, "COMM_COLL_NODE", data=(0,), comm_type=0, comm_size=MIB),
-        trace_node(2, "COMM_COLL_NODE", comm_type=2, comm_size=MIB),
-        trace_node(3, "COMP_NODE", data=(2,), duration_micros=1),
-    ]
+    nodes = _two_chains(comm_type=2)
     net, system = trace_files(tmp_path)
     instance = import_astra(net, system, workload=write_traces(tmp_path, nodes))
     files = export_astra(instance, 2, tmp_path / "out")
