@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -74,6 +75,18 @@ def test_a_bound_out_of_time_is_not_computed() -> None:
     bounds = compute_bounds(HARD["16coll"], Deadline(time.perf_counter() - 1))
     assert bounds.lp is None and bounds.ip is None and bounds.fill_drain is None
     assert bounds.ideal > 0
+
+
+def test_the_ideal_bound_holds_out_of_time_where_it_is_a_closed_form() -> None:
+    # 8x8x8 switches: the ideal bound is bytes over bandwidth, known at once even when the time is up
+    instance = Instance(_ring([8, 8, 8], [200, 100, 50]), (Collective("all_reduce", GIB, 64),), "paper")
+    result = solve(instance, "themis", time_limit=1e-9, bound_set="formulas")
+    assert result.bounds.ideal > 0 and result.bandwidth_utilization == pytest.approx(
+        result.bounds.ideal / result.makespan  # type: ignore[operator]
+    )
+    # an ideal bound not computed (0) gives no utilisation, not 0%
+    unknown = result.with_bounds(dataclasses.replace(result.bounds, ideal=0.0), instance.origin_ns)
+    assert unknown.bandwidth_utilization is None
 
 
 def test_simulation_out_of_time_reports_no_solution() -> None:

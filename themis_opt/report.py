@@ -118,7 +118,7 @@ def result_summary(instance: Instance, result: Result) -> RenderableType:
     head.add_row("makespan", fmt_time(result.makespan))
     head.add_row("lower bound", f"{fmt_time(result.lower_bound)} ({result.best_bound})")
     head.add_row("gap", fmt_pct(result.gap))
-    head.add_row("ideal bound", fmt_time(result.bounds.ideal))
+    head.add_row("ideal bound", fmt_time(result.bounds.ideal) if result.bounds.ideal > 0 else "not computed")
     head.add_row("bandwidth utilisation", fmt_pct(result.bandwidth_utilization))
     head.add_row("optimal within", fmt_time(result.tolerance_ns))
     metrics = iteration_metrics(instance, result.schedule) if result.schedule is not None else None

@@ -242,8 +242,8 @@ class Result:
 
     @property
     def bandwidth_utilization(self) -> float | None:
-        """Ideal bound over makespan."""
-        if self.makespan is None or self.makespan <= 0:
+        """Ideal bound over makespan; ``None`` where the ideal bound was not computed (0: out of time)."""
+        if self.makespan is None or self.makespan <= 0 or self.bounds.ideal <= 0:
             return None
         return self.bounds.ideal / self.makespan
 

@@ -200,7 +200,7 @@ def traffic_bytes(instance: Instance, collective: int, deadline: Deadline | None
     not share a port) it is the least, over the orders, of each phase's
     :func:`~themis_opt.cost.wire_time` times its dimension's bandwidth.
     Computed once per kind, dimensions, size and chunking; 0 (valid, weaker)
-    where it is not known and ``deadline`` has passed.
+    where it takes the least over the orders and ``deadline`` has passed.
     """
     deadline = deadline or Deadline()
     coll = instance.collectives[collective]
@@ -210,8 +210,6 @@ def traffic_bytes(instance: Instance, collective: int, deadline: Deadline | None
     found: float | None = memo.get(key)
     if found is not None:
         return found
-    if deadline.expired():
-        return 0.0
     if coll.kind is Kind.ALL_TO_ALL:  # one fixed order, the size kept: each dimension's share is fixed
         phases = chunk_plan(instance, collective, float(coll.size_bytes), dims)
         found = sum(_weighted(instance, collective, p) for p in phases)
@@ -219,6 +217,8 @@ def traffic_bytes(instance: Instance, collective: int, deadline: Deadline | None
         npus = math.prod(instance.network.dimensions[d].size for d in dims)
         one_way = coll.size_bytes * (npus - 1) / npus
         found = 2 * one_way if coll.kind is Kind.ALL_REDUCE else one_way
+    elif deadline.expired():  # the closed forms above cost nothing; only the least over the orders takes time
+        return 0.0
     else:
         found = sum(
             len(cls.chunks) * _least_weighted(instance, cls) for cls in classes_by_collective(instance)[collective]
