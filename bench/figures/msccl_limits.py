@@ -48,7 +48,7 @@ def main() -> None:
             for method in args.methods.split(","):
                 result = solve(instance, method=method, time_limit=5, workers=1)
                 try:
-                    program = program_of(instance, result)
+                    program = program_of(instance, result).unpadded()  # MSCCL steps carry data alone
                 except InputError as error:
                     print(f"{row}{method} | no program: {error.problem} | | | | | |")
                     continue

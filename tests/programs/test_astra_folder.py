@@ -15,7 +15,7 @@ from themis_opt import solve
 from themis_opt.cli import main
 from themis_opt.errors import InputError
 from themis_opt.formats.native import save_result
-from themis_opt.programs import Program, check_program, program_of
+from themis_opt.programs import OpKind, Program, check_program, program_of
 from themis_opt.programs.astra import read_program, write_program
 
 COLUMNS = (
@@ -252,3 +252,47 @@ def test_a_carved_program_is_written_on_its_whole_dimension(tmp_path: Path) -> N
     (tmp_path / "c" / "program.json").write_text(json.dumps(meta))
     with pytest.raises(InputError, match=r"links\[1\]: carved parts that do not tile their dimension"):
         read_program(tmp_path / "c")
+
+
+def test_messages_carry_the_models_delays_as_padding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from themis_opt.formats.astra.etcolumns import read_nodes
+
+    instance = DATA / "worked.json"
+    result = tmp_path / "r.json"
+    save_result(solve(load("worked"), method="themis"), result)
+    padded, bare = tmp_path / "padded", tmp_path / "bare"
+    assert main(["export-program", str(result), "--instance", str(instance), "--out", str(padded)]) == 0
+    assert main(["export-program", str(result), "--instance", str(instance), "--out", str(bare), "--unpadded"]) == 0
+    capsys.readouterr()
+    one, other = read_program(padded), read_program(bare)
+    sends = one.kind == OpKind.SEND
+    # the same data; each message padded by its 10 ns endpoint delay's bytes at its link's bandwidth
+    assert np.array_equal(one.size, other.size) and not other.pad.any()
+    gbps = np.array([link.bandwidth_gbps for link in one.links])[one.message_dim[sends]]
+    assert np.array_equal(one.pad[sends], np.ceil(10 * gbps * 2**30 / 1e9).astype(np.int64))
+    times = [json.loads((out / "program.json").read_text())["program_time_ns"] for out in (padded, bare)]
+    assert times == [check_program(one).time_ns, check_program(other).time_ns] and times[0] > times[1]
+    # ASTRA-sim reads the padded size: data and pad
+    node = next(n for n in read_nodes(padded / "program.0.et", (padded / "program.0.et").read_bytes()) if n.type == 5)
+    attrs = {a.name: a.int64_val for a in node.attr if a.name in ("comm_size", "themis_pad")}
+    row = node.id  # rank 0's rows come first, in node order
+    assert attrs["comm_size"] == one.size[row] + one.pad[row] and attrs["themis_pad"] == one.pad[row] > 0
+    flags = ["--format", "msccl", "--unpadded"]
+    assert main(["export-program", str(result), "--instance", str(instance), "--out", str(tmp_path / "m"), *flags]) == 2
+    assert "--unpadded" in capsys.readouterr().err and not (tmp_path / "m").exists()
+
+
+def test_a_pad_that_is_not_part_of_a_message_is_named(folder: tuple[Program, Path], tmp_path: Path) -> None:
+    _, out = folder
+    for path in out.iterdir():
+        if path.is_file():
+            (tmp_path / path.name).write_bytes(path.read_bytes())
+
+    def too_much(nodes: list[Any]) -> list[Any]:
+        node = next(n for n in nodes if any(a.name == "themis_pad" for a in n.attr))
+        next(a for a in node.attr if a.name == "themis_pad").int64_val = 1 << 40
+        return nodes
+
+    _rewrite(tmp_path / "program.0.et", too_much)
+    with pytest.raises(InputError, match=r"program\.0\.et node \d+: a themis_pad of 1099511627776"):
+        read_program(tmp_path)

@@ -20,7 +20,7 @@ STEP = re.compile(r'^ {6}<step( [a-z_A-Z]+="-?\w+")+/>$')
 
 
 def _roundtrip(instance: Instance, method: str, folder: Path, **options: int) -> tuple[int, int]:
-    program = program_of(instance, solve(instance, method=method, time_limit=2, workers=1))
+    program = program_of(instance, solve(instance, method=method, time_limit=2, workers=1)).unpadded()
     time_ns = check_program(program).time_ns
     write_msccl(program, folder, time_ns=time_ns, **options)
     return time_ns, check_program(read_msccl(folder)).time_ns
@@ -130,3 +130,13 @@ def test_a_step_in_another_buffer_is_named(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace('type="s" srcbuf="i"', 'type="s" srcbuf="o"', 1))
     with pytest.raises(InputError, match="runs in 'i' alone"):
         read_msccl(tmp_path / "m")
+
+
+def test_a_padded_program_is_not_written_as_msccl(tmp_path: Path) -> None:
+    # padding stands for the model's delays in ASTRA-sim; an MSCCL step carries data alone
+    instance = load("worked")
+    program = program_of(instance, solve(instance, method="themis"))
+    assert program.pad.any() and not program.unpadded().pad.any()
+    with pytest.raises(ValueError, match="unpadded"):
+        write_msccl(program, tmp_path / "m", time_ns=check_program(program).time_ns)
+    assert not (tmp_path / "m").exists()

@@ -39,6 +39,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="msccl: steps a thread block may hold, the executor's MSCCL_MAX_NUM_STEPS (default 64, its default "
         "build's; raise it for a runtime built with more)",
     )
+    p.add_argument(
+        "--unpadded",
+        action="store_true",
+        help="astra: write each message's data alone; by default each carries the model's delays (endpoint "
+        "delay, message overhead, phase delay, reductions), which 2.x's custom path does not charge, as padding "
+        "bytes, so that 2.x times the program as the schedule is timed (msccl: always unpadded)",
+    )
     out_option(p, "folder to write the program to, whole or not at all: a new or empty one")
     force_option(p)
     p.set_defaults(handler=export_program)
@@ -58,6 +65,8 @@ def export_program(args: argparse.Namespace, console: Console) -> int:
 
     if args.max_steps is not None and args.format != "msccl":
         raise InputError("--max-steps", "sets MSCCL's steps a thread block: it applies with --format msccl only")
+    if args.unpadded and args.format != "astra":
+        raise InputError("--unpadded", "applies with --format astra only: an MSCCL program carries its data alone")
     check_folder(args.out)
     check_new_folder(args.out, force=args.force, keep=[args.result, args.instance])
     result = load_result(args.result)
@@ -65,6 +74,8 @@ def export_program(args: argparse.Namespace, console: Console) -> int:
     if instance.name != result.instance:
         raise InputError("--instance", f"is {instance.name!r}; the result is for {result.instance!r}")
     program = program_of(instance, result)
+    if args.format == "msccl" or args.unpadded:  # a GPU runtime times its own messages: the data alone
+        program = program.unpadded()
     timing = check_program(program)
     extra = {"instance": instance.name, "method": result.label, "schedule_makespan_ns": result.makespan}
     if args.format == "msccl":

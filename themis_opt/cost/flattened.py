@@ -11,7 +11,7 @@ import functools
 import math
 from typing import TYPE_CHECKING, assert_never
 
-from themis_opt.cost.steps import _shares_port, link_bytes_per_ns, reduction_ns, ring_steps
+from themis_opt.cost.steps import _shares_port, link_bytes_per_ns, phase_delay_of, ring_steps
 from themis_opt.instance import Algorithm, Network, Op, Topology
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -78,8 +78,9 @@ def _flattened_duration(network: Network, algorithm: Algorithm, op: Op, x: float
         return _flattened_steps(network, algorithm, op, x, quiet)
     unflattened = algorithm.spec.unflattened
     assert unflattened is not None, f"{algorithm.value} is not flattened"
-    reductions = reduction_ns(network, unflattened, op, network.num_npus, x)
-    return network.phase_delay_ns + reductions + _flattened_steps(network, algorithm, op, x, quiet)
+    return phase_delay_of(network, unflattened, op, network.num_npus, x) + _flattened_steps(
+        network, algorithm, op, x, quiet
+    )
 
 
 def _flattened_steps(network: Network, algorithm: Algorithm, op: Op, x: float, quiet: bool) -> float:

@@ -61,8 +61,14 @@ def _group_steps(
     latency = np.array([network.dimensions[d].latency_ns for d in dims]) * hops
     overhead = np.array([network.dimensions[d].message_overhead_ns for d in dims])
     cost = np.floor(latency + message / rate) + overhead
-    reduction = 0.0 if network.reduction_gbps is None else 3.0 * math.floor(message / network.reduction_gbps)
-    return cost, GROUP_STEP_DELAY_NS, reduction, steps, reducing
+    return cost, GROUP_STEP_DELAY_NS, group_reduction_ns(network, message), steps, reducing
+
+
+def group_reduction_ns(network: Network, message: float) -> float:
+    """A reduced receipt of ``message`` bytes on a group's ring: three times its bytes at the network's
+    ``reduction_gbps`` (0 without one), in whole ns.
+    """
+    return 0.0 if network.reduction_gbps is None else 3.0 * math.floor(message / network.reduction_gbps)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -12,7 +12,7 @@ from typing import assert_never
 
 from themis_opt.cost.flattened import _flattened_duration
 from themis_opt.cost.groups import group_chunk_ns, group_ring_ns, send_ns
-from themis_opt.cost.steps import _duration
+from themis_opt.cost.steps import _duration, phase_delay_of
 from themis_opt.instance import Algorithm, AllReducePhases, Instance, Kind, Network, Op
 
 
@@ -56,13 +56,30 @@ def phase_duration(network: Network, d: int, op: Op, bytes_in: float, algorithm:
     all-reduce algorithm for reduce-scatter, all-gather and all-reduce
     phases, its all-to-all algorithm for all-to-all ones).
     """
-    if algorithm is None:
-        dim = network.dimensions[d]
-        algorithm = dim.all_to_all_algorithm if op is Op.ALL_TO_ALL else dim.algorithm
+    algorithm = algorithm or _algorithm_of(network, d, op)
     op = performed(op, algorithm)
     if algorithm.flattened:
         return _flattened_duration(network, algorithm, op, float(bytes_in), False)
     return _duration(network, d, algorithm, op, float(bytes_in), False)
+
+
+def phase_delay_ns(network: Network, d: int, op: Op, bytes_in: float, algorithm: Algorithm | None = None) -> float:
+    """What :func:`phase_duration` adds once to a phase beyond its steps' messages: the network's
+    phase delay and the phase's reductions (each step's message adds
+    :func:`~themis_opt.cost.steps.message_delay_ns`).
+    """
+    algorithm = algorithm or _algorithm_of(network, d, op)
+    op = performed(op, algorithm)
+    if algorithm.flattened:
+        assert algorithm.spec.unflattened is not None  # a flattened algorithm runs its unflattened one over every NPU
+        return phase_delay_of(network, algorithm.spec.unflattened, op, network.num_npus, float(bytes_in))
+    return phase_delay_of(network, algorithm, op, network.dimensions[d].size, float(bytes_in))
+
+
+def _algorithm_of(network: Network, d: int, op: Op) -> Algorithm:
+    """Dimension ``d``'s algorithm for a phase of ``op`` (its all-to-all one for an all-to-all phase)."""
+    dim = network.dimensions[d]
+    return dim.all_to_all_algorithm if op is Op.ALL_TO_ALL else dim.algorithm
 
 
 def wire_time(network: Network, d: int, op: Op, bytes_in: float, algorithm: Algorithm) -> float:

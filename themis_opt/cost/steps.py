@@ -115,6 +115,20 @@ def reduction_ns(network: Network, algorithm: Algorithm, op: Op, n: int, x: floa
     return sum(3.0 * math.floor(s / network.reduction_gbps) for s in reduced_messages(algorithm, op, n, x))
 
 
+def message_delay_ns(network: Network, dim: Dimension) -> float:
+    """What the model adds to each step's message on ``dim`` beyond its hops' latency and its bytes
+    over the link (:func:`_duration`): the network's endpoint delay and the dimension's message overhead.
+    """
+    return network.endpoint_delay_ns + dim.message_overhead_ns
+
+
+def phase_delay_of(network: Network, algorithm: Algorithm, op: Op, n: int, x: float) -> float:
+    """What the model adds once to a phase of ``op`` on ``x`` bytes over ``n`` NPUs: the network's
+    phase delay and the phase's reductions.
+    """
+    return network.phase_delay_ns + reduction_ns(network, algorithm, op, n, x)
+
+
 @functools.lru_cache(maxsize=8192)
 def _duration(network: Network, d: int, algorithm: Algorithm, op: Op, x: float, quiet: bool) -> float:
     """A phase of ``op`` on ``x`` bytes on dimension ``d``; ``quiet``: its wire time alone
@@ -125,7 +139,7 @@ def _duration(network: Network, d: int, algorithm: Algorithm, op: Op, x: float, 
     dim = network.dimensions[d]
     whole = network.integer_messages or network.integer_message_sums  # quiet: floor(w) <= floor(l + w)
     delay, overhead = (0.0, 0.0) if quiet else (network.endpoint_delay_ns, dim.message_overhead_ns)
-    total = 0.0 if quiet else network.phase_delay_ns + reduction_ns(network, algorithm, op, dim.size, x)
+    total = 0.0 if quiet else phase_delay_of(network, algorithm, op, dim.size, x)
     link = link_bytes_per_ns(dim)
 
     def wire(seconds: float) -> float:

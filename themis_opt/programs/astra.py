@@ -41,6 +41,7 @@ CUSTOM_KEYS = (
 )
 TOPOLOGY_NAMES = {Topology.RING: "Ring", Topology.SWITCH: "Switch", Topology.FULLY_CONNECTED: "FullyConnected"}
 SEMANTICS = "themis"  # each message's collective, chunk, phase, unit set and whether it reduces (2.x reads it not)
+PAD = "themis_pad"  # the bytes of comm_size that pad a message (Program.pad; none where absent)
 RUN = """#!/bin/sh
 # Runs this program in ASTRA-sim 2.x (congestion-unaware analytical backend); ASTRA_SIM names its binary.
 cd "$(dirname "$0")" && exec "${ASTRA_SIM:-AstraSim_Analytical_Congestion_Unaware}" \\
@@ -151,8 +152,9 @@ def _trace(program: Program, rank: int) -> bytes:
         attrs={
             "comm_dst": np.where(send, program.peer[part], -1),
             "comm_src": np.where(recv, program.peer[part], -1),
-            "comm_size": np.where(message, program.size[part], -1),
+            "comm_size": np.where(message, program.size[part] + program.pad[part], -1),
             "comm_tag": np.where(message, program.tag[part], -1),
+            PAD: np.where(program.pad[part] > 0, program.pad[part], -1),
         },
         lists={SEMANTICS: semantics},
         durations=program.duration_ns[part] // 1000,
@@ -198,18 +200,18 @@ def read_program(folder: str | Path) -> Program:
             waits = [base + local[d] for d in (*node.data_deps, *node.ctrl_deps)]
             waited.extend(waits)
             counts.append(len(waits))
-        tables.append(np.array(rows, dtype=np.int64).reshape(len(rows), 10))
+        tables.append(np.array(rows, dtype=np.int64).reshape(len(rows), 11))
         dep_parts.append(np.array(waited, dtype=np.int64))
         count_parts.append(np.array(counts, dtype=np.int64))
         rank_start.append(base + len(nodes))
     dep_counts = np.concatenate(count_parts) if count_parts else np.zeros(0, dtype=np.int64)
-    table = np.concatenate(tables) if tables else np.zeros((0, 10), dtype=np.int64)
+    table = np.concatenate(tables) if tables else np.zeros((0, 11), dtype=np.int64)
     deps = np.concatenate(dep_parts) if dep_parts else np.zeros(0, dtype=np.int64)
     described = (links, collectives, unit_sets, active, description.stages)
     return Program.from_table(described, np.array(rank_start), table, dep_counts, deps)
 
 
-ATTRS = ("comm_dst", "comm_src", "comm_size", "comm_tag")
+ATTRS = ("comm_dst", "comm_src", "comm_size", "comm_tag", PAD)
 
 
 def _as_written(columns: Columns, data: bytes) -> bool:
@@ -226,19 +228,22 @@ def _fast_rows(columns: Columns) -> np.ndarray:
     )
     peer = np.where(kind == OpKind.SEND, columns.attrs["comm_dst"], columns.attrs["comm_src"])
     meaning = columns.lists[SEMANTICS]
+    pad = np.maximum(columns.attrs[PAD], 0)
     table = np.column_stack(
         [
             kind,
             peer,
-            columns.attrs["comm_size"],
+            columns.attrs["comm_size"] - pad,
             columns.attrs["comm_tag"],
             meaning[:, :4],
             meaning[:, 4],
             columns.durations * 1000,
+            pad,
         ]
     )
     comp = kind == OpKind.COMP
     table[comp, 1:9] = [-1, 0, 0, -1, -1, -1, -1, 0]
+    table[comp, 10] = 0
     return table
 
 
@@ -259,9 +264,11 @@ def _in_order(nodes: Any, where: str) -> list[Any]:
 
 
 def _row(node: Any, where: str) -> list[int]:
-    """One node as a program's row: kind, peer, size, tag, collective, chunk, phase, units, reduce, duration."""
+    """One node as a program's row: kind, peer, size, tag, collective, chunk, phase, units, reduce,
+    duration, pad.
+    """
     if node.type == NODE_TYPES["COMP_NODE"]:
-        return [OpKind.COMP, -1, 0, 0, -1, -1, -1, -1, 0, node.duration_micros * 1000]
+        return [OpKind.COMP, -1, 0, 0, -1, -1, -1, -1, 0, node.duration_micros * 1000, 0]
     if node.type not in (NODE_TYPES["COMM_SEND_NODE"], NODE_TYPES["COMM_RECV_NODE"]):
         raise InputError(where, f"a node of type {node.type}: a program holds sends, receives and computations")
     send = node.type == NODE_TYPES["COMM_SEND_NODE"]
@@ -280,4 +287,8 @@ def _row(node: Any, where: str) -> list[int]:
             where,
             f"has no {SEMANTICS} list of 5 integers (collective, chunk, phase, units, reduce): not themis-opt's",
         )
-    return [OpKind.SEND if send else OpKind.RECV, *values, *meaning[:4], int(bool(meaning[4])), 0]
+    pad = found.get(PAD, 0)
+    if not isinstance(pad, int) or isinstance(pad, bool) or not 0 <= pad < values[1]:
+        raise InputError(where, f"a {PAD} of {pad!r}: the whole bytes of comm_size ({values[1]}) that pad its data")
+    values[1] -= pad
+    return [OpKind.SEND if send else OpKind.RECV, *values, *meaning[:4], int(bool(meaning[4])), 0, pad]

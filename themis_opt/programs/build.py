@@ -20,14 +20,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from themis_opt.algorithms import Algorithm
-from themis_opt.cost.steps import link_gbps
+from themis_opt.cost.groups import GROUP_STEP_DELAY_NS, group_reduction_ns
+from themis_opt.cost.plans import phase_delay_ns
+from themis_opt.cost.steps import link_gbps, message_delay_ns
 from themis_opt.errors import InputError
 from themis_opt.formats.astra.groups import tile_group
 from themis_opt.instance import After, Collective, Instance, Kind, Op, Topology
 from themis_opt.programs.ir import Link, OpKind, Program, ProgramCollective
 from themis_opt.programs.scope import check_programmable, runs_over, send_targets, stage_rows
+from themis_opt.programs.timing import pad_bytes
 from themis_opt.result import Result
-from themis_opt.schedule import Schedule
+from themis_opt.schedule import Phase, Schedule
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +80,9 @@ class _Builder:
         self.columns: list[tuple[np.ndarray, ...]] = []
         self.edges: list[tuple[np.ndarray, np.ndarray]] = []
         self.durations: list[tuple[np.ndarray, int]] = []  # computations' rows and their time
+        self.gbps = np.array([link.bandwidth_gbps for link in links])
+        self.message_delay = np.array([message_delay_ns(network, dim) for dim in network.dimensions])
+        self.overhead = np.array([dim.message_overhead_ns for dim in network.dimensions])
 
     def shape(self, c: int, held: frozenset[int], d: int, op: Op) -> _Shape:
         key = (c, held, d, op)
@@ -164,6 +170,13 @@ class _Builder:
         exact = np.array([pc.unit_bytes(chunk, masks[u], units) for u in used.tolist()])
         return exact[back.reshape(shape.unit.shape)] * shape.origins
 
+    def message_dims(self, rows: np.ndarray, peers: np.ndarray) -> np.ndarray:
+        """The dimension each message between ``rows`` (R) and ``peers`` (R x M) is timed on: the
+        lowest its NPUs differ in.
+        """
+        dims: np.ndarray = (self.coords[peers] != self.coords[rows][:, None, :]).argmax(axis=2)
+        return dims
+
     def ids(self, count: int) -> np.ndarray:
         start = self.next_id
         self.next_id += count
@@ -196,7 +209,7 @@ class _Builder:
         ids = self.ids(len(rows))[:, None]
         none = np.array(-1)
         columns = (rows[:, None], np.array(OpKind.COMP), none, np.array(0), np.array(0))
-        self.add(ids, (*columns, none, none, none, none, np.array(False)), waits)
+        self.add(ids, (*columns, none, none, none, none, np.array(False), np.array(0)), waits)
         self.durations.append((ids.ravel(), duration_ns))
         return ids
 
@@ -277,7 +290,7 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
             gathered = frozenset(collectives[c].dims) if coll.kind is Kind.ALL_GATHER else frozenset()
             held, narrowed[(c, k)] = _held(narrowed.get((c, k), gathered), phase.dim, phase.op)
             shape = builder.shape(c, held, phase.dim, phase.op)
-            waits = _phase(builder, (c, k, i, phase.dim), shape, rows, waits, (tag, shared))
+            waits = _phase(builder, (c, k, i, phase), shape, rows, waits, (tag, shared))
         ends.chunks[(c, k)] = waits
         served[slot] = (phase.end_ns, waits)
     stages = tuple(tuple(int(r) for r in rows) for rows in members) if len(members) > 1 else ()
@@ -307,28 +320,34 @@ def _collective(instance: Instance, c: int, rows: np.ndarray) -> ProgramCollecti
 
 def _phase(
     builder: _Builder,
-    at: tuple[int, int, int, int],
+    at: tuple[int, int, int, Phase],
     shape: _Shape,
     rows: np.ndarray,
     waits: np.ndarray | None,
     tagged: tuple[int, list[bool]],
 ) -> np.ndarray:
-    """One phase's steps (collective, chunk, phase and its dimension ``at``) at each NPU of ``rows``,
+    """One phase's steps (collective, chunk, index and the phase ``at``) at each NPU of ``rows``,
     the first waiting for ``waits``, tagged from ``tagged[0]``; what the phase ends with at each.
     """
-    c, k, i, d = at
+    c, k, i, phase = at
+    d = phase.dim
     tag, shared = tagged
     pc = builder.collectives[c]
     size = builder.sizes(c, k, shape)[rows]
     peer, unit = shape.peer[rows], shape.unit[rows]
     algorithm = builder.network.dimensions[d].algorithm_for(pc.kind)
     ringed = bool(pc.groups) or (algorithm.spec.unflattened or algorithm) is Algorithm.RING
+    once = phase_delay_ns(builder.network, d, phase.op, phase.bytes_in, algorithm)
     for s in range(len(shape.send)):
         t_count = shape.send.shape[1]
         if waits is not None and waits.shape[1] * t_count >= JOIN_AT and waits.shape[1] > 1:
             waits = builder.join(rows, waits)
         ids = builder.ids(len(rows) * t_count).reshape(len(rows), t_count)
         kind = np.where(shape.send[s], int(OpKind.SEND), int(OpKind.RECV))[None, :]
+        sends = shape.send[s]
+        dims = builder.message_dims(rows, peer[:, s, sends])
+        delay = _delays(builder, pc, phase.op, s, dims, size[:, s, sends]) + (once if s == 0 and not pc.groups else 0.0)
+        pad = np.zeros(ids.shape, dtype=np.int64)
         columns = (
             rows[:, None],
             kind,
@@ -340,21 +359,42 @@ def _phase(
             np.array(i),
             unit[:, s],
             shape.reduce[s][None, :],
+            pad,
         )
-        builder.add(ids, columns, waits)
-        sends = shape.send[s]
         if pc.flat and np.count_nonzero(sends) > 1:  # each dimension's sends in turn where it is shared
-            dims = (builder.coords[peer[:, s, sends]] != builder.coords[rows][:, None, :]).argmax(axis=2)
             alone = -1 - np.arange(dims.shape[1])[None, :]
-            builder.one_at_a_time(ids[:, sends], np.where(np.array(shared)[dims], dims, alone))
+            among = np.where(np.array(shared)[dims], dims, alone)
+            builder.one_at_a_time(ids[:, sends], among)
+            # a chain of sends pays its step's delay once: a share of it each
+            delay = delay / (among[:, :, None] == among[:, None, :]).sum(axis=2)
         elif shared[d] and np.count_nonzero(sends) > 1:
             builder.one_at_a_time(ids[:, sends])
+            delay = delay / np.count_nonzero(sends)
+        pad[:, sends] = pad_bytes(delay, builder.gbps[dims])
+        builder.add(ids, columns, waits)
         # its sends arrived and its receipts in (a rounding apart, either may be last); a ring's next
         # step waits for its receipt alone, as ASTRA-sim's ring forwards what it receives (a ring carved
         # from a larger one has a longer link closing it, which only the NPU behind it waits for)
         waits = ids[:, ~sends] if ringed and s + 1 < len(shape.send) else ids
     assert waits is not None
     return waits
+
+
+def _delays(builder: _Builder, pc: ProgramCollective, op: Op, s: int, dims: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """The model's delays of each send of a phase's step ``s`` beyond its hops' latency and its bytes
+    (``dims``: each send's dimension, ``size``: its bytes; R x M), its phase's own delay aside
+    (:func:`~themis_opt.cost.plans.phase_delay_ns`): what its pad carries.
+    """
+    if not pc.groups:  # the endpoint delay and the dimension's message overhead
+        delay: np.ndarray = builder.message_delay[dims]
+        return delay
+    # a group's ring (cost.groups): a delay a step and one more before the first; a reduced receipt's reduction
+    delay = GROUP_STEP_DELAY_NS * (2 if s == 0 else 1) + builder.overhead[dims]
+    if s < len(pc.groups[0]) - 1 and op in (Op.REDUCE_SCATTER, Op.ALL_REDUCE):
+        values, back = np.unique(size, return_inverse=True)
+        reductions = np.array([group_reduction_ns(builder.network, float(v)) for v in values])
+        delay = delay + reductions[back.reshape(size.shape)]
+    return delay
 
 
 def _send(
@@ -374,10 +414,19 @@ def _send(
     unit = builder.unit_ids.setdefault(1, len(builder.unit_ids))
     common = (np.array(coll.size_bytes), np.array(tag), np.array(c), np.array(0), np.array(0), np.array(unit))
     sent = builder.ids(len(rows))[:, None]
-    builder.add(sent, (rows[:, None], np.array(OpKind.SEND), targets[:, None], *common, np.array(False)), waits)
+    dims = builder.message_dims(rows, targets[:, None])
+    pad = pad_bytes(builder.overhead[dims], builder.gbps[dims])  # a send's only delay (cost.groups.send_ns)
+    builder.add(sent, (rows[:, None], np.array(OpKind.SEND), targets[:, None], *common, np.array(False), pad), waits)
     order = np.argsort(targets)
     received = builder.ids(len(rows))[:, None]
-    receipts = (targets[order][:, None], np.array(OpKind.RECV), rows[order][:, None], *common, np.array(False))
+    receipts = (
+        targets[order][:, None],
+        np.array(OpKind.RECV),
+        rows[order][:, None],
+        *common,
+        np.array(False),
+        np.array(0),  # as its send's: see _assemble
+    )
     builder.add(received, receipts, None)
     return sent, received
 
@@ -455,7 +504,7 @@ def _held(fixed: frozenset[int], d: int, op: Op) -> tuple[frozenset[int], frozen
 def _assemble(builder: _Builder, active: int, stages: tuple[tuple[int, ...], ...]) -> Program:
     blocks = builder.columns
     ids = np.concatenate([b[0] for b in blocks]) if blocks else np.zeros(0, dtype=np.int64)
-    cols = [np.concatenate([b[j] for b in blocks]) if blocks else np.zeros(0, dtype=np.int64) for j in range(1, 11)]
+    cols = [np.concatenate([b[j] for b in blocks]) if blocks else np.zeros(0, dtype=np.int64) for j in range(1, 12)]
     rank = cols[0]
     order = np.lexsort((ids, rank))  # rank-major, each rank's rows in the order they were made
     where = np.empty(len(ids), dtype=np.int64)
@@ -472,7 +521,13 @@ def _assemble(builder: _Builder, active: int, stages: tuple[tuple[int, ...], ...
     counts = np.bincount(owner, minlength=len(ids))
     rank_start = np.searchsorted(rank[order], np.arange(builder.npus + 1))
     logger.info("program: %d operations on %d NPUs", len(ids), builder.npus)
-    kind, peer, size, tag, coll, chunk, phase, unit, reduce = (col[order] for col in cols[1:])
+    kind, peer, size, tag, coll, chunk, phase, unit, reduce, pad = (col[order] for col in cols[1:])
+    # a receive carries its send's pad: matched on (sender, receiver, tag), each message named once
+    sends, recvs = np.flatnonzero(kind == OpKind.SEND), np.flatnonzero(kind == OpKind.RECV)
+    by_sender = np.lexsort((tag[sends], peer[sends], rank[order][sends]))
+    by_receiver = np.lexsort((tag[recvs], rank[order][recvs], peer[recvs]))
+    if len(sends) == len(recvs):  # else Program names the message without its match
+        pad[recvs[by_receiver]] = pad[sends[by_sender]]
     return Program(
         links=builder.links,
         collectives=builder.collectives,
@@ -492,4 +547,5 @@ def _assemble(builder: _Builder, active: int, stages: tuple[tuple[int, ...], ...
         deps=dep[by_owner],
         active_phases=active,
         stages=stages,
+        pad=pad,
     )

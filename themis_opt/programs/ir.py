@@ -17,7 +17,7 @@ starts from there). ``unit_sets`` holds the distinct sets as bit masks, and ``un
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 from functools import cached_property
 from typing import Any
@@ -180,7 +180,7 @@ class ProgramCollective:
         return size
 
 
-COLUMNS = ("kind", "peer", "size", "tag", "collective", "chunk", "phase", "units", "reduce", "duration_ns")  # a row's
+COLUMNS = ("kind", "peer", "size", "tag", "collective", "chunk", "phase", "units", "reduce", "duration_ns", "pad")
 
 
 @dataclass(frozen=True, eq=False)
@@ -211,6 +211,11 @@ class Program:
         How many phases one dimension serves at once at one NPU (the network's ``active_chunks``).
     stages
         Per pipeline stage, its NPUs, ascending; ``()``: one stage of every NPU.
+    pad
+        Per message, bytes it carries beyond its data (``None``: none), a receive as many as its
+        send: the model's delays of a message (its endpoint delay, message overhead, its phase's
+        delay and reductions), which ASTRA-sim 2.x's custom path does not charge, as the time the
+        link takes to carry them (:func:`~themis_opt.programs.timing.pad_bytes`).
     """
 
     links: tuple[Link, ...]
@@ -231,9 +236,12 @@ class Program:
     deps: np.ndarray
     active_phases: int = 1
     stages: tuple[tuple[int, ...], ...] = ()
+    pad: np.ndarray = None  # type: ignore[assignment]  # resolved below
 
     def __post_init__(self) -> None:
         n = len(self.kind)
+        if self.pad is None:
+            object.__setattr__(self, "pad", np.zeros(n, dtype=np.int64))
         for name in (*COLUMNS, "rank_start", "dep_start", "deps"):
             value = np.asarray(getattr(self, name), dtype=bool if name == "reduce" else np.int64)
             value.setflags(write=False)
@@ -344,7 +352,7 @@ class Program:
         ------
         InputError
             A message sent or received twice, a receive without its send or the other way round, or
-            a send and its receive of different sizes (ASTRA-sim would hang one NPU without a word).
+            a send and its receive of different sizes or pads (ASTRA-sim would hang one NPU without a word).
         """
         sends = np.flatnonzero(self.kind == OpKind.SEND)
         recvs = np.flatnonzero(self.kind == OpKind.RECV)
@@ -365,7 +373,8 @@ class Program:
             )
         matched = np.full(self.num_ops, -1, dtype=np.int64)
         matched[recvs[recv_order]] = sends[send_order]
-        unequal = (self.kind == OpKind.RECV) & (self.size != self.size[np.maximum(matched, 0)])
+        at = np.maximum(matched, 0)
+        unequal = (self.kind == OpKind.RECV) & ((self.size != self.size[at]) | (self.pad != self.pad[at]))
         if np.any(unequal):
             raise InputError(_where(self, int(np.argmax(unequal))), "a receive of another size than its send")
         return matched
@@ -388,6 +397,12 @@ class Program:
     def deps_of(self, op: int) -> np.ndarray:
         """The rows operation ``op`` waits for."""
         return self.deps[self.dep_start[op] : self.dep_start[op + 1]]
+
+    def unpadded(self) -> Program:
+        """The program with no message padded (:attr:`pad`): its data alone, as a runtime that times its
+        own messages (MSCCL's) runs it.
+        """
+        return replace(self, pad=np.zeros(self.num_ops, dtype=np.int64))
 
     def summary(self) -> dict[str, Any]:
         """Counts for reports and ``program.json``."""
@@ -443,6 +458,7 @@ def _check(program: Program, n: int) -> None:
         several[several] &= ~free[np.clip(program.collective[several], 0, len(free) - 1)]
         _first_bad(several, program, "its NPUs differ in several dimensions (write one hop a dimension)")
     _first_bad(messages & (program.size <= 0), program, "a message of no bytes")
+    _first_bad((program.pad < 0) | (~messages & (program.pad != 0)), program, "a pad that is not a message's bytes")
     _first_bad(~messages & (program.duration_ns < 0), program, "a negative duration")
     count = len(program.collectives)
     _first_bad(messages & ((program.collective < 0) | (program.collective >= count)), program, "no such collective")

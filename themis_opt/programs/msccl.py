@@ -173,7 +173,12 @@ def write_msccl(
     InputError
         A program MSCCL cannot run (not one all-reduce, a computation of some time) or one over an
         executor's limit, naming it.
+    ValueError
+        A padded program (:attr:`Program.pad`): an MSCCL step carries data alone, so ``time_ns`` is
+        the time of :meth:`Program.unpadded`, which to write instead.
     """
+    if program.pad.any():
+        raise ValueError("write_msccl: the program's messages are padded; write program.unpadded()")
     if len(program.collectives) != 1:
         raise InputError("msccl", "programs are written for one collective (an MSCCL algo is one collective call)")
     (coll,) = program.collectives
@@ -515,12 +520,13 @@ def _assemble(description: Description, per_rank: list[list[dict[str, Any]]], un
                     unit,
                     int(node["reduce"]),
                     0,
+                    0,
                 ]
             )
             deps.extend(position[d] for d in node["deps"])
             counts.append(len(node["deps"]))
         starts.append(base + len(nodes))
-    table = np.array(rows, dtype=np.int64).reshape(len(rows), 10)
+    table = np.array(rows, dtype=np.int64).reshape(len(rows), 11)
     described = (description.links, description.collectives, tuple(masks), description.active_phases, ())
     return Program.from_table(described, np.array(starts), table, np.array(counts), np.array(deps, dtype=np.int64))
 

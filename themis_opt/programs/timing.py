@@ -1,16 +1,17 @@
 """A program timed as ASTRA-sim 2.x's congestion-unaware backend times custom collectives.
 
-Each SEND takes ``int(hops x latency + bytes / bandwidth)`` ns on the lowest dimension its NPUs
-differ in (a ring: the shorter way round, over the whole network dimension where the program's is
-carved from one; a switch: 2 hops; fully connected: 1), whatever else is sent at once; it ends when
-its data arrives. A RECV ends when its data has arrived and it is posted (at once, if posted after
-the arrival); a COMP takes its duration, 0 as 1 ns. An operation starts when everything it waits
-for has ended. An NPU finishes with its last operation.
+Each SEND takes ``int(hops x latency + bytes / bandwidth)`` ns (its bytes: its data and its pad) on
+the lowest dimension its NPUs differ in (a ring: the shorter way round, over the whole network
+dimension where the program's is carved from one; a switch: 2 hops; fully connected: 1), whatever
+else is sent at once; it ends when its data arrives. A RECV ends when its data has arrived and it
+is posted (at once, if posted after the arrival); a COMP takes its duration, 0 as 1 ns. An
+operation starts when everything it waits for has ended. An NPU finishes with its last operation.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -18,10 +19,21 @@ from themis_opt.errors import InputError
 from themis_opt.instance import Topology
 from themis_opt.programs.ir import OpKind, Program
 
+Rate = TypeVar("Rate", float, np.ndarray)  # one bandwidth, or one a link
 
-def bytes_per_ns(gbps: float) -> float:
+
+def bytes_per_ns(gbps: Rate) -> Rate:
     """ASTRA-sim 2.x's ``bw_GBps_to_Bpns``, rounded as it rounds: ``gbps * 2^30`` (exact), then over 10^9."""
-    return gbps * (1 << 30) / 1e9
+    rate: Rate = gbps * (1 << 30) / 1e9
+    return rate
+
+
+def pad_bytes(delay_ns: np.ndarray, gbps: np.ndarray) -> np.ndarray:
+    """The bytes a link of ``gbps`` takes ``delay_ns`` to carry, rounded up: a message padded with
+    them takes at least ``delay_ns`` longer in ASTRA-sim 2.x (at most 1 ns more, as 2.x truncates).
+    """
+    pad: np.ndarray = np.ceil(np.asarray(delay_ns) * bytes_per_ns(np.asarray(gbps, dtype=np.float64))).astype(np.int64)
+    return pad
 
 
 @dataclass(frozen=True)
@@ -62,7 +74,8 @@ def send_ns(program: Program) -> np.ndarray:
         hops = np.where(ring, np.minimum(apart, sizes - apart), fixed)
         latency = np.array([link.latency_ns for link in program.links])[dims]
         rate = np.array([bytes_per_ns(link.bandwidth_gbps) for link in program.links])[dims]
-        costs[sends] = (hops * latency + program.size[sends].astype(np.float64) / rate).astype(np.int64)
+        wire = (program.size[sends] + program.pad[sends]).astype(np.float64)
+        costs[sends] = (hops * latency + wire / rate).astype(np.int64)
     comps = program.kind == OpKind.COMP
     costs[comps] = np.maximum(program.duration_ns[comps], 1)
     return costs
