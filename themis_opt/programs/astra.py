@@ -7,7 +7,8 @@ program whatever its size), the program ``program.<r>.et`` (a rank's sends, rece
 computations, with their dependencies), ``run.sh`` (the command line, run from the folder) and
 ``program.json``: the program's counts, its time as 2.x's custom path times it (``program_time_ns``)
 and what the checker needs that a trace cannot say (each message's collective, chunk, phase and
-units, in attributes named ``themis_*`` that 2.x does not read).
+units, in attributes named ``themis_*`` that 2.x does not read). A message's ``comm_size`` is its
+data and its pad (:attr:`~themis_opt.programs.Program.pad`), ``themis_pad`` how many of its bytes pad it.
 
 The whole program is one custom collective: the workload's one node per rank runs it, so several
 collectives issued at once keep the schedule's interleaving, which one program per collective
