@@ -379,6 +379,13 @@ def test_a_flattened_direct_on_shared_ports_sends_each_dimensions_messages_in_tu
     makespan = solve(shared, method="baseline").makespan
     assert makespan is not None and times[0] > 1.5 * times[1]
     assert makespan <= times[0] <= 1.1 * makespan  # a latency a message in turn, where the model pays one
+    # a dimension's messages in turn pay the step's 10 ns delay once: a share each (NPU 0's 15 are
+    # charged 12 on the ring, 2 on the switch, in turn, and 1 on the fully-connected dimension)
+    program = program_of(shared, solve(shared, method="baseline"))
+    first = (program.rank == 0) & (program.kind == OpKind.SEND) & (program.tag == program.tag.min())
+    gbps = np.array([link.bandwidth_gbps for link in program.links])[program.message_dim[first]]
+    count = np.array([12, 2, 1])[program.message_dim[first]]
+    assert np.array_equal(program.pad[first], np.ceil(10 / count * gbps * 2**30 / 1e9).astype(np.int64))
 
 
 def test_a_flattened_collective_charged_on_the_outermost_dimension_is_refused() -> None:

@@ -365,8 +365,10 @@ def _phase(
             alone = -1 - np.arange(dims.shape[1])[None, :]
             among = np.where(np.array(shared)[dims], dims, alone)
             builder.one_at_a_time(ids[:, sends], among)
-            # a chain of sends pays its step's delay once: a share of it each
-            delay = delay / (among[:, :, None] == among[:, None, :]).sum(axis=2)
+            # a chain of sends pays its step's delay once: a share of it each (sends of one NPU and key)
+            keys = np.arange(len(rows))[:, None] * (among.max() - among.min() + 1) + (among - among.min())
+            _, chain, length = np.unique(keys, return_inverse=True, return_counts=True)
+            delay = delay / length[chain.reshape(keys.shape)]
         elif shared[d] and np.count_nonzero(sends) > 1:
             builder.one_at_a_time(ids[:, sends])
             delay = delay / np.count_nonzero(sends)
