@@ -65,13 +65,14 @@ def test_the_table_lists_every_stage_once_in_order() -> None:
         "warm start",
         "assignment search",
         "at the bound",
+        "probe",
         "sequence search",
         "windows",
         "counts fixed",
         "full model",
     ]
     assert [row["stage"] for row in describe()] == names
-    assert [spec.starts for spec in STAGES] == [True] + [False] * 6
+    assert [spec.starts for spec in STAGES] == [True] + [False] * 7
     for spec in STAGES:  # every stage's settings are a field of the parameters
         assert spec.settings is None or isinstance(getattr(PipelineParams(), spec.settings), Stage)
 
@@ -201,14 +202,14 @@ def test_no_search_stage_starts_with_less_time_than_the_warm_start_took() -> Non
 
     stages = (
         StageSpec("warm start", None, lambda ctx: True, slow, starts=True),
-        *(StageSpec(s.name, s.settings, s.runs, record(s.name)) for s in STAGES[1:4]),
+        *(StageSpec(s.name, s.settings, s.runs, record(s.name)) for s in STAGES[1:5]),
     )
     instance = make([(4, "switch", 200.0), (4, "switch", 100.0), (4, "switch", 50.0)], size=64 * 2**20, chunks=4)
     bounds = compute_bounds(instance)
     run_stages(_context(instance, None, bounds, seconds=1.5), stages)
     assert ran == []
     run_stages(_context(instance, None, bounds, seconds=20), stages)
-    assert ran == ["assignment search", "at the bound", "sequence search"]
+    assert ran == ["assignment search", "at the bound", "sequence search"]  # the probe is off by default
 
 
 def test_a_model_too_large_with_no_time_to_load_cp_sat_returns_the_best_heuristic_schedule(
@@ -245,3 +246,19 @@ def test_a_warm_start_with_merged_all_reduce_phases_is_kept_apart_from_the_split
     result = solve(instance, "cpsat", warm=baseline.schedule, time_limit=1.5, workers=1, seed=0)
     assert validate(instance, result.schedule) == []
     assert result.makespan <= baseline.makespan
+
+
+def test_the_probe_proves_the_best_before_the_searches_when_switched_on(caplog: pytest.LogCaptureFixture) -> None:
+    # two all-reduces whose exact model CP-SAT proves in a fraction of a second, which the searches
+    # before it do not: with the probe on, the call ends there, optimal; off, at the last stage
+    import logging
+
+    instance = two_issues()
+    probe = SolveParams(pipeline=PipelineParams(probe=Stage(0.5, cap=5.0, max_literals=4_096)))
+    for params, last in ((probe, "stage probe"), (SolveParams(), "stage full model")):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="themis_opt.pipeline"):
+            result = solve(instance, "cpsat", time_limit=10, workers=1, params=params)
+        stages = [r.getMessage().split(":")[0] for r in caplog.records if r.getMessage().startswith("stage ")]
+        assert result.status.value == "optimal" and result.schedule is not None
+        assert validate(instance, result.schedule) == [] and stages[-1] == last

@@ -86,6 +86,10 @@ class PipelineParams(Knobs):
         default=Stage(0.75, cap=5.0, max_phases=128, max_literals=4_096),
         metadata={"why": "does some optimal assignment of counts admit a schedule at the bound"},
     )
+    probe: Stage = field(
+        default=Stage(0.3, cap=5.0, max_literals=4_096, enabled=False),
+        metadata={"why": "the exact model before the sequence searches: it may prove the best optimal early"},
+    )
     sequence: Stage = field(default=Stage(0.4), metadata={"why": "the order each dimension serves"})
     counts_fixed: Stage = field(
         default=Stage(0.75, cap=20.0, max_literals=4_096),

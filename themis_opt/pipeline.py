@@ -113,6 +113,11 @@ class Context:
         """Whether a search may start: not proven, and more time left than the warm start took."""
         return not self.proven() and self.deadline.remaining() > self.warm_cost
 
+    def keep_cpsat_bound(self, bound: float | None) -> None:
+        """Keep CP-SAT's ``bound`` of the exact model, if higher than the one kept (``None``: none found)."""
+        if bound is not None:
+            self.bounds = dataclasses.replace(self.bounds, cpsat=max(self.bounds.cpsat or 0.0, bound))
+
     def offer(self, schedule: Schedule | None) -> None:
         """Keep ``schedule`` if it is shorter than the best; the trajectory notes where the best stands."""
         if schedule is not None and (self.best is None or schedule.makespan < self.best.makespan):
@@ -332,6 +337,26 @@ def counts_fixed(ctx: Context, budget: Deadline) -> None:
         ctx.stats = outcome.stats
 
 
+def probe(ctx: Context, budget: Deadline) -> None:
+    """CP-SAT on the exact model, hinted with the best schedule, for a share of the time: where it
+    proves its bound sooner than the searches before the last stage would leave it time, the call
+    ends early; its bound and any better schedule are kept.
+    """
+    assert ctx.best is not None
+    try:
+        outcome = ctx.cpsat(ctx.best, budget)
+    except OutOfTime:
+        return
+    if outcome.status in (Status.INFEASIBLE, Status.MODEL_INVALID):
+        logger.error("CP-SAT says %s for a model with a valid warm start", outcome.status.value)
+        return
+    ctx.keep_cpsat_bound(outcome.bound)
+    if outcome.schedule.makespan < ctx.best.makespan:
+        ctx.best = outcome.schedule
+        ctx.trajectory.extend(outcome.trajectory[1:])
+        ctx.stats = outcome.stats
+
+
 def full_model(ctx: Context, budget: Deadline) -> None:
     """CP-SAT on the exact model, hinted with the best schedule, until the deadline."""
     assert ctx.best is not None
@@ -341,7 +366,7 @@ def full_model(ctx: Context, budget: Deadline) -> None:
     except OutOfTime:
         ctx.note = "cpsat: out of time while building the model: the best heuristic schedule is returned"
         return
-    ctx.bounds = dataclasses.replace(ctx.bounds, cpsat=outcome.bound)
+    ctx.keep_cpsat_bound(outcome.bound)
     ctx.stats = outcome.stats
     if outcome.status in (Status.INFEASIBLE, Status.MODEL_INVALID):
         logger.error("CP-SAT says %s for a model with a valid warm start", outcome.status.value)
@@ -391,6 +416,7 @@ STAGES: tuple[StageSpec, ...] = (
     StageSpec("warm start", None, lambda ctx: True, warm_start, starts=True),
     StageSpec("assignment search", "assignment", Context.may_search, assignment_search),
     StageSpec("at the bound", "at_bound", lambda ctx: _small(ctx) and ctx.may_search(), at_bound),
+    StageSpec("probe", "probe", lambda ctx: _small(ctx) and ctx.may_search(), probe),
     StageSpec("sequence search", "sequence", lambda ctx: _small(ctx) and ctx.may_search(), sequence_search),
     StageSpec("windows", None, lambda ctx: not ctx.exact_fits, windows),
     StageSpec("counts fixed", "counts_fixed", _small, counts_fixed),
