@@ -337,7 +337,8 @@ def _phase(
     peer, unit = shape.peer[rows], shape.unit[rows]
     algorithm = builder.network.dimensions[d].algorithm_for(pc.kind)
     ringed = bool(pc.groups) or (algorithm.spec.unflattened or algorithm) is Algorithm.RING
-    once = phase_delay_ns(builder.network, d, phase.op, phase.bytes_in, algorithm)
+    # the phase's own delays, on its first step (a group's ring has its own: see _delays)
+    once = 0.0 if pc.groups else phase_delay_ns(builder.network, d, phase.op, phase.bytes_in, algorithm)
     for s in range(len(shape.send)):
         t_count = shape.send.shape[1]
         if waits is not None and waits.shape[1] * t_count >= JOIN_AT and waits.shape[1] > 1:
@@ -346,7 +347,7 @@ def _phase(
         kind = np.where(shape.send[s], int(OpKind.SEND), int(OpKind.RECV))[None, :]
         sends = shape.send[s]
         dims = builder.message_dims(rows, peer[:, s, sends])
-        delay = _delays(builder, pc, phase.op, s, dims, size[:, s, sends]) + (once if s == 0 and not pc.groups else 0.0)
+        delay = _delays(builder, pc, phase.op, s, dims, size[:, s, sends]) + (once if s == 0 else 0.0)
         pad = np.zeros(ids.shape, dtype=np.int64)
         columns = (
             rows[:, None],
