@@ -270,7 +270,9 @@ def test_messages_carry_the_models_delays_as_padding(tmp_path: Path, capsys: pyt
     assert np.array_equal(one.size, other.size) and not other.pad.any()
     gbps = np.array([link.bandwidth_gbps for link in one.links])[one.message_dim[sends]]
     assert np.array_equal(one.pad[sends], np.ceil(10 * gbps * 2**30 / 1e9).astype(np.int64))
-    times = [json.loads((out / "program.json").read_text())["program_time_ns"] for out in (padded, bare)]
+    described = [json.loads((out / "program.json").read_text()) for out in (padded, bare)]
+    assert [d["padding_bytes"] for d in described] == [int(one.pad[sends].sum()), 0]
+    times = [d["program_time_ns"] for d in described]
     assert times == [check_program(one).time_ns, check_program(other).time_ns] and times[0] > times[1]
     # ASTRA-sim reads the padded size: data and pad
     node = next(n for n in read_nodes(padded / "program.0.et", (padded / "program.0.et").read_bytes()) if n.type == 5)

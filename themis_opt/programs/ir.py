@@ -411,6 +411,7 @@ class Program:
             "collectives": len(self.collectives),
             "nodes": self.num_ops,
             "messages": int(np.count_nonzero(self.kind == OpKind.SEND)),
+            "padding_bytes": int(self.pad[self.kind == OpKind.SEND].sum()),  # the model's delays, as bytes sent
         }
 
 
