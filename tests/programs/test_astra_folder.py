@@ -298,3 +298,21 @@ def test_a_pad_that_is_not_part_of_a_message_is_named(folder: tuple[Program, Pat
     _rewrite(tmp_path / "program.0.et", too_much)
     with pytest.raises(InputError, match=r"program\.0\.et node \d+: a themis_pad of 1099511627776"):
         read_program(tmp_path)
+
+
+def test_a_folder_of_the_first_version_reads_and_a_later_one_is_named(
+    folder: tuple[Program, Path], tmp_path: Path
+) -> None:
+    # version 1 wrote each message's data alone (as --unpadded does); a version this reader does not
+    # know is one line, not a misread
+    program, _ = folder
+    old = tmp_path / "v1"
+    write_program(program.unpadded(), old, time_ns=check_program(program.unpadded()).time_ns)
+    described = json.loads((old / "program.json").read_text())
+    for version, fine in ((1, True), (3, False)):
+        (old / "program.json").write_text(json.dumps({**described, "version": version}))
+        if fine:
+            assert check_program(read_program(old)).time_ns == described["program_time_ns"]
+        else:
+            with pytest.raises(InputError, match=r"version 3: this themis-opt reads versions 1, 2"):
+                read_program(old)

@@ -22,7 +22,8 @@ from themis_opt.instance.core import topological as ordered
 from themis_opt.programs.ir import Link, Program, ProgramCollective
 
 FORMAT = "themis-opt-program"
-VERSION = 1
+VERSION = 2  # 2: a message's comm_size holds its pad (themis_pad) besides its data
+READS = (1, 2)  # version 1's messages carry their data alone
 DESCRIPTION = "program.json"
 
 
@@ -102,8 +103,10 @@ def read_description(folder: Path) -> Description:
         raise InputError(str(where), f"not JSON: {error.msg} at line {error.lineno}") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise InputError(str(where), f"not a {FORMAT} file")
-    if meta.get("version") != VERSION:
-        raise InputError(str(where), f"version {meta.get('version')!r}: this themis-opt reads version {VERSION}")
+    if meta.get("version") not in READS:
+        raise InputError(
+            str(where), f"version {meta.get('version')!r}: this themis-opt reads versions {', '.join(map(str, READS))}"
+        )
     try:
         links = tuple(
             Link(
