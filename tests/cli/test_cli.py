@@ -282,11 +282,13 @@ def validate_file(instance_file: str, result: object) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("sent", "code", "said", "method"),
-    [("SIGINT", 130, "interrupted", "cpsat"), ("SIGTERM", 143, "terminated", "all")],
+    ("sent", "code", "said", "method", "limit"),
+    # limits that leave the searches running long after the signal (the bounds take a quarter first;
+    # all runs four methods before cpsat): a command that ignored it would run at least 7 s on
+    [("SIGINT", 130, "interrupted", "cpsat", "12"), ("SIGTERM", 143, "terminated", "all", "20")],
 )
 def test_ctrl_c_stops_a_search_at_once_with_one_message(
-    tmp_path: Path, sent: str, code: int, said: str, method: str
+    tmp_path: Path, sent: str, code: int, said: str, method: str, limit: str
 ) -> None:
     import signal
     import subprocess
@@ -297,9 +299,8 @@ def test_ctrl_c_stops_a_search_at_once_with_one_message(
 
     hard = str(ROOT / "instances" / "paper" / "paper-4d-r2-fc8-r8-sw8.json")
     out = tmp_path / "r.json"
-    # the signal comes once cpsat's searches have begun (its log says so), whatever the machine's pace;
-    # 20 s: a command that ignored it would run 15 s on, far past the 8 s it may take to stop
-    argv = [sys.executable, "-m", "themis_opt.cli", "solve", hard, "--method", method, "--time-limit", "20"]
+    # the signal comes once cpsat's searches have begun (its log says so), whatever the machine's pace
+    argv = [sys.executable, "-m", "themis_opt.cli", "solve", hard, "--method", method, "--time-limit", limit]
     process = subprocess.Popen(
         [*argv, "--out", str(out), "--log"],
         stdout=subprocess.PIPE,
@@ -315,7 +316,7 @@ def test_ctrl_c_stops_a_search_at_once_with_one_message(
     at = time.perf_counter()
     process.send_signal(getattr(signal, sent))
     _, err = process.communicate(timeout=60)
-    assert time.perf_counter() - at < 8.0
+    assert time.perf_counter() - at < 5.0
     assert process.returncode == code and err.endswith(f"\nthemis-opt: {said}\n") and "Traceback" not in err
     if method == "cpsat":
         assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # the best so far, whole; no temporary file

@@ -39,7 +39,7 @@ def collectives(draw: st.DrawFn) -> Instance:
     return Instance(Network(tuple(dims)), (coll,), name="m")
 
 
-@settings(max_examples=16, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(collectives(), st.sampled_from(["baseline", "themis", "balanced"]))
 def test_random_collectives_are_written_and_proved(instance: Instance, method: str) -> None:
     import tempfile
