@@ -109,9 +109,12 @@ def check_program(args: argparse.Namespace, console: Console) -> int:
 
     program = read_msccl(args.folder) if (Path(args.folder) / XML).is_file() else read_program(args.folder)
     timing = check_program(program)
+    padding = int(program.summary()["padding_bytes"])
+    padded = f", its messages padded with {padding:,} bytes of the model's delays" if padding else ""
     console.print(
         f"{args.folder}: {counted(program.npus, 'NPU')}, {counted(len(program.collectives), 'collective')}, "
         f"{counted(program.num_ops, 'node')}: every message matched, no deadlock, each dimension one phase at a "
         f"time, every NPU ends with its collective's result; time {fmt_time(timing.time_ns)} ({timing.time_ns} ns)"
+        f"{padded}"
     )
     return 0
