@@ -118,6 +118,14 @@ class Context:
         if bound is not None:
             self.bounds = dataclasses.replace(self.bounds, cpsat=max(self.bounds.cpsat or 0.0, bound))
 
+    def adopt(self, outcome: CpsatOutcome) -> None:
+        """Keep a CP-SAT run's schedule, trajectory and statistics if it beat the best."""
+        assert self.best is not None
+        if outcome.schedule.makespan < self.best.makespan:
+            self.best = outcome.schedule
+            self.trajectory.extend(outcome.trajectory[1:])
+            self.stats = outcome.stats
+
     def offer(self, schedule: Schedule | None) -> None:
         """Keep ``schedule`` if it is shorter than the best; the trajectory notes where the best stands."""
         if schedule is not None and (self.best is None or schedule.makespan < self.best.makespan):
@@ -331,10 +339,7 @@ def counts_fixed(ctx: Context, budget: Deadline) -> None:
         outcome = ctx.cpsat(hint or spread(ctx.instance, counts.counts, budget), budget, counts=counts.counts)
     except OutOfTime:
         return
-    if outcome.schedule.makespan < ctx.best.makespan:
-        ctx.best = outcome.schedule
-        ctx.trajectory.extend(outcome.trajectory[1:])
-        ctx.stats = outcome.stats
+    ctx.adopt(outcome)
 
 
 def probe(ctx: Context, budget: Deadline) -> None:
@@ -351,10 +356,7 @@ def probe(ctx: Context, budget: Deadline) -> None:
         logger.error("CP-SAT says %s for a model with a valid warm start", outcome.status.value)
         return
     ctx.keep_cpsat_bound(outcome.bound)
-    if outcome.schedule.makespan < ctx.best.makespan:
-        ctx.best = outcome.schedule
-        ctx.trajectory.extend(outcome.trajectory[1:])
-        ctx.stats = outcome.stats
+    ctx.adopt(outcome)
 
 
 def full_model(ctx: Context, budget: Deadline) -> None:

@@ -29,7 +29,7 @@ from themis_opt.formats.astra.etcolumns import NODE_TYPES, Columns, decode_trace
 from themis_opt.formats.astra.etfiles import attr_value
 from themis_opt.instance import Kind, Topology
 from themis_opt.programs.folder import read_description, topological, write_description
-from themis_opt.programs.ir import Link, OpKind, Program, physical_dims
+from themis_opt.programs.ir import COLUMNS, Link, OpKind, Program, physical_dims
 
 PREFIX = "program"  # the custom collectives' files: program.<r>.et
 WORKLOAD = "workload"  # the workload's: workload.<r>.et
@@ -201,12 +201,12 @@ def read_program(folder: str | Path) -> Program:
             waits = [base + local[d] for d in (*node.data_deps, *node.ctrl_deps)]
             waited.extend(waits)
             counts.append(len(waits))
-        tables.append(np.array(rows, dtype=np.int64).reshape(len(rows), 11))
+        tables.append(np.array(rows, dtype=np.int64).reshape(len(rows), len(COLUMNS)))
         dep_parts.append(np.array(waited, dtype=np.int64))
         count_parts.append(np.array(counts, dtype=np.int64))
         rank_start.append(base + len(nodes))
     dep_counts = np.concatenate(count_parts) if count_parts else np.zeros(0, dtype=np.int64)
-    table = np.concatenate(tables) if tables else np.zeros((0, 11), dtype=np.int64)
+    table = np.concatenate(tables) if tables else np.zeros((0, len(COLUMNS)), dtype=np.int64)
     deps = np.concatenate(dep_parts) if dep_parts else np.zeros(0, dtype=np.int64)
     described = (links, collectives, unit_sets, active, description.stages)
     return Program.from_table(described, np.array(rank_start), table, dep_counts, deps)

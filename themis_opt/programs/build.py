@@ -507,6 +507,7 @@ def _held(fixed: frozenset[int], d: int, op: Op) -> tuple[frozenset[int], frozen
 def _assemble(builder: _Builder, active: int, stages: tuple[tuple[int, ...], ...]) -> Program:
     blocks = builder.columns
     ids = np.concatenate([b[0] for b in blocks]) if blocks else np.zeros(0, dtype=np.int64)
+    # a block: its ids, the rank, then the columns of add() (the durations are kept apart)
     cols = [np.concatenate([b[j] for b in blocks]) if blocks else np.zeros(0, dtype=np.int64) for j in range(1, 12)]
     rank = cols[0]
     order = np.lexsort((ids, rank))  # rank-major, each rank's rows in the order they were made

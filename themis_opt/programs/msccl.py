@@ -36,7 +36,7 @@ from themis_opt.errors import InputError
 from themis_opt.fileio import atomic_folder, read_text, write_text
 from themis_opt.instance import Kind
 from themis_opt.programs.folder import Description, read_description, topological, write_description
-from themis_opt.programs.ir import OpKind, Program
+from themis_opt.programs.ir import COLUMNS, OpKind, Program
 
 MAX_STEPS = 64  # MSCCL_MAX_NUM_STEPS of the executor's default build: steps a thread block holds
 LIMITS = {  # the executor's, and what it does at each (msccl_parser.cc, msccl_struct.h)
@@ -526,7 +526,7 @@ def _assemble(description: Description, per_rank: list[list[dict[str, Any]]], un
             deps.extend(position[d] for d in node["deps"])
             counts.append(len(node["deps"]))
         starts.append(base + len(nodes))
-    table = np.array(rows, dtype=np.int64).reshape(len(rows), 11)
+    table = np.array(rows, dtype=np.int64).reshape(len(rows), len(COLUMNS))
     described = (description.links, description.collectives, tuple(masks), description.active_phases, ())
     return Program.from_table(described, np.array(starts), table, np.array(counts), np.array(deps, dtype=np.int64))
 
