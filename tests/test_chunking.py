@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.conftest import DATA, load
-from themis_opt.chunking import Chunking, rechunked, sweep_chunks
+from themis_opt.chunking import Chunking, like_groups, mixed, rechunked, search_mix, sweep_chunks
 from themis_opt.cli import main
 from themis_opt.errors import InputError
+from themis_opt.formats.native import load_instance
 from themis_opt.instance import Collective, Instance
+from themis_opt.solving import solve
 from themis_opt.validator import validate
 
 
@@ -66,3 +70,54 @@ def test_the_cli_prints_each_count_and_the_bound_for_all(capsys: pytest.CaptureF
     assert main([*argv[:2], "--sizes", "1MiB,8MiB", *argv[4:]]) == 0
     out = capsys.readouterr().out
     assert "chunk size" in out and "best at chunks of" in out and "8 MiB" in out
+
+
+def test_a_mix_gives_like_collectives_one_count_and_beats_every_uniform_count() -> None:
+    instance = load("mixed")  # three collectives of different kinds and sizes: three groups
+    assert like_groups(instance) == [(0,), (2,), (1,)]
+    counts = [1, 2, 4, 8]
+    mix = search_mix(instance, counts, ["baseline", "themis"], by="themis", time_limit=10, workers=1)
+    uniform = [solve(rechunked(instance, c), "themis", bound_set="formulas").makespan for c in counts]
+    themis = mix.result("themis")
+    assert themis.makespan is not None and themis.makespan <= min(m for m in uniform if m is not None)
+    assert all(n in counts for n in mix.counts) and mix.tried >= len(counts)
+    cut = mixed(instance, mix.counts)
+    for result in mix.results:
+        assert result.schedule is not None and validate(cut, result.schedule) == []
+        assert result.makespan is not None and mix.bound <= result.makespan * (1 + 1e-9)
+    again = search_mix(instance, counts, ["themis"], by="themis", time_limit=10, workers=1)
+    assert again.counts == mix.counts  # deterministic
+    with pytest.raises(InputError, match="simulates"):
+        search_mix(instance, counts, ["cpsat"], by="cpsat")
+    with pytest.raises(InputError, match="methods run"):
+        search_mix(instance, counts, ["baseline"], by="themis")
+    with pytest.raises(InputError, match="each of the 3 collectives"):
+        mixed(instance, [1, 2])
+
+
+def test_the_cli_searches_a_mix_and_bounds_every_one(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["chunks", str(DATA / "mixed.json"), "--counts", "1,4", "--method", "baseline,themis", "--time-limit", "4"]
+    assert main([*argv, "--mix", "themis"]) == 0
+    out = capsys.readouterr().out
+    assert "searched by themis" in out and "bound for every mix" in out and "themis at that mix" in out
+    assert main([*argv, "--mix", "cpsat"]) == 2
+    assert "--mix: must be one of the methods run" in capsys.readouterr().err
+
+
+def test_the_cli_writes_the_cut_of_the_shortest_schedule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "cut.json"
+    argv = ["chunks", str(DATA / "mixed.json"), "--counts", "1,4", "--method", "themis", "--time-limit", "4"]
+    assert main([*argv, "--out", str(out)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    sweep = sweep_chunks(load("mixed"), [1, 4], ["themis"], time_limit=4, workers=1)
+    best, result = sweep.best("themis")
+    written = load_instance(out)
+    assert written.name == f"mixed-c{best.count}"
+    assert solve(written, "themis", bound_set="formulas").makespan == result.makespan
+    assert main([*argv, "--mix", "themis", "--out", str(out)]) == 0
+    found = search_mix(load("mixed"), [1, 4], ["themis"], by="themis", time_limit=4, workers=1)
+    mix = found.result("themis").makespan
+    assert mix is not None and result.makespan is not None and mix < result.makespan  # the mix wins here
+    written = load_instance(out)
+    assert tuple(c.chunks for c in written.collectives) == found.counts and written.name == "mixed-mix"
+    assert main([*argv, "--out", str(DATA / "mixed.json")]) == 2  # an input: refused before any work

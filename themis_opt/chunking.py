@@ -8,6 +8,11 @@ collective of an instance as each :class:`Chunking` says in turn (a count for ev
 or a chunk size, which gives each collective its own count), solves each with the methods asked
 for, and keeps the smallest of their lower bounds: no schedule at any of those choices beats it,
 so a gap against it certifies the choice as well as the schedule.
+
+:func:`search_mix` goes further: each group of like collectives (same kind, size, group and
+dimensions: a model's layers share a few) gets its own count, chosen by a local search that
+simulates one method, and :func:`~themis_opt.bounds.chunkings.every_chunking_bound` bounds every
+such mix of the sweep's counts at once.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from dataclasses import dataclass
 
 from themis_opt.budget import Deadline
 from themis_opt.errors import InputError
-from themis_opt.instance import Collective, Instance, Kind
+from themis_opt.instance import Collective, Instance, Kind, Task
 from themis_opt.params import SolveParams
 from themis_opt.result import Result
 
@@ -92,11 +97,14 @@ class ChunkSweep:
         The methods, in the order each chunking ran them.
     results
         Per chunking, one result per method (each against that chunking's bounds).
+    mix
+        The mix of counts a search found, collective by collective (``None``: not searched).
     """
 
     choices: tuple[Chunking, ...]
     methods: tuple[str, ...]
     results: tuple[tuple[Result, ...], ...]
+    mix: ChunkMix | None = None
 
     def __post_init__(self) -> None:
         if len(self.results) != len(self.choices) or any(len(r) != len(self.methods) for r in self.results):
@@ -104,8 +112,11 @@ class ChunkSweep:
 
     @property
     def bound(self) -> float:
-        """A lower bound on every schedule at every chunking of the sweep: the smallest of their bounds."""
-        return min(results[0].lower_bound for results in self.results)
+        """A lower bound on every schedule at every chunking of the sweep: the smallest of their bounds,
+        or the mix's bound (it holds at every mix, so at every chunking too) where higher.
+        """
+        least = min(results[0].lower_bound for results in self.results)
+        return max(least, self.mix.bound) if self.mix is not None else least
 
     def best(self, method: str) -> tuple[Chunking, Result]:
         """The chunking at which ``method`` found its shortest makespan, and that result."""
@@ -124,6 +135,23 @@ class ChunkSweep:
         assert result.makespan is not None
         return result.makespan / self.bound - 1
 
+    def shortest(self, instance: Instance) -> tuple[Instance, Result]:
+        """``instance`` cut as the shortest schedule found says (any method, at any chunking or at
+        the mix; a tie goes to the first chunking swept, the mix last), and that schedule's result.
+        """
+        found: list[tuple[float, int, Result]] = [
+            (r.makespan, n, r) for n, results in enumerate(self.results) for r in results if r.makespan is not None
+        ]
+        if self.mix is not None:
+            found += [(r.makespan, len(self.choices), r) for r in self.mix.results if r.makespan is not None]
+        if not found:
+            raise ValueError("the sweep found no schedule")
+        _, n, result = min(found, key=lambda item: (item[0], item[1]))
+        if n == len(self.choices):
+            assert self.mix is not None
+            return mixed(instance, self.mix.counts), result
+        return rechunked(instance, self.choices[n]), result
+
 
 def sweep_chunks(
     instance: Instance,
@@ -134,21 +162,56 @@ def sweep_chunks(
     workers: int | None = None,
     seed: int = 0,
     params: SolveParams | None = None,
+    mix: str | None = None,
 ) -> ChunkSweep:
     """Solve ``instance`` cut as each of ``choices`` says (a number: a chunk count) with every method
-    of ``methods``.
+    of ``methods``; with ``mix``, then search a count for each group of like collectives (see
+    :func:`search_mix`) with that method, from the chunking it did best at.
 
     ``time_limit`` bounds the whole sweep: each chunking gets an equal share of what is left (the
     bounds and methods of one share theirs as :func:`~themis_opt.solving.solve_all` shares a
-    limit); ``workers``, ``seed`` and ``params`` as for :func:`~themis_opt.solving.solve`.
+    limit), and the mix two (its search, then its solve and bound); ``workers``, ``seed`` and
+    ``params`` as for :func:`~themis_opt.solving.solve`.
 
     Raises
     ------
     InputError
-        No chunking, a count or size below 1, one given twice, or more than :data:`MAX_COUNTS`.
+        No chunking, a count or size below 1, one given twice, or more than :data:`MAX_COUNTS`; a
+        ``mix`` method not in ``methods`` or one that runs CP-SAT.
     """
     from themis_opt.solving import solve_all
 
+    cuts = _checked(choices)
+    if mix is not None:
+        check_mix_method(mix, methods)
+    deadline = Deadline(time.perf_counter() + time_limit)
+    instances = [rechunked(instance, cut) for cut in cuts]  # every chunking checked before any work
+    shares = len(cuts) + (2 if mix is not None else 0)
+    results = []
+    for n, cut in enumerate(instances):
+        share = max(0.0, deadline.remaining()) / (shares - n)
+        logger.info("chunks: %s, %.2f s", cuts[n].label, share)
+        found = solve_all(cut, methods, time_limit=share, workers=workers, seed=seed, params=params)
+        results.append(tuple(found))
+    sweep = ChunkSweep(cuts, tuple(methods), tuple(results))
+    if mix is None:
+        return sweep
+    start = sweep.best(mix)[0]
+    found_mix = search_mix(
+        instance,
+        cuts,
+        methods,
+        by=mix,
+        start=start,
+        time_limit=max(0.0, deadline.remaining()),
+        workers=workers,
+        seed=seed,
+        params=params,
+    )
+    return dataclasses.replace(sweep, mix=found_mix)
+
+
+def _checked(choices: Sequence[int | Chunking]) -> tuple[Chunking, ...]:
     cuts = tuple(c if isinstance(c, Chunking) else Chunking(count=c) for c in choices)
     if not cuts:
         raise InputError("counts", "must hold at least one chunk count or size")
@@ -156,12 +219,194 @@ def sweep_chunks(
         raise InputError("counts", f"must hold at most {MAX_COUNTS} chunk counts or sizes, got {len(cuts)}")
     if len(set(cuts)) != len(cuts):
         raise InputError("counts", f"holds a chunking twice: {[c.label for c in cuts]}")
+    return cuts
+
+
+def check_mix_method(by: str, methods: Sequence[str]) -> None:
+    """Refuse a method to search mixes by that is not among ``methods`` or runs CP-SAT.
+
+    Raises
+    ------
+    InputError
+        Naming ``mix``.
+    """
+    from themis_opt.methods import METHODS, resolve_method
+
+    if by not in methods:
+        raise InputError("mix", f"must be one of the methods run ({', '.join(methods)}), got {by!r}")
+    name, _ = resolve_method(by)
+    if METHODS[name].searches:
+        simulated = ", ".join(m for m in methods if not METHODS[resolve_method(m)[0]].searches)
+        raise InputError("mix", f"must be a method that simulates ({simulated or 'none run'}), got {by!r}")
+
+
+def mixed(instance: Instance, counts: Sequence[int]) -> Instance:
+    """``instance`` with its ``c``-th collective cut into ``counts[c]`` chunks (sends aside: one
+    message each), fewer where it has fewer bytes; named ``NAME-mix``.
+
+    Raises
+    ------
+    InputError
+        If ``counts`` does not give every collective a count of at least 1.
+    """
+    if len(counts) != len(instance.collectives) or any(isinstance(n, bool) or n < 1 for n in counts):
+        raise InputError("counts", f"must give each of the {len(instance.collectives)} collectives a count >= 1")
+    tasks: list[Task] = []
+    n = 0
+    for t in instance.tasks:
+        if isinstance(t, Collective):
+            if t.kind is not Kind.SEND:
+                t = dataclasses.replace(t, chunks=min(counts[n], t.size_bytes), chunk_bytes=None)  # type: ignore[arg-type]
+            n += 1
+        tasks.append(t)
+    return Instance(instance.network, tuple(tasks), f"{instance.name}-mix", instance.metadata, instance.stage_npus)
+
+
+@dataclass(frozen=True)
+class ChunkMix:
+    """A count for each collective, found by :func:`search_mix`.
+
+    Parameters
+    ----------
+    counts
+        Per collective, its chunk count.
+    by
+        The method whose makespan the search lowered.
+    methods
+        The methods that solved the mix, in order.
+    results
+        Their results on the mix (each against the mix's own bounds).
+    bound
+        A lower bound on every schedule at every mix of the search's chunkings
+        (:func:`~themis_opt.bounds.chunkings.every_chunking_bound`).
+    tried
+        How many mixes the search simulated.
+    """
+
+    counts: tuple[int, ...]
+    by: str
+    methods: tuple[str, ...]
+    results: tuple[Result, ...]
+    bound: float
+    tried: int
+
+    def result(self, method: str) -> Result:
+        """``method``'s result on the mix."""
+        return self.results[self.methods.index(method)]
+
+    def gap(self, method: str) -> float | None:
+        """``method``'s makespan on the mix against :attr:`bound`, as a fraction."""
+        makespan = self.result(method).makespan
+        return None if makespan is None or self.bound <= 0 else makespan / self.bound - 1
+
+
+def like_groups(instance: Instance) -> list[tuple[int, ...]]:
+    """The collectives (sends aside) in groups of like ones (kind, size, group, dimensions and stage
+    alike), the groups with the most bytes first (ties in order of their first collective).
+    """
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for n, c in enumerate(instance.collectives):
+        if c.kind is not Kind.SEND:
+            groups.setdefault((c.kind, c.size_bytes, c.group, c.dimensions, c.stage), []).append(n)
+    sizes = [c.size_bytes for c in instance.collectives]
+    return sorted((tuple(g) for g in groups.values()), key=lambda g: (-sizes[g[0]] * len(g), g[0]))
+
+
+def search_mix(
+    instance: Instance,
+    choices: Sequence[int | Chunking],
+    methods: Sequence[str] = ("themis",),
+    *,
+    by: str = "themis",
+    start: int | Chunking | None = None,
+    time_limit: float = 10.0,
+    workers: int | None = None,
+    seed: int = 0,
+    params: SolveParams | None = None,
+) -> ChunkMix:
+    """A count for each group of like collectives (:func:`like_groups`), each among the counts
+    ``choices`` give it, that lowers ``by``'s makespan; then solved by ``methods`` and bounded for
+    every mix.
+
+    From every collective cut as ``start`` says (default: the best of ``choices`` for ``by``), the
+    search takes the groups in turn, most bytes first, and moves a group to each of its other
+    counts, keeping a move that shortens the makespan; passes over the groups until one keeps none.
+    Deterministic: the moves' order is fixed and ``by`` simulates.
+
+    ``time_limit`` bounds the whole call: the search gets half, the bound for every mix a quarter
+    of what is left, and the solve of the mix found the rest (:func:`~themis_opt.solving.solve_all`'s
+    rules).
+
+    Raises
+    ------
+    InputError
+        Bad ``choices`` (as for :func:`sweep_chunks`); ``by`` not in ``methods``, or one that runs
+        CP-SAT.
+    """
+    from themis_opt.bounds import every_chunking_bound
+    from themis_opt.solving import solve, solve_all
+
+    cuts = _checked(choices)
+    check_mix_method(by, methods)
     deadline = Deadline(time.perf_counter() + time_limit)
-    instances = [rechunked(instance, cut) for cut in cuts]  # every chunking checked before any work
-    results = []
-    for n, cut in enumerate(instances):
-        share = max(0.0, deadline.remaining()) / (len(cuts) - n)
-        logger.info("chunks: %s, %.2f s", cuts[n].label, share)
-        found = solve_all(cut, methods, time_limit=share, workers=workers, seed=seed, params=params)
-        results.append(tuple(found))
-    return ChunkSweep(cuts, tuple(methods), tuple(results))
+    search = deadline.share(0.5)
+    sizes = [c.size_bytes for c in instance.collectives]
+    tried: dict[tuple[int, ...], float] = {}
+
+    def makespan(counts: tuple[int, ...]) -> float | None:
+        if counts not in tried:
+            if search.expired():
+                return None
+            found = solve(
+                mixed(instance, counts),
+                by,
+                time_limit=max(0.0, search.remaining()),
+                workers=workers,
+                seed=seed,
+                params=params,
+                bound_set="formulas",
+            ).makespan
+            if found is None:
+                return None
+            tried[counts] = found
+        return tried[counts]
+
+    def uniform(cut: Chunking) -> tuple[int, ...]:
+        return tuple(min(cut.chunks(size), size) for size in sizes)
+
+    if start is None:
+        spans = [(makespan(uniform(cut)), n) for n, cut in enumerate(cuts)]
+        known = [(span, n) for span, n in spans if span is not None]
+        begin = cuts[min(known)[1]] if known else cuts[0]
+    else:
+        begin = start if isinstance(start, Chunking) else Chunking(count=start)
+    best = uniform(begin)
+    best_span = makespan(best)
+    groups = like_groups(instance)
+    moved = best_span is not None
+    while moved and best_span is not None:
+        moved = False
+        for group in groups:
+            options = sorted({min(cut.chunks(sizes[group[0]]), sizes[group[0]]) for cut in cuts})
+            members = set(group)
+            for count in options:
+                if count == best[group[0]]:
+                    continue
+                trial = tuple(count if n in members else k for n, k in enumerate(best))
+                span = makespan(trial)
+                if span is None:
+                    break
+                if span < best_span:
+                    best, best_span, moved = trial, span, True
+    logger.info("chunk mix: %d mixes simulated, %s", len(tried), best_span)
+    one = rechunked(instance, 1)
+    bound = every_chunking_bound(one, [rechunked(instance, cut) for cut in cuts], deadline.share(0.25))
+    results = solve_all(
+        mixed(instance, best),
+        methods,
+        time_limit=deadline.remaining(),
+        workers=workers,
+        seed=seed,
+        params=params,
+    )
+    return ChunkMix(best, by, tuple(methods), tuple(results), bound, len(tried))

@@ -5,6 +5,7 @@ Only the CLI uses this module; the core library never imports rich.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -241,6 +242,21 @@ def chunk_table(instance: Instance, sweep: ChunkSweep) -> RenderableType:
         lines.append(
             f"{method}: best at {at}, {fmt_time(result.makespan)}, {fmt_pct(sweep.gap(method))} above that bound"
         )
+    mix = sweep.mix
+    if mix is not None:
+        spread = Counter(mix.counts)
+        counts = ", ".join(f"{n} at {count}" for count, n in sorted(spread.items()))
+        lines.append(
+            f"a count for each group of like collectives, searched by {mix.by} ({mix.tried} mixes simulated): "
+            f"collectives {counts} chunks; bound for every mix: {fmt_time(mix.bound)}"
+        )
+        for method in mix.methods:
+            r = mix.result(method)
+            gap, own = mix.gap(method), r.gap
+            against = f", {fmt_pct(gap)} above that bound" if gap is not None else ""
+            against += f" ({fmt_pct(own)} above the mix's own)" if own is not None else ""
+            proven = "*" if r.status.value == "optimal" else ""
+            lines.append(f"{method} at that mix: {fmt_time(r.makespan)}{proven}{against}")
     return Group(table, *(Text(line) for line in lines))
 
 

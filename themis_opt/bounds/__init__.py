@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from themis_opt.bounds.chunkings import every_chunking_bound
 from themis_opt.bounds.formulas import (
     BOUNDS,
     SAFETY,
@@ -95,6 +96,7 @@ __all__ = [
     "compute_bound",
     "compute_bounds",
     "critical_path_bound",
+    "every_chunking_bound",
     "exact_span",
     "fill_drain_value",
     "fluid_bound",

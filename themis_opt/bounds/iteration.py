@@ -227,7 +227,9 @@ def exact_span(instance: Instance, collective: int, deadline: Deadline, params: 
 Job = tuple[int, int, float, float, float]  # (class index, way index, release, work per chunk, delivery)
 
 
-def _jobs(instance: Instance, heads: Sequence[float], tails: Sequence[float], params: BoundsParams) -> list[list[Job]]:
+def _jobs(
+    instance: Instance, heads: Sequence[float], tails: Sequence[float], ways: Sequence[tuple[Way, ...]]
+) -> list[list[Job]]:
     """Per dimension, one job per class and way with a phase there: its release (the collective's head
     plus the way's), its work per chunk and its delivery (the way's tail plus the collective's). Every
     way of a class has a phase on every dimension of its collective.
@@ -237,7 +239,7 @@ def _jobs(instance: Instance, heads: Sequence[float], tails: Sequence[float], pa
     jobs: list[list[Job]] = [[] for _ in range(num_dims)]
     for k, cls in enumerate(instance.chunk_classes):
         t = ctask[cls.collective]
-        for w, way in enumerate(class_ways(instance, cls, params)):
+        for w, way in enumerate(ways[k]):
             for d in range(num_dims):
                 h, q = way.head[d], way.tail[d]
                 if h is not None and q is not None:  # work 0 too: it counts in which classes are sure
@@ -339,11 +341,34 @@ def _variables(instance: Instance, params: BoundsParams) -> int:
     )
 
 
-def _solve(instance: Instance, deadline: Deadline, params: BoundsParams) -> float | None:
-    from ortools.linear_solver import pywraplp
-
+def _solve(instance: Instance, deadline: Deadline, params: BoundsParams) -> float:
     spans = collective_spans(instance, deadline, params)
     deadline.check("iteration bound")
+    ways = [class_ways(instance, cls, params) for cls in instance.chunk_classes]
+    return program_bound(instance, spans, ways, deadline, params)
+
+
+def program_bound(
+    instance: Instance,
+    spans: Sequence[float],
+    ways: Sequence[tuple[Way, ...]],
+    deadline: Deadline,
+    params: BoundsParams = BOUNDS,
+) -> float:
+    """The iteration bound's critical path, compute bound and program (see the module) from given
+    per-task ``spans`` and per-class ``ways``: valid wherever each span is at most the task's
+    duration in every schedule and the ways' jobs relax every schedule's (each class's shares of
+    its ways met, each job released and delivered no later and working no more than the schedule's;
+    :mod:`~themis_opt.bounds.chunkings` relaxes several chunkings at once so).
+
+    Raises
+    ------
+    OutOfTime
+        If ``deadline`` passes before the first value (every later round's is valid).
+    """
+    from ortools.linear_solver import pywraplp
+
+    spans = tuple(spans)
     heads, tails = heads_and_tails(instance, spans, deadline)
     deadline.check("iteration bound")
     floor = max(h + s for h, s in zip(heads, spans))  # the critical path with the spans
@@ -352,8 +377,7 @@ def _solve(instance: Instance, deadline: Deadline, params: BoundsParams) -> floa
     ]
     floor = max(floor, preemptive_makespan(computes))
     classes = instance.chunk_classes
-    ways = [class_ways(instance, cls, params) for cls in classes]
-    jobs = _jobs(instance, heads, tails, params)
+    jobs = _jobs(instance, heads, tails, ways)
     sure = [_sure(on) for on in jobs]
     deadline.check("iteration bound")
     scale = 1e-6  # ms: well-scaled for GLOP
@@ -415,7 +439,7 @@ def _solve(instance: Instance, deadline: Deadline, params: BoundsParams) -> floa
 
 
 def _lagrangian(
-    instance: Instance, ways: list[tuple[Way, ...]], cuts: list[tuple[float, dict[tuple[int, int], float], Any]]
+    instance: Instance, ways: Sequence[tuple[Way, ...]], cuts: list[tuple[float, dict[tuple[int, int], float], Any]]
 ) -> float:
     """The Lagrangian value of the cuts' duals: for multipliers ``l >= 0`` summing to 1, every count
     vector's makespan is at least ``sum l (constant + coefficients . x)``, whose least over the counts

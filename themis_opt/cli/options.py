@@ -140,7 +140,8 @@ def bounds_option(parser: argparse.ArgumentParser, default: str) -> None:
 
 
 INPUTS = ("instance", "result", "paths", "network", "system", "workload", "model", "rows", "params", "comm_groups")
-FILE_OUTPUTS = ("solve", "workload", "import-astra", "plot", "bench", "show")  # --out is a file; others' a folder
+# the commands whose --out is a file; the others' is a folder
+FILE_OUTPUTS = ("solve", "workload", "import-astra", "plot", "bench", "show", "chunks")
 
 
 def outputs_apart(args: argparse.Namespace) -> None:

@@ -100,8 +100,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "ceil(its bytes / size) chunks (default: --counts)",
     )
     methods_option(p, "baseline,themis,cpsat")
-    solver_options(p, 30.0, "the whole sweep (an equal share a count or size)")
-    p.set_defaults(handler=chunks, fields={"chunks": "counts", "counts": "counts", "sizes": "sizes"})
+    p.add_argument(
+        "--mix",
+        default=None,
+        metavar="METHOD",
+        help="then give each group of like collectives its own count from those swept, searched by this "
+        "method's simulations (one of --method's, not cpsat), solve that mix with every method and bound "
+        "every mix (default: off)",
+    )
+    out_option(
+        p, "write the instance cut as the shortest schedule found says (any method, count or --mix)", required=False
+    )
+    solver_options(p, 30.0, "the whole sweep (an equal share a count or size, two for --mix)")
+    p.set_defaults(handler=chunks, fields={"chunks": "counts", "counts": "counts", "sizes": "sizes", "mix": "mix"})
 
 
 DEFAULT_COUNTS = "1,2,4,8,16,32,64"  # chunk counts `chunks` sweeps: powers of two to a count past the files'
@@ -231,11 +242,11 @@ def _run(
 def chunks(args: argparse.Namespace, console: Console) -> int:
     """``themis-opt chunks``."""
     from themis_opt.bench.harness import parse_methods
-    from themis_opt.chunking import Chunking, sweep_chunks
+    from themis_opt.chunking import Chunking, check_mix_method, sweep_chunks
     from themis_opt.formats.astra.files import parse_size
-    from themis_opt.formats.native import load_instance
+    from themis_opt.formats.native import check_writable, load_instance, save_instance
     from themis_opt.params import SolveParams
-    from themis_opt.report import chunk_table
+    from themis_opt.report import chunk_table, fmt_time
 
     counts: list[Chunking] = []
     if args.sizes is not None:
@@ -248,6 +259,10 @@ def chunks(args: argparse.Namespace, console: Console) -> int:
                 raise InputError("--counts", f"must be whole numbers, comma-separated, got {text!r}") from None
             counts.append(Chunking(count=count))
     methods = parse_methods(args.method)
+    if args.mix is not None:
+        check_mix_method(args.mix, methods)
+    if args.out is not None:
+        check_writable(args.out)
     params = params_of(args)
     instance = load_instance(args.instance)
     deadline = Deadline(args.started + args.time_limit)
@@ -262,8 +277,13 @@ def chunks(args: argparse.Namespace, console: Console) -> int:
         workers=args.workers,
         seed=args.seed,
         params=params,
+        mix=args.mix,
     )
     console.print(chunk_table(instance, sweep))
+    if args.out is not None:
+        cut, result = sweep.shortest(instance)
+        save_instance(cut, args.out)
+        console.print(f"wrote {args.out}: {cut.name}, where {result.label} found {fmt_time(result.makespan)}")
     return 0
 
 
