@@ -45,6 +45,12 @@ class Deadline:
         """Seconds left, never negative."""
         return max(0.0, self.at - time.perf_counter())
 
+    def left(self) -> float:
+        """Seconds left as a limit for the next call: at least a millisecond (a limit must be positive,
+        and with none left each method still returns its first schedule).
+        """
+        return max(1e-3, self.remaining())
+
     def share(self, fraction: float) -> Deadline:
         """A deadline ``fraction`` of the remaining time from now."""
         if math.isinf(self.at):

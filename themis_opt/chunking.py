@@ -189,7 +189,7 @@ def sweep_chunks(
     shares = len(cuts) + (2 if mix is not None else 0)
     results = []
     for n, cut in enumerate(instances):
-        share = max(0.0, deadline.remaining()) / (shares - n)
+        share = deadline.share(1 / (shares - n)).left()
         logger.info("chunks: %s, %.2f s", cuts[n].label, share)
         found = solve_all(cut, methods, time_limit=share, workers=workers, seed=seed, params=params)
         results.append(tuple(found))
@@ -203,7 +203,7 @@ def sweep_chunks(
         methods,
         by=mix,
         start=start,
-        time_limit=max(0.0, deadline.remaining()),
+        time_limit=deadline.left(),
         workers=workers,
         seed=seed,
         params=params,
@@ -360,7 +360,7 @@ def search_mix(
             found = solve(
                 mixed(instance, counts),
                 by,
-                time_limit=max(0.0, search.remaining()),
+                time_limit=search.left(),
                 workers=workers,
                 seed=seed,
                 params=params,
@@ -404,7 +404,7 @@ def search_mix(
     results = solve_all(
         mixed(instance, best),
         methods,
-        time_limit=deadline.remaining(),
+        time_limit=deadline.left(),
         workers=workers,
         seed=seed,
         params=params,

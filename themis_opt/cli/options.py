@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from themis_opt.budget import Deadline
-
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.params import SolveParams
 
@@ -186,11 +184,6 @@ def params_of(args: argparse.Namespace) -> SolveParams | None:
     from themis_opt.params import SolveParams
 
     return SolveParams.from_file(args.params)
-
-
-def left(deadline: Deadline) -> float:
-    """Seconds left before ``deadline`` for the next stage (at least a millisecond, so it can report)."""
-    return max(1e-3, deadline.remaining())
 
 
 def flag(parser: argparse.ArgumentParser, field: str) -> str | None:

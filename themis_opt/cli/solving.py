@@ -15,7 +15,6 @@ from rich.console import Console
 from themis_opt.budget import Deadline
 from themis_opt.cli.options import (
     bounds_option,
-    left,
     methods_option,
     number_in,
     out_option,
@@ -204,7 +203,7 @@ def _run(
         solvers_loaded(deadline, settings.bounds, cpsat=exact)  # before the stages share out the time that is left
     if options is not None:
         try:
-            result = run_method(instance, dataclasses.replace(options, time_limit=left(deadline)), params=params)
+            result = run_method(instance, dataclasses.replace(options, time_limit=deadline.left()), params=params)
         except Interrupted as stop:  # the best schedule so far is kept, then the command stops as interrupted
             console.print(result_summary(instance, stop.result))
             if written:
@@ -218,7 +217,7 @@ def _run(
         results = solve_all(
             instance,
             VARIANTS,
-            time_limit=left(deadline),
+            time_limit=deadline.left(),
             workers=args.workers,
             seed=args.seed,
             quantum_ns=args.quantum_ns,
@@ -267,13 +266,15 @@ def chunks(args: argparse.Namespace, console: Console) -> int:
     instance = load_instance(args.instance)
     deadline = Deadline(args.started + args.time_limit)
     pipeline = (params or SolveParams()).pipeline
-    # each count's solve may end as late as a command's: an exit reserve for each, and one to print
-    reserve = min(pipeline.exit_reserve * (1 + len(counts)), pipeline.exit_reserve_share * args.time_limit)
+    # each count's solve (and the mix's search and solve) may end as late as a command's: an exit
+    # reserve for each, and one to print
+    solves = len(counts) + (2 if args.mix is not None else 0)
+    reserve = min(pipeline.exit_reserve * (1 + solves), pipeline.exit_reserve_share * args.time_limit)
     sweep = sweep_chunks(
         instance,
         counts,
         methods,
-        time_limit=max(0.0, deadline.remaining() - reserve),
+        time_limit=Deadline(deadline.at - reserve).left(),
         workers=args.workers,
         seed=args.seed,
         params=params,
