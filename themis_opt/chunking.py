@@ -269,7 +269,7 @@ class ChunkMix:
     Parameters
     ----------
     counts
-        Per collective, its chunk count.
+        Per collective, its chunk count (a send's is 1: it is one message).
     by
         The method whose makespan the search lowered.
     methods
@@ -372,7 +372,7 @@ def search_mix(
         return tried[counts]
 
     def uniform(cut: Chunking) -> tuple[int, ...]:
-        return tuple(min(cut.chunks(size), size) for size in sizes)
+        return tuple(1 if c.kind is Kind.SEND else cut.chunks(c.size_bytes) for c in instance.collectives)
 
     if start is None:
         spans = [(makespan(uniform(cut)), n) for n, cut in enumerate(cuts)]
@@ -387,7 +387,7 @@ def search_mix(
     while moved and best_span is not None:
         moved = False
         for group in groups:
-            options = sorted({min(cut.chunks(sizes[group[0]]), sizes[group[0]]) for cut in cuts})
+            options = sorted({cut.chunks(sizes[group[0]]) for cut in cuts})
             members = set(group)
             for count in options:
                 if count == best[group[0]]:

@@ -107,9 +107,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "method's simulations (one of --method's, not cpsat), solve that mix with every method and bound "
         "every mix (default: off)",
     )
-    out_option(
-        p, "write the instance cut as the shortest schedule found says (any method, count or --mix)", required=False
-    )
+    out_option(p, "write the instance cut where the shortest schedule was found (any method and cut)", required=False)
     solver_options(p, 30.0, "the whole sweep (an equal share a count or size, two for --mix)")
     p.set_defaults(handler=chunks, fields={"chunks": "counts", "counts": "counts", "sizes": "sizes", "mix": "mix"})
 
