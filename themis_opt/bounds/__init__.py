@@ -29,6 +29,9 @@ tasks alone (:func:`stage_parts`: each issued at its earliest release in the
 whole graph); the critical path runs through the whole graph, sends at their
 durations, and the compute bound is taken per stage's compute unit.
 
+A bound over several chunkings of one instance at once (each collective at any of their counts) is
+:func:`~themis_opt.bounds.chunkings.every_chunking_bound`.
+
 The LP is solved by GLOP, the integer program by SCIP and fill-and-drain by
 CP-SAT (all shipped with OR-Tools, imported only when a program runs); each
 bound is the solver's dual bound shrunk by a relative 1e-8 to cover float
