@@ -13,8 +13,8 @@ once, on the instance with every collective in one chunk:
   one-chunk classes, an order's share of a collective counted by bytes: each order's head and tail
   on a dimension the least over the cuts' chunks, its work the whole chunk's scaled by ``r``;
 * the load LP (continuous order counts, GLOP) of the one-chunk instance with every task released
-  at its head (each stage apart), its load scaled by ``r``: for instances of several stages,
-  where the program does not run.
+  at its head (each stage apart), its load scaled by ``r``, where the program does not run
+  (several stages, or more count variables than ``params.max_iteration_variables``).
 
 ``r`` is the least, over the cuts' chunk classes, orders and dimensions, of a chunk's cost per byte
 against the whole collective's: a chunk of ``b`` of ``B`` bytes costs at least ``r b / B`` of the
