@@ -740,3 +740,18 @@ def test_a_result_with_a_phase_past_any_network_is_refused(tmp_path: Path, capsy
     result_file.write_text(json.dumps(document))
     code, _, err = run(["show", str(result_file)], capsys)
     assert code == 2 and err.count("\n") == 1 and "dim: must be <= 15, got 10000000" in err
+
+
+def test_a_solve_without_a_graph_or_solvers_starts_without_numpy() -> None:
+    # numpy is about a fifth of a cheap command's start: only graphs and the solvers' bounds need it
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from themis_opt.cli import main\n"
+        f"main(['solve', {WORKED!r}, '--method', 'themis', '--bounds', 'formulas'])\n"
+        "sys.exit(3 if 'numpy' in sys.modules else 0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

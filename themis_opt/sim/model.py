@@ -20,8 +20,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-import numpy as np
-
 from themis_opt.budget import Deadline
 from themis_opt.cost import (
     PhaseSpec,
@@ -132,6 +130,10 @@ def _successors(instance: Instance) -> tuple[array[int], array[int], array[float
     preds = instance.predecessors
     lags = dependency_lags(instance)
     edges = sum(map(len, preds))
+    if not edges:  # no graph (a single collective, a set issued at times): numpy not even imported
+        return array("q", bytes(8 * (len(preds) + 1))), array("i"), array("d")
+    import numpy as np  # imported here: half a command's start where there is no graph
+
     before = np.fromiter(itertools.chain.from_iterable(preds), dtype=np.int64, count=edges)
     waiting = np.repeat(np.arange(len(preds), dtype=np.int32), [len(p) for p in preds])
     by_before = np.argsort(before, kind="stable")
