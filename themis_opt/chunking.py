@@ -343,7 +343,7 @@ def search_mix(
         Bad ``choices`` (as for :func:`sweep_chunks`); ``by`` not in ``methods``, or one that runs
         CP-SAT.
     """
-    from themis_opt.bounds import every_chunking_bound
+    from themis_opt.bounds.chunkings import every_chunking_bound
     from themis_opt.solving import solve, solve_all
 
     cuts = _checked(choices)

@@ -30,7 +30,7 @@ whole graph); the critical path runs through the whole graph, sends at their
 durations, and the compute bound is taken per stage's compute unit.
 
 A bound over several chunkings of one instance at once (each collective at any of their counts) is
-:func:`~themis_opt.bounds.chunkings.every_chunking_bound`.
+:func:`~themis_opt.bounds.chunkings.every_chunking_bound` (imported when a sweep needs it).
 
 The LP is solved by GLOP, the integer program by SCIP and fill-and-drain by
 CP-SAT (all shipped with OR-Tools, imported only when a program runs); each
@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from themis_opt.bounds.chunkings import every_chunking_bound
 from themis_opt.bounds.formulas import (
     BOUNDS,
     SAFETY,
@@ -99,7 +98,6 @@ __all__ = [
     "compute_bound",
     "compute_bounds",
     "critical_path_bound",
-    "every_chunking_bound",
     "exact_span",
     "fill_drain_value",
     "fluid_bound",
