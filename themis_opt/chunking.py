@@ -22,6 +22,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from themis_opt.budget import Deadline
 from themis_opt.errors import InputError
@@ -352,20 +353,14 @@ def search_mix(
     search = deadline.share(0.5)
     sizes = [c.size_bytes for c in instance.collectives]
     tried: dict[tuple[int, ...], float] = {}
+    common: dict[str, Any] = {"workers": workers, "seed": seed, "params": params}  # every solve of the search
 
     def makespan(counts: tuple[int, ...]) -> float | None:
         if counts not in tried:
             if search.expired():
                 return None
-            found = solve(
-                mixed(instance, counts),
-                by,
-                time_limit=search.left(),
-                workers=workers,
-                seed=seed,
-                params=params,
-                bound_set="formulas",
-            ).makespan
+            cut = mixed(instance, counts)
+            found = solve(cut, by, time_limit=search.left(), bound_set="formulas", **common).makespan
             if found is None:
                 return None
             tried[counts] = found
@@ -401,12 +396,5 @@ def search_mix(
     logger.info("chunk mix: %d mixes simulated, %s", len(tried), best_span)
     one = rechunked(instance, 1)
     bound = every_chunking_bound(one, [rechunked(instance, cut) for cut in cuts], deadline.share(0.25))
-    results = solve_all(
-        mixed(instance, best),
-        methods,
-        time_limit=deadline.left(),
-        workers=workers,
-        seed=seed,
-        params=params,
-    )
+    results = solve_all(mixed(instance, best), methods, time_limit=deadline.left(), **common)
     return ChunkMix(best, by, tuple(methods), tuple(results), bound, len(tried))
