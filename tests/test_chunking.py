@@ -102,9 +102,11 @@ def test_the_cli_searches_a_mix_and_bounds_every_one(capsys: pytest.CaptureFixtu
     assert "searched by themis" in out and "bound for every mix" in out and "themis at that mix" in out
     assert main([*argv, "--mix", "cpsat"]) == 2
     assert "--mix: must be one of the methods run" in capsys.readouterr().err
-    # no time left for a count: each method still reports its first schedule (was an error naming --time-limit)
+    # no time left for a count: each method still reports its first schedule (was an error naming
+    # --time-limit), and the mix, which would overrun the limit, is not searched and says so
     assert main([*argv[:-1], "0.001", "--mix", "themis"]) == 0
-    assert "themis at that mix" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "themis: best at" in out and "no mix: not searched by themis" in out
 
 
 def test_the_cli_writes_the_cut_of_the_shortest_schedule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

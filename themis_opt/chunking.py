@@ -100,12 +100,16 @@ class ChunkSweep:
         Per chunking, one result per method (each against that chunking's bounds).
     mix
         The mix of counts a search found, collective by collective (``None``: not searched).
+    mix_by
+        The method asked to search a mix (``None``: none asked); with no :attr:`mix`, no time was
+        left for it after the chunkings.
     """
 
     choices: tuple[Chunking, ...]
     methods: tuple[str, ...]
     results: tuple[tuple[Result, ...], ...]
     mix: ChunkMix | None = None
+    mix_by: str | None = None
 
     def __post_init__(self) -> None:
         if len(self.results) != len(self.choices) or any(len(r) != len(self.methods) for r in self.results):
@@ -189,13 +193,19 @@ def sweep_chunks(
     instances = [rechunked(instance, cut) for cut in cuts]  # every chunking checked before any work
     shares = len(cuts) + (2 if mix is not None else 0)
     results = []
+    slowest = 0.0  # the longest a chunking's solve took: a mix's search and its solve take about as long each
     for n, cut in enumerate(instances):
         share = deadline.share(1 / (shares - n)).left()
         logger.info("chunks: %s, %.2f s", cuts[n].label, share)
+        began = time.perf_counter()
         found = solve_all(cut, methods, time_limit=share, workers=workers, seed=seed, params=params)
+        slowest = max(slowest, time.perf_counter() - began)
         results.append(tuple(found))
-    sweep = ChunkSweep(cuts, tuple(methods), tuple(results))
+    sweep = ChunkSweep(cuts, tuple(methods), tuple(results), mix_by=mix)
     if mix is None:
+        return sweep
+    if deadline.remaining() < 2 * slowest:  # not even one simulation of a mix and its solve would fit
+        logger.info("chunk mix: not searched, %.2f s left where a solve took %.2f s", deadline.remaining(), slowest)
         return sweep
     start = sweep.best(mix)[0]
     found_mix = search_mix(

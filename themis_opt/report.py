@@ -243,6 +243,8 @@ def chunk_table(instance: Instance, sweep: ChunkSweep) -> RenderableType:
             f"{method}: best at {at}, {fmt_time(result.makespan)}, {fmt_pct(sweep.gap(method))} above that bound"
         )
     mix = sweep.mix
+    if mix is None and sweep.mix_by is not None:
+        lines.append(f"no mix: not searched by {sweep.mix_by}, no time was left")
     if mix is not None:
         spread = Counter(mix.counts)
         counts = ", ".join(f"{n} at {count}" for count, n in sorted(spread.items()))
