@@ -277,8 +277,8 @@ def _most_violated(
     """Thresholds ``(h, q)`` with large ``h + q +`` the work (at counts ``x``) of the jobs released no
     earlier than ``h`` and delivered no earlier than ``q``, with that value, among the thresholds
     some class surely meets (``sure``: the set is never empty, whatever the counts): for each of the
-    ``many`` release thresholds of the largest values, its best delivery threshold; at most ``grid``
-    thresholds of each kind.
+    ``many`` release thresholds of the largest values (ties: the lower first), its best delivery
+    threshold; at most ``grid`` thresholds of each kind.
     """
     import numpy as np
 
@@ -302,7 +302,7 @@ def _most_violated(
     value = np.where(suffix(count) > 0, suffix(work) + hs[:, None] + qs[None, :], -np.inf)
     columns = value.argmax(axis=1)
     rows = value[np.arange(len(hs)), columns]
-    top = [int(i) for i in np.argsort(-rows)[:many] if math.isfinite(rows[i])]
+    top = [int(i) for i in np.argsort(-rows, kind="stable")[:many] if math.isfinite(rows[i])]  # ties: any CPU alike
     return [(float(hs[i]), float(qs[columns[i]]), float(rows[i])) for i in top]
 
 
