@@ -93,7 +93,7 @@ def test_switched_off_stages_do_not_run_and_the_answer_is_still_valid(caplog: py
     assert "stage assignment search" in caplog.text  # the warm start is not optimal here
     caplog.clear()
     off = Stage(0.5, enabled=False)
-    stages = {"assignment": off, "at_bound": off, "sequence": off, "counts_fixed": off}
+    stages = {"assignment": off, "at_bound": off, "sequence": off, "counts_fixed": off, "refutation": off}
     params = SolveParams(pipeline=PipelineParams(balanced_evaluations=0, **stages))
     with caplog.at_level("INFO", logger="themis_opt.pipeline"):
         result = solve(instance, "cpsat", time_limit=10, workers=1, params=params)

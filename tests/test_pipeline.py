@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 import types
 from typing import Any
@@ -22,6 +23,7 @@ from themis_opt.pipeline import (
     at_bound,
     counts_fixed,
     describe,
+    refutation,
     run_stages,
     warm_start,
 )
@@ -33,7 +35,7 @@ from themis_opt.sim import simulate
 from themis_opt.solving import solve
 from themis_opt.validator import validate
 
-from .conftest import DATA, four_dims, make, two_issues
+from .conftest import DATA, ROOT, four_dims, make, two_issues
 
 
 def _three_dims(chunks: int) -> Instance:
@@ -69,10 +71,11 @@ def test_the_table_lists_every_stage_once_in_order() -> None:
         "sequence search",
         "windows",
         "counts fixed",
+        "refutation",
         "full model",
     ]
     assert [row["stage"] for row in describe()] == names
-    assert [spec.starts for spec in STAGES] == [True] + [False] * 7
+    assert [spec.starts for spec in STAGES] == [True] + [False] * 8
     for spec in STAGES:  # every stage's settings are a field of the parameters
         assert spec.settings is None or isinstance(getattr(PipelineParams(), spec.settings), Stage)
 
@@ -155,6 +158,22 @@ def test_the_at_bound_stage_asks_the_programs_counts_first_then_each_other_withi
     assert len(asked) >= 10 and asked[0] == fd.counts
     assert all(asked.count(counts) == 1 for counts in asked)
     assert all(fill_drain_value(instance, counts) <= cap + 1.0 for counts in asked[1:])
+
+
+def test_the_refutation_stage_raises_the_bound_to_the_optimum_and_no_further() -> None:
+    # the exact suite's small-exact-s1-008 (one all-reduce, 4 chunks): its formulas' and programs'
+    # best bound is 11.9% below the optimum; refuting every assignment below each cap proves it
+    name = "small-exact-s1-008"
+    exact = ROOT / "themis_opt" / "suites" / "exact"
+    instance = load_instance(exact / f"{name}.json")
+    optimum = json.loads((exact / "optima.json").read_text())[name]["makespan_ns"]
+    memo: dict[Any, Any] = {}
+    bounds = compute_bounds(instance, memo=memo)
+    warm = simulate(instance, themis_orders(instance), "scf")
+    ctx = _context(instance, warm, bounds, memo)
+    refutation(ctx, ctx.deadline)
+    assert ctx.bounds.cpsat is not None and bounds.best * 1.1 < ctx.bounds.cpsat <= optimum
+    assert ctx.best is not None and validate(instance, ctx.best) == [] and ctx.proven()
 
 
 @pytest.mark.parametrize("several", [True, False])

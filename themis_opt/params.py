@@ -95,6 +95,12 @@ class PipelineParams(Knobs):
         default=Stage(0.75, cap=20.0, max_literals=4_096),
         metadata={"why": "CP-SAT sequencing with the program's counts fixed"},
     )
+    refutation: Stage = field(
+        default=Stage(0.3, cap=10.0, max_phases=128, max_literals=4_096),
+        metadata={"why": "raise the bound: no assignment that could end by a cap admits a schedule that does"},
+    )
+    refute_step: float = knob(0.002, "each round's cap above the bound, relative: tens of assignments a round", 0, 1)
+    refute_seconds: float = knob(1.0, "for CP-SAT to refute one assignment: refutations take a tenth of that", 0)
     counts_share: float = knob(0.1, "of a stage's time for the load programs' counts, when not yet known", 0, 1)
     balanced_share: float = knob(0.3, "of balanced's time for each load program", 0, 1)
     balanced_evaluations: int = knob(10_000, "balanced's short search: enough to level its counts' orders", 0)

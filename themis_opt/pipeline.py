@@ -342,6 +342,65 @@ def counts_fixed(ctx: Context, budget: Deadline) -> None:
     ctx.adopt(outcome)
 
 
+def refutation(ctx: Context, budget: Deadline) -> None:
+    """Raise the lower bound by refuting every assignment that could end sooner: for a cap ``L``,
+    every assignment of order counts whose fill-and-drain value is below ``L`` (in increasing
+    value, :func:`~themis_opt.search.counts.counts_by_value`) is shown by CP-SAT to admit no schedule
+    ending by ``L`` (counts fixed, horizon cut at ``L``), so none does: ``L`` is a bound. Rounds
+    of caps above the bound, ``refute_step`` of it at first, twice as far each round, the last at
+    the best makespan less half the tolerance (all refuted there: the best is proven). A round stopped
+    at an assignment (not refuted within ``refute_seconds``, or the time is up) still proves the
+    least value of the assignments not yet refuted; one that found a schedule within its cap keeps
+    it and goes on below it, any other ends the stage. The bounds are CP-SAT's proofs, kept as its
+    own bound.
+    """
+    from themis_opt.cpsat.driver import BOUND_MARGIN
+    from themis_opt.search.counts import counts_by_value
+
+    instance = ctx.instance
+    pipeline = ctx.params.pipeline
+    origin = instance.origin_ns
+    step = pipeline.refute_step
+    while not ctx.proven() and not budget.expired():
+        assert ctx.best is not None
+        level = ctx.bounds.best
+        # half the tolerance below the best: refuted there, the best is proven, margin and all
+        upper = ctx.best.makespan - optimality_tolerance(ctx.best.makespan, origin) / 2
+        cap = min(origin + (level - origin) * (1 + step), upper)
+        if cap <= level:
+            return
+        reached = level  # every assignment of a value below this is refuted at the cap
+        shorter = False  # a schedule found within the cap
+        found = counts_by_value(instance, budget, ctx.params.bounds)
+        try:
+            while True:
+                reached, counts = next(found)
+                if reached >= cap:
+                    reached = cap
+                    break
+                outcome = ctx.cpsat(ctx.best, budget.cap(pipeline.refute_seconds), counts=counts, cap=cap)
+                if outcome.status != Status.INFEASIBLE:  # a schedule within the cap, or no answer in time
+                    shorter = outcome.schedule.makespan < ctx.best.makespan
+                    ctx.offer(outcome.schedule)
+                    break
+        except StopIteration as end:
+            if end.value:  # the program proved no assignment is left
+                reached = cap
+        except OutOfTime:
+            pass
+        if reached < cap:  # a round stopped short: what it refuted still counts
+            if reached > level:
+                ctx.keep_cpsat_bound(reached)
+            if shorter:  # on with the next round below the new best
+                continue
+            return
+        logger.info("refutation: no schedule ends by %.6g ns", cap)
+        ctx.keep_cpsat_bound(cap * (1 - BOUND_MARGIN))  # the model's times are whole quanta within a margin
+        if cap == upper:
+            return
+        step *= 2
+
+
 def probe(ctx: Context, budget: Deadline) -> None:
     """CP-SAT on the exact model, hinted with the best schedule, for a share of the time: where it
     proves its bound sooner than the searches before the last stage would leave it time, the call
@@ -422,6 +481,7 @@ STAGES: tuple[StageSpec, ...] = (
     StageSpec("sequence search", "sequence", lambda ctx: _small(ctx) and ctx.may_search(), sequence_search),
     StageSpec("windows", None, lambda ctx: not ctx.exact_fits, windows),
     StageSpec("counts fixed", "counts_fixed", _small, counts_fixed),
+    StageSpec("refutation", "refutation", lambda ctx: _small(ctx) and ctx.exact_fits, refutation),
     StageSpec("full model", None, lambda ctx: True, full_model),
 )
 

@@ -173,6 +173,29 @@ def test_counts_within_yields_every_assignment_at_most_the_value_and_no_other(ch
     assert list(counts_within(instance, best * 0.99)) == []  # below the optimum: nothing
 
 
+def test_counts_by_value_gives_every_assignment_once_in_increasing_value() -> None:
+    # brute force over the 9 assignments of 8 chunks to 2 orders: each comes out once, with a bound
+    # below its own value and every later one's, and the program then proves none is left
+    from themis_opt.bounds import fill_drain_value
+    from themis_opt.search.counts import counts_by_value
+
+    instance = make([(4, "ring", 100.0), (8, "switch", 25.0)], size=64 * MIB, chunks=8)
+    cls = instance.chunk_classes[0]
+    found = counts_by_value(instance)
+    given = []
+    while True:
+        try:
+            given.append(next(found))
+        except StopIteration as end:
+            assert end.value is True
+            break
+    assert len(given) == 9 == len({tuple(c[cls].values()) for _, c in given})
+    values = [fill_drain_value(instance, c) for _, c in given]
+    assert all(bound <= min(values[i:]) for i, (bound, _) in enumerate(given))
+    slack = 1e-3 * 2 * 8 * 10  # the program's rounding: a unit per term
+    assert all(a <= b + slack for a, b in zip(values, values[1:]))  # in increasing value
+
+
 def test_load_value_is_the_integer_programs_value_and_at_most_fill_and_drains() -> None:
     from themis_opt.bounds import fill_drain_value, load_value
 

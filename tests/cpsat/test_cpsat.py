@@ -216,7 +216,8 @@ def test_fixed_counts_restrict_the_orders_and_claim_nothing(tiny: Instance) -> N
 @pytest.mark.parametrize("name", ["tiny_rs", "tiny_ar", "tiny_3d"])
 def test_a_cap_at_the_optimum_finds_an_optimal_schedule_and_below_it_none(name: str) -> None:
     # brute force gives the optimum; capped there CP-SAT finds a schedule no longer than it,
-    # capped below it (the quantum is exact here: nothing is rounded) it finds none and keeps the warm start
+    # capped below it (the quantum is exact here: nothing is rounded) it proves there is none and
+    # keeps the warm start
     from themis_opt.budget import Deadline
     from themis_opt.cpsat import exact_quantum, solve_cpsat
     from themis_opt.result import Status
@@ -233,7 +234,7 @@ def test_a_cap_at_the_optimum_finds_an_optimal_schedule_and_below_it_none(name: 
     assert validate(instance, at.schedule) == [] and at.schedule.makespan == pytest.approx(optimum, rel=1e-9)
     below = solve_cpsat(instance, warm, deadline=Deadline.after(20), cap=optimum * (1 - 1e-6), **options)
     if warm.makespan > optimum * (1 + 1e-9):
-        assert below.status is Status.NO_SOLUTION and below.bound is None
+        assert below.status is Status.INFEASIBLE and below.bound is None
     assert below.schedule is warm
 
 

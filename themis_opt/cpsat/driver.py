@@ -14,7 +14,7 @@ from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.cost import merging_shortens
 from themis_opt.cpsat.model import CPSAT, CpsatModel, default_quantum, exact_quantum
 from themis_opt.cpsat.params import CpsatParams
-from themis_opt.cpsat.solver import Solver, SolverSettings, solved, status_of
+from themis_opt.cpsat.solver import INFEASIBLE, Solver, SolverSettings, solved, status_of
 from themis_opt.errors import InputError
 from themis_opt.instance import ChunkClass, Instance
 from themis_opt.orders import Order
@@ -136,7 +136,10 @@ def solve_cpsat(
         outcome's schedule if none is found. With ``counts``, a quick
         question: do these counts admit a schedule at the lower bound? The
         status is never ``optimal`` and there is no bound (a capped model
-        proves nothing about longer schedules).
+        proves nothing about longer schedules); it is ``infeasible`` when
+        CP-SAT proves that no schedule (of ``counts``, if given) ends by
+        ``cap``, which must then be below ``warm``'s makespan (the horizon is
+        the shorter of the two).
     params
         The quantum's and the search's tuning numbers.
 
@@ -186,7 +189,9 @@ def solve_cpsat(
     code = solver.run(model.model, deadline, recorder)
     status = status_of(code)
     bound = None
-    if counts is not None or cap is not None:  # a restriction's status and bound say nothing of the problem
+    if cap is not None and code == INFEASIBLE:  # proven: no schedule of the restriction ends by the cap
+        status = Status.INFEASIBLE
+    elif counts is not None or cap is not None:  # a restriction's status and bound say nothing of the problem
         status = Status.FEASIBLE if recorder.solutions else Status.NO_SOLUTION
     elif solved(code):
         # the rounded-down model is a relaxation: its bound in quanta bounds the exact problem

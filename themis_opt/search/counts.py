@@ -1,15 +1,16 @@
 """Order counts for the searches to start from, found by the load programs' models: every assignment
-whose fill-and-drain value meets a bound, and counts that level each collective's load.
+whose fill-and-drain value meets a bound, every assignment in increasing value, and counts that
+level each collective's load.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
-from themis_opt.bounds.formulas import BOUNDS, load_programs_fit, load_value, order_profiles
+from themis_opt.bounds.formulas import BOUNDS, SAFETY, load_programs_fit, load_value, order_profiles
 from themis_opt.bounds.params import BoundsParams
-from themis_opt.bounds.programs import LoadSolution, fill_drain_model, fill_drain_settings
+from themis_opt.bounds.programs import FillDrainModel, LoadSolution, fill_drain_model, fill_drain_settings
 from themis_opt.budget import Deadline
 from themis_opt.instance import Instance
 from themis_opt.orders import Counts
@@ -49,12 +50,51 @@ def counts_within(
             return
         found = program.read(solver.value)
         yield found
-        differs = []  # the next one differs in some count
-        for (cls, order), var in program.counts.items():
-            flag = m.new_bool_var("differs")
-            m.add(var != found[cls][order]).only_enforce_if(flag)
-            differs.append(flag)
-        m.add_bool_or(differs)
+        _exclude(program, found)
+
+
+def counts_by_value(
+    instance: Instance, deadline: Deadline | None = None, params: BoundsParams = BOUNDS
+) -> Generator[tuple[float, Counts], None, bool]:
+    """Order counts in increasing fill-and-drain value, each with a lower bound, ns, on the value of
+    every assignment not given before it (itself included): the program minimised again and again,
+    each answer excluded from the next solve, under the program's limits (an answer the work limit
+    stopped may come early; its bound still holds). Returns ``True`` once the program proves no
+    assignment is left, ``False`` when it stops without one (its limits, ``deadline``).
+    """
+    from themis_opt.cpsat import solver as sat
+
+    deadline = deadline or Deadline()
+    if not load_programs_fit(instance, params):
+        return False
+    program = fill_drain_model(instance, None, deadline, params=params)
+    if program is None:
+        return False
+    m = program.model
+    m.clear_hints()
+    m.minimize(program.makespan)
+    while not deadline.expired():
+        solver = sat.Solver(fill_drain_settings(params))
+        code = solver.run(m, deadline)
+        if code == sat.INFEASIBLE:
+            return True
+        if not sat.solved(code):
+            return False
+        found = program.read(solver.value)
+        yield program.origin + solver.best_objective_bound * program.unit * (1 - SAFETY), found
+        _exclude(program, found)
+    return False
+
+
+def _exclude(program: FillDrainModel, counts: Counts) -> None:
+    """Add to ``program`` that its next answer differs from ``counts`` in some count."""
+    m = program.model
+    differs = []
+    for (cls, order), var in program.counts.items():
+        flag = m.new_bool_var("differs")
+        m.add(var != counts[cls][order]).only_enforce_if(flag)
+        differs.append(flag)
+    m.add_bool_or(differs)
 
 
 def level_counts(
