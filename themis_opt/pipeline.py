@@ -16,7 +16,9 @@ Every stage after the first runs only while the best schedule is not proven opti
    ends the method);
 6. **counts fixed**: ``counts_fixed`` (at most 20 s), up to ``large_phases``
    phases and 4,096 order literals;
-7. **full model**: all the time left (it ends the method).
+7. **refutation**: ``refutation`` (at most 10 s), up to 128 phases and 4,096
+   order literals: it raises the bound;
+8. **full model**: all the time left (it ends the method).
 
 The shares, caps and limits are :class:`~themis_opt.params.PipelineParams`
 (a stage is switched off with ``enabled = false``); :data:`STAGES` is the
