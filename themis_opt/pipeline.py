@@ -483,7 +483,7 @@ STAGES: tuple[StageSpec, ...] = (
     StageSpec("sequence search", "sequence", lambda ctx: _small(ctx) and ctx.may_search(), sequence_search),
     StageSpec("windows", None, lambda ctx: not ctx.exact_fits, windows),
     StageSpec("counts fixed", "counts_fixed", _small, counts_fixed),
-    StageSpec("refutation", "refutation", lambda ctx: _small(ctx) and ctx.exact_fits, refutation),
+    StageSpec("refutation", "refutation", lambda ctx: _small(ctx) and ctx.exact_fits and ctx.may_search(), refutation),
     StageSpec("full model", None, lambda ctx: True, full_model),
 )
 
