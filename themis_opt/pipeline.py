@@ -16,8 +16,8 @@ Every stage after the first runs only while the best schedule is not proven opti
    ends the method);
 6. **counts fixed**: ``counts_fixed`` (at most 20 s), up to ``large_phases``
    phases and 4,096 order literals;
-7. **refutation**: ``refutation`` (at most 10 s), up to 128 phases and 4,096
-   order literals: it raises the bound;
+7. **refutation**: ``refutation`` (at most 10 s), one collective of up to 128
+   phases and 4,096 order literals: it raises the bound;
 8. **full model**: all the time left (it ends the method).
 
 The shares, caps and limits are :class:`~themis_opt.params.PipelineParams`
@@ -345,24 +345,21 @@ def counts_fixed(ctx: Context, budget: Deadline) -> None:
 
 
 def refutation(ctx: Context, budget: Deadline) -> None:
-    """Raise the lower bound by refuting every assignment that could end sooner: for a cap ``L``,
-    every assignment of order counts whose fill-and-drain value is below ``L`` (in increasing
-    value, :func:`~themis_opt.search.counts.counts_by_value`) is shown by CP-SAT to admit no schedule
-    ending by ``L`` (counts fixed, horizon cut at ``L``), so none does: ``L`` is a bound. Rounds
-    of caps above the bound, ``refute_step`` of it at first, twice as far each round, the last at
-    the best makespan less half the tolerance (all refuted there: the best is proven). A round stopped
-    at an assignment (not refuted within ``refute_seconds``, or the time is up) still proves the
-    least value of the assignments not yet refuted; one that found a schedule within its cap keeps
-    it and goes on below it, any other ends the stage. The bounds are CP-SAT's proofs, kept as its
-    own bound.
+    """Raise the bound: for a cap ``L``, every assignment of order counts of fill-and-drain value
+    below ``L`` (in increasing value) shown by CP-SAT to admit no schedule ending by ``L`` proves
+    ``L``. Caps ``refute_step`` above the bound, then twice as far each round (a quarter as far
+    after one stopped short), the last half the tolerance below the best; a round stopped short
+    still proves the least value not refuted (see docs/methods.md, the refutation stage).
     """
-    from themis_opt.cpsat.driver import BOUND_MARGIN
+    if not solvers_loaded(budget, ctx.params.bounds, cpsat=True):
+        return
+    from themis_opt.cpsat.driver import BOUND_MARGIN  # CP-SAT is imported only when it runs
+    from themis_opt.cpsat.refute import CappedModel
     from themis_opt.search.counts import counts_by_value
 
     instance = ctx.instance
     pipeline = ctx.params.pipeline
-    origin = instance.origin_ns
-    step = pipeline.refute_step
+    origin, step = instance.origin_ns, pipeline.refute_step
     while not ctx.proven() and not budget.expired():
         assert ctx.best is not None
         level = ctx.bounds.best
@@ -371,16 +368,25 @@ def refutation(ctx: Context, budget: Deadline) -> None:
         cap = min(origin + (level - origin) * (1 + step), upper)
         if cap <= level:
             return
-        reached = level  # every assignment of a value below this is refuted at the cap
-        shorter = False  # a schedule found within the cap
+        reached, shorter = level, False  # below reached all refuted at the cap; a schedule found within it
         found = counts_by_value(instance, budget, ctx.params.bounds)
         try:
+            model = CappedModel(
+                instance,
+                ctx.best,
+                cap,
+                lower_bound=level,
+                workers=ctx.workers,
+                seed=ctx.options.seed,
+                deadline=budget,
+                params=ctx.params.cpsat,
+            )
             while True:
                 reached, counts = next(found)
                 if reached >= cap:
                     reached = cap
                     break
-                outcome = ctx.cpsat(ctx.best, budget.cap(pipeline.refute_seconds), counts=counts, cap=cap)
+                outcome = model.ask(counts, budget.cap(pipeline.refute_seconds))
                 if outcome.status != Status.INFEASIBLE:  # a schedule within the cap, or no answer in time
                     shorter = outcome.schedule.makespan < ctx.best.makespan
                     ctx.offer(outcome.schedule)
@@ -395,7 +401,10 @@ def refutation(ctx: Context, budget: Deadline) -> None:
                 ctx.keep_cpsat_bound(reached)
             if shorter:  # on with the next round below the new best
                 continue
-            return
+            if step <= pipeline.refute_step:
+                return
+            step = max(pipeline.refute_step, step / 4)  # a closer cap: fewer assignments, each refuted sooner
+            continue
         logger.info("refutation: no schedule ends by %.6g ns", cap)
         ctx.keep_cpsat_bound(cap * (1 - BOUND_MARGIN))  # the model's times are whole quanta within a margin
         if cap == upper:
@@ -475,6 +484,11 @@ def _small(ctx: Context) -> bool:
     return ctx.instance.num_phases <= ctx.params.pipeline.large_phases
 
 
+def _alone(ctx: Context) -> bool:
+    """One collective, small: several multiply the assignments, and CP-SAT proves two in a second."""
+    return _small(ctx) and len(ctx.instance.collectives) == 1
+
+
 STAGES: tuple[StageSpec, ...] = (
     StageSpec("warm start", None, lambda ctx: True, warm_start, starts=True),
     StageSpec("assignment search", "assignment", Context.may_search, assignment_search),
@@ -483,7 +497,7 @@ STAGES: tuple[StageSpec, ...] = (
     StageSpec("sequence search", "sequence", lambda ctx: _small(ctx) and ctx.may_search(), sequence_search),
     StageSpec("windows", None, lambda ctx: not ctx.exact_fits, windows),
     StageSpec("counts fixed", "counts_fixed", _small, counts_fixed),
-    StageSpec("refutation", "refutation", lambda ctx: _small(ctx) and ctx.exact_fits and ctx.may_search(), refutation),
+    StageSpec("refutation", "refutation", lambda ctx: _alone(ctx) and ctx.exact_fits and ctx.may_search(), refutation),
     StageSpec("full model", None, lambda ctx: True, full_model),
 )
 

@@ -1,6 +1,7 @@
 """The CP-SAT solver: the one adapter every CP-SAT run goes through (:mod:`~themis_opt.cpsat.solver`),
 the exact model (:mod:`~themis_opt.cpsat.model`), running it from a warm start
-(:mod:`~themis_opt.cpsat.driver`) and the window search for instances too large for it
+(:mod:`~themis_opt.cpsat.driver`), asking it one assignment after another under a cap
+(:mod:`~themis_opt.cpsat.refute`) and the window search for instances too large for it
 (:mod:`~themis_opt.cpsat.windows`).
 
 The names below are imported on first use: the adapter alone loads only CP-SAT's compiled helper,
@@ -26,9 +27,11 @@ if _TYPE_CHECKING:  # pragma: no cover
         quanta as quanta,
         relabel as relabel,
     )
+    from themis_opt.cpsat.refute import CappedModel as CappedModel
     from themis_opt.cpsat.windows import improve_by_windows as improve_by_windows
 
 _HOMES = {
+    "CappedModel": "refute",
     "CpsatOutcome": "driver",
     "alone_bound": "driver",
     "solve_cpsat": "driver",

@@ -148,15 +148,7 @@ def solve_cpsat(
     OutOfTime
         If the deadline passes while the model is built.
     """
-    quantum = quantum_ns
-    if quantum is None:
-        quantum = exact_quantum(instance, warm.makespan, deadline, params) or default_quantum(warm.makespan, params)
-    if warm.makespan / quantum > MAX_QUANTA:  # only a given quantum can be this fine
-        raise InputError(
-            "quantum_ns",
-            f"{quantum:g} ns is too fine for this instance: a schedule of {warm.makespan:g} ns would span more "
-            f"than the {MAX_QUANTA:,} quanta CP-SAT's integers hold; give at least {warm.makespan / MAX_QUANTA:.3g}",
-        )
+    quantum = quantum_for(instance, warm, quantum_ns, deadline, params)
     horizon = math.ceil(warm.makespan / quantum) + 1  # rounded-down durations: the warm start fits
     if cap is not None:
         horizon = min(horizon, math.floor(cap / quantum))
@@ -206,6 +198,31 @@ def solve_cpsat(
     )
     logger.debug("cpsat: %s, makespan %.3f ns", stats.solver_status, recorder.best.makespan)
     return CpsatOutcome(status, recorder.best, bound, stats, tuple(recorder.trajectory))
+
+
+def quantum_for(
+    instance: Instance, warm: Schedule, quantum_ns: float | None, deadline: Deadline, params: CpsatParams = CPSAT
+) -> float:
+    """The quantum of a model of ``instance`` from ``warm``: ``quantum_ns`` if given, else
+    :func:`exact_quantum` where there is one, else :func:`default_quantum` of its makespan.
+
+    Raises
+    ------
+    InputError
+        If the quantum is so fine that ``warm`` spans more than ``MAX_QUANTA``.
+    OutOfTime
+        If ``deadline`` passes first.
+    """
+    quantum = quantum_ns
+    if quantum is None:
+        quantum = exact_quantum(instance, warm.makespan, deadline, params) or default_quantum(warm.makespan, params)
+    if warm.makespan / quantum > MAX_QUANTA:  # only a given quantum can be this fine
+        raise InputError(
+            "quantum_ns",
+            f"{quantum:g} ns is too fine for this instance: a schedule of {warm.makespan:g} ns would span more "
+            f"than the {MAX_QUANTA:,} quanta CP-SAT's integers hold; give at least {warm.makespan / MAX_QUANTA:.3g}",
+        )
+    return quantum
 
 
 def alone_bound(instance: Instance, upper: Schedule, *, deadline: Deadline, work: float) -> float | None:

@@ -376,19 +376,36 @@ class CpsatModel:
 
     def fix_counts(self, counts: Mapping[ChunkClass, Mapping[Order, int]]) -> None:
         """Restrict the model: exactly ``counts[cls][order]`` chunks of each class take each order."""
+        if self.symmetric:
+            for i, order in self._chunk_orders(counts):
+                for o, lit in self.lits[i].items():
+                    self.model.add(lit == int(o == order))
+            return
         index = {cid: i for i, cid in enumerate(self.instance.chunk_ids)}
         for cls in self.instance.chunk_classes:
-            orders = self.instance.orders[cls.collective]
-            if self.symmetric:
-                # order indices do not decrease with the chunk index: the counts fix every chunk's order
-                taken = [o for o in orders for _ in range(counts[cls].get(o, 0))]
-                for k, order in zip(cls.chunks, taken, strict=True):
-                    for o, lit in self.lits[index[(cls.collective, k)]].items():
-                        self.model.add(lit == int(o == order))
-                continue
-            for order in orders:
+            for order in self.instance.orders[cls.collective]:
                 lits = [self.lits[index[(cls.collective, k)]][order] for k in cls.chunks]
                 self.model.add(sum(lits) == counts[cls].get(order, 0))
+
+    def count_literals(self, counts: Mapping[ChunkClass, Mapping[Order, int]]) -> list[cp_model.IntVar]:
+        """Literals that, all true, give exactly ``counts[cls][order]`` chunks of each class each
+        order (a solve's assumptions; the symmetry breaking is required).
+        """
+        return [self.lits[i][order] for i, order in self._chunk_orders(counts)]
+
+    def _chunk_orders(self, counts: Mapping[ChunkClass, Mapping[Order, int]]) -> list[tuple[int, Order]]:
+        """Each chunk's index and order under ``counts``: with the symmetry breaking, order indices
+        do not decrease with the chunk index, so the counts fix every chunk's order.
+        """
+        assert self.symmetric, "counts fix each chunk's order only under the symmetry breaking"
+        index = {cid: i for i, cid in enumerate(self.instance.chunk_ids)}
+        pairs = []
+        for cls in self.instance.chunk_classes:
+            orders = self.instance.orders[cls.collective]
+            taken = [o for o in orders for _ in range(counts[cls].get(o, 0))]
+            for k, order in zip(cls.chunks, taken, strict=True):
+                pairs.append((index[(cls.collective, k)], order))
+        return pairs
 
     # --------------------------------------------------- hint and extraction
 
