@@ -10,7 +10,7 @@ from ortools.sat.python import cp_model
 from themis_opt.cpsat import CpsatModel, default_quantum, relabel
 from themis_opt.cpsat.params import CpsatParams
 from themis_opt.instance import Instance
-from themis_opt.policies import counts_match, themis_orders
+from themis_opt.policies import baseline_orders, counts_match, themis_orders
 from themis_opt.schedule import Schedule
 from themis_opt.sim import simulate
 from themis_opt.validator import validate
@@ -236,6 +236,42 @@ def test_a_cap_at_the_optimum_finds_an_optimal_schedule_and_below_it_none(name: 
     if warm.makespan > optimum * (1 + 1e-9):
         assert below.status is Status.INFEASIBLE and below.bound is None
     assert below.schedule is warm
+
+
+@pytest.mark.parametrize("name", ["tiny_ar", "tiny_3d"])
+def test_a_capped_model_answers_each_assignment_below_and_at_the_optimum(name: str) -> None:
+    # one model cut at a cap, asked assignments as assumptions: the optimal schedule's counts admit
+    # a valid schedule at the optimum, none below it, and every other assignment gets an answer
+    import itertools
+
+    from themis_opt.budget import Deadline
+    from themis_opt.cpsat import CappedModel
+    from themis_opt.result import Status
+
+    from ..conftest import brute_force, load
+
+    instance = load(name)
+    optimum = brute_force(instance)
+    warm = simulate(instance, baseline_orders(instance), "fifo")
+    if warm.makespan <= optimum * (1 + 1e-6):
+        warm = simulate(instance, themis_orders(instance), "fifo")
+    options = dict(lower_bound=0.0, workers=1, seed=0, deadline=Deadline.after(20))
+    at = CappedModel(instance, warm, optimum * (1 + 1e-9), **options)  # type: ignore[arg-type]
+    below = CappedModel(instance, warm, optimum * (1 - 1e-6), **options)  # type: ignore[arg-type]
+    cls = instance.chunk_classes[0]
+    orders = instance.orders[0]
+    answers = []
+    for combo in itertools.combinations_with_replacement(orders, len(cls.chunks)):
+        counts = {cls: {o: combo.count(o) for o in orders}}
+        assert below.ask(counts, Deadline.after(20)).status is Status.INFEASIBLE
+        outcome = at.ask(counts, Deadline.after(20))
+        if outcome.status is Status.FEASIBLE:
+            assert validate(instance, outcome.schedule) == []
+            assert outcome.schedule.makespan == pytest.approx(optimum, rel=1e-9)
+        answers.append(outcome.status)
+    assert Status.FEASIBLE in answers and set(answers) <= {Status.FEASIBLE, Status.INFEASIBLE}
+    with pytest.raises(ValueError, match="not below"):
+        CappedModel(instance, warm, warm.makespan, **options)  # type: ignore[arg-type]
 
 
 def test_the_model_gives_each_stage_its_own_dimensions_and_compute_unit() -> None:
