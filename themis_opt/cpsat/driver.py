@@ -7,6 +7,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ortools.sat.python import cp_model
 
@@ -188,7 +189,14 @@ def solve_cpsat(
     elif solved(code):
         # the rounded-down model is a relaxation: its bound in quanta bounds the exact problem
         bound = max(0.0, solver.best_objective_bound * quantum * (1 - BOUND_MARGIN))
-    stats = SolverStats(
+    stats = _stats(solver, code, recorder, quantum)
+    logger.debug("cpsat: %s, makespan %.3f ns", stats.solver_status, recorder.best.makespan)
+    return CpsatOutcome(status, recorder.best, bound, stats, tuple(recorder.trajectory))
+
+
+def _stats(solver: Solver, code: Any, recorder: _Recorder, quantum: float) -> SolverStats:
+    """A run's statistics, as results report them."""
+    return SolverStats(
         solver_status=solver.status_name(code),
         branches=solver.num_branches,
         conflicts=solver.num_conflicts,
@@ -196,8 +204,6 @@ def solve_cpsat(
         wall_time_s=solver.wall_time,
         quantum_ns=quantum,
     )
-    logger.debug("cpsat: %s, makespan %.3f ns", stats.solver_status, recorder.best.makespan)
-    return CpsatOutcome(status, recorder.best, bound, stats, tuple(recorder.trajectory))
 
 
 def quantum_for(

@@ -9,13 +9,13 @@ from __future__ import annotations
 import math
 
 from themis_opt.budget import Deadline
-from themis_opt.cpsat.driver import CpsatOutcome, _Recorder, quantum_for
+from themis_opt.cpsat.driver import CpsatOutcome, _Recorder, _stats, quantum_for
 from themis_opt.cpsat.model import CPSAT, CpsatModel
 from themis_opt.cpsat.params import CpsatParams
 from themis_opt.cpsat.solver import INFEASIBLE, Solver, SolverSettings
 from themis_opt.instance import Instance
 from themis_opt.orders import Counts
-from themis_opt.result import SolverStats, Status
+from themis_opt.result import Status
 from themis_opt.schedule import Schedule
 
 
@@ -94,12 +94,5 @@ class CappedModel:
             status = Status.INFEASIBLE
         else:
             status = Status.FEASIBLE if recorder.solutions else Status.NO_SOLUTION
-        stats = SolverStats(
-            solver_status=solver.status_name(code),
-            branches=solver.num_branches,
-            conflicts=solver.num_conflicts,
-            solutions=recorder.solutions,
-            wall_time_s=solver.wall_time,
-            quantum_ns=self.model.quantum,
-        )
+        stats = _stats(solver, code, recorder, self.model.quantum)
         return CpsatOutcome(status, recorder.best, None, stats, tuple(recorder.trajectory))
