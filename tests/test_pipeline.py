@@ -147,10 +147,14 @@ def test_the_at_bound_stage_asks_the_programs_counts_first_then_each_other_withi
     cap = bound + optimality_tolerance(bound, instance.origin_ns)
 
     class Spy(Context):  # meets nothing: every assignment is asked
-        def cpsat(self, start: Schedule, deadline: Deadline, **options: Any) -> Any:
-            asked.append(options["counts"])
-            assert options["cap"] == cap
-            return types.SimpleNamespace(schedule=warm)
+        def capped(self, at: float, deadline: Deadline) -> Any:
+            assert at == cap
+
+            def ask(counts: Any, deadline: Deadline) -> Any:
+                asked.append(counts)
+                return types.SimpleNamespace(schedule=warm)
+
+            return types.SimpleNamespace(ask=ask)
 
     ctx = _context(instance, warm, bounds, memo, kind=Spy)
     at_bound(ctx, ctx.deadline)

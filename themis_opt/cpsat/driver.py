@@ -15,7 +15,7 @@ from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.cost import merging_shortens
 from themis_opt.cpsat.model import CPSAT, CpsatModel, default_quantum, exact_quantum
 from themis_opt.cpsat.params import CpsatParams
-from themis_opt.cpsat.solver import INFEASIBLE, Solver, SolverSettings, solved, status_of
+from themis_opt.cpsat.solver import Solver, SolverSettings, solved, status_of
 from themis_opt.errors import InputError
 from themis_opt.instance import ChunkClass, Instance
 from themis_opt.orders import Order
@@ -95,7 +95,6 @@ def solve_cpsat(
     t0: float,
     lower_bound: float = 0.0,
     counts: Mapping[ChunkClass, Mapping[Order, int]] | None = None,
-    cap: float | None = None,
     params: CpsatParams = CPSAT,
 ) -> CpsatOutcome:
     """Minimise the makespan with CP-SAT from a complete warm start.
@@ -130,17 +129,6 @@ def solve_cpsat(
         counts; otherwise it only bounds the horizon and the search finds its
         own first solution. The outcome's schedule is valid, but its status is never ``optimal`` and
         it has no bound (both would be of the restriction).
-    cap
-        Look only for a schedule of makespan at most ``cap`` ns, and stop at
-        the first: the horizon is ``cap`` in quanta (rounded down, every such
-        schedule fits), ``warm`` is not hinted (it is longer) and stays the
-        outcome's schedule if none is found. With ``counts``, a quick
-        question: do these counts admit a schedule at the lower bound? The
-        status is never ``optimal`` and there is no bound (a capped model
-        proves nothing about longer schedules); it is ``infeasible`` when
-        CP-SAT proves that no schedule (of ``counts``, if given) ends by
-        ``cap``, which must then be below ``warm``'s makespan (the horizon is
-        the shorter of the two).
     params
         The quantum's and the search's tuning numbers.
 
@@ -151,13 +139,11 @@ def solve_cpsat(
     """
     quantum = quantum_for(instance, warm, quantum_ns, deadline, params)
     horizon = math.ceil(warm.makespan / quantum) + 1  # rounded-down durations: the warm start fits
-    if cap is not None:
-        horizon = min(horizon, math.floor(cap / quantum))
     model = CpsatModel(instance, quantum, horizon, deadline)
     model.model.add(model.makespan >= model.floor(lower_bound))
     if counts is not None:
         model.fix_counts(counts)
-    if cap is None and (counts is None or counts_match(instance, warm.orders, counts)):
+    if counts is None or counts_match(instance, warm.orders, counts):
         model.hint(warm)
     # keep a little of the budget for the last solution's re-timing and the result (big models more)
     large = instance.num_phases > params.probing_phases
@@ -173,7 +159,6 @@ def solve_cpsat(
             probing=not large,
             # the model is mostly no-overlaps: their stronger propagation proves more (the benchmark page)
             strong_disjunctive=True,
-            first_solution=cap is not None,
             log=log,
         )
     )
@@ -182,9 +167,7 @@ def solve_cpsat(
     code = solver.run(model.model, deadline, recorder)
     status = status_of(code)
     bound = None
-    if cap is not None and code == INFEASIBLE:  # proven: no schedule of the restriction ends by the cap
-        status = Status.INFEASIBLE
-    elif counts is not None or cap is not None:  # a restriction's status and bound say nothing of the problem
+    if counts is not None:  # a restriction's status and bound say nothing of the problem
         status = Status.FEASIBLE if recorder.solutions else Status.NO_SOLUTION
     elif solved(code):
         # the rounded-down model is a relaxation: its bound in quanta bounds the exact problem

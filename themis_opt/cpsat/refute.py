@@ -37,11 +37,15 @@ class CappedModel:
         CP-SAT's worker threads and random seed.
     deadline
         When the model must be built.
+    quantum_ns
+        Time quantum; ``None`` picks it as :func:`~themis_opt.cpsat.solve_cpsat` does.
     params
         The quantum's tuning numbers.
 
     Raises
     ------
+    InputError
+        If ``quantum_ns`` is too fine for CP-SAT's integers.
     OutOfTime
         If ``deadline`` passes while the model is built.
     """
@@ -56,11 +60,12 @@ class CappedModel:
         workers: int,
         seed: int,
         deadline: Deadline,
+        quantum_ns: float | None = None,
         params: CpsatParams = CPSAT,
     ) -> None:
         if cap >= warm.makespan:
             raise ValueError(f"cap {cap} ns is not below the warm start's makespan {warm.makespan} ns")
-        quantum = quantum_for(instance, warm, None, deadline, params)
+        quantum = quantum_for(instance, warm, quantum_ns, deadline, params)
         self.model = CpsatModel(instance, quantum, math.floor(cap / quantum), deadline)
         self.model.model.add(self.model.makespan >= self.model.floor(lower_bound))
         self.warm = warm

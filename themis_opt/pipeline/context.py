@@ -21,7 +21,7 @@ from themis_opt.result import (
 from themis_opt.schedule import Schedule
 
 if TYPE_CHECKING:  # pragma: no cover
-    from themis_opt.cpsat import CpsatOutcome
+    from themis_opt.cpsat import CappedModel, CpsatOutcome
 
 
 @dataclass
@@ -106,6 +106,25 @@ class Context:
             "workers": self.workers,
             "params": self.params.search,
         }
+
+    def capped(self, cap: float, deadline: Deadline) -> CappedModel:
+        """The exact model cut at ``cap`` (below the best makespan), to ask assignments one by one."""
+        if not solvers_loaded(deadline, self.params.bounds, cpsat=True):
+            raise OutOfTime("cpsat: out of time before CP-SAT was loaded")
+        from themis_opt.cpsat import CappedModel  # CP-SAT is imported only when it runs
+
+        assert self.best is not None
+        return CappedModel(
+            self.instance,
+            self.best,
+            cap,
+            lower_bound=self.bounds.best,
+            workers=self.workers,
+            seed=self.options.seed,
+            deadline=deadline,
+            quantum_ns=self.options.quantum_ns,
+            params=self.params.cpsat,
+        )
 
     def cpsat(self, start: Schedule, deadline: Deadline, **options: Any) -> CpsatOutcome:
         """CP-SAT from ``start`` with this call's options (see :func:`~themis_opt.cpsat.solve_cpsat`)."""

@@ -105,11 +105,12 @@ def at_bound(ctx: Context, budget: Deadline) -> None:
         return
     asked = 0
     try:
+        model = ctx.capped(cap, budget)
         for counts in itertools.chain([first.counts], counts_within(instance, cap, budget, ctx.params.bounds)):
             if asked and counts == first.counts:
                 continue
             asked += 1
-            outcome = ctx.cpsat(ctx.best, budget, counts=counts, cap=cap)
+            outcome = model.ask(counts, budget)
             if is_proven(outcome.schedule.makespan, bound, instance.origin_ns):
                 logger.info("at the bound: counts %d meet it", asked)
                 ctx.offer(outcome.schedule)
@@ -209,7 +210,6 @@ def refutation(ctx: Context, budget: Deadline) -> None:
     if not solvers_loaded(budget, ctx.params.bounds, cpsat=True):
         return
     from themis_opt.cpsat.driver import BOUND_MARGIN  # CP-SAT is imported only when it runs
-    from themis_opt.cpsat.refute import CappedModel
     from themis_opt.search.counts import counts_by_value
 
     instance = ctx.instance
@@ -226,16 +226,7 @@ def refutation(ctx: Context, budget: Deadline) -> None:
         reached, shorter = level, False  # below reached all refuted at the cap; a schedule found within it
         found = counts_by_value(instance, budget, ctx.params.bounds)
         try:
-            model = CappedModel(
-                instance,
-                ctx.best,
-                cap,
-                lower_bound=level,
-                workers=ctx.workers,
-                seed=ctx.options.seed,
-                deadline=budget,
-                params=ctx.params.cpsat,
-            )
+            model = ctx.capped(cap, budget)
             while True:
                 reached, counts = next(found)
                 if reached >= cap:
