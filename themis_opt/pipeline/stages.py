@@ -30,9 +30,6 @@ from themis_opt.sim.queues import Intra
 logger = logging.getLogger(__name__)
 
 
-# ------------------------------------------------------------------ stages
-
-
 def warm_start(ctx: Context, budget: Deadline) -> None:
     """The best of the heuristics that finish in time: the baseline may take all the time left
     (without it there is nothing to search from), each further one a share of what is left then.

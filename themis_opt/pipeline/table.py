@@ -13,28 +13,11 @@ from themis_opt.bounds import reported
 from themis_opt.budget import Deadline, available_workers
 from themis_opt.methods import MethodCall
 from themis_opt.params import SolveParams, Stage
+from themis_opt.pipeline import stages as st
 from themis_opt.pipeline.context import Context
-from themis_opt.pipeline.stages import (
-    assignment_search,
-    at_bound,
-    counts_fixed,
-    full_model,
-    probe,
-    refutation,
-    sequence_search,
-    warm_start,
-    windows,
-)
-from themis_opt.result import (
-    Interrupted,
-    Result,
-    result_of,
-)
+from themis_opt.result import Interrupted, Result, result_of
 
 logger = logging.getLogger(__name__)
-
-
-# ------------------------------------------------------------------- table
 
 
 @dataclass(frozen=True)
@@ -76,15 +59,17 @@ def _alone(ctx: Context) -> bool:
 
 
 STAGES: tuple[StageSpec, ...] = (
-    StageSpec("warm start", None, lambda ctx: True, warm_start, starts=True),
-    StageSpec("assignment search", "assignment", Context.may_search, assignment_search),
-    StageSpec("at the bound", "at_bound", lambda ctx: _small(ctx) and ctx.may_search(), at_bound),
-    StageSpec("probe", "probe", lambda ctx: _small(ctx) and ctx.may_search(), probe),
-    StageSpec("sequence search", "sequence", lambda ctx: _small(ctx) and ctx.may_search(), sequence_search),
-    StageSpec("windows", None, lambda ctx: not ctx.exact_fits, windows),
-    StageSpec("counts fixed", "counts_fixed", _small, counts_fixed),
-    StageSpec("refutation", "refutation", lambda ctx: _alone(ctx) and ctx.exact_fits and ctx.may_search(), refutation),
-    StageSpec("full model", None, lambda ctx: True, full_model),
+    StageSpec("warm start", None, lambda ctx: True, st.warm_start, starts=True),
+    StageSpec("assignment search", "assignment", Context.may_search, st.assignment_search),
+    StageSpec("at the bound", "at_bound", lambda ctx: _small(ctx) and ctx.may_search(), st.at_bound),
+    StageSpec("probe", "probe", lambda ctx: _small(ctx) and ctx.may_search(), st.probe),
+    StageSpec("sequence search", "sequence", lambda ctx: _small(ctx) and ctx.may_search(), st.sequence_search),
+    StageSpec("windows", None, lambda ctx: not ctx.exact_fits, st.windows),
+    StageSpec("counts fixed", "counts_fixed", _small, st.counts_fixed),
+    StageSpec(
+        "refutation", "refutation", lambda ctx: _alone(ctx) and ctx.exact_fits and ctx.may_search(), st.refutation
+    ),
+    StageSpec("full model", None, lambda ctx: True, st.full_model),
 )
 
 
