@@ -150,8 +150,8 @@ def test_a_short_run_never_claims_what_a_long_run_disproves(case: str) -> None:
         instance = four_dims(size=64 * 2**20, chunks=6)
     else:
         instance = load_instance(suite_folder("exact") / f"{case}.json")
-    short = solve(instance, "cpsat", time_limit=1.5, workers=2, seed=0)
-    long = solve(instance, "cpsat", time_limit=4, workers=2, seed=1)
+    short = solve(instance, "cpsat", time_limit=1, workers=2, seed=0)
+    long = solve(instance, "cpsat", time_limit=3, workers=2, seed=1)
     for one, other in ((short, long), (long, short)):
         assert one.makespan is not None and other.makespan is not None
         for bound in one.bounds.as_dict().values():

@@ -60,7 +60,7 @@ def test_a_killed_worker_loses_no_row(tmp_path: Path) -> None:
     out = tmp_path / "rows.jsonl"
     six = sorted(str(p) for p in SUITE.glob("*.json"))[:6]
     argv = [sys.executable, "-m", "themis_opt.cli", "bench", *six, "--methods", "baseline,cpsat"]
-    argv += ["--time-limit", "1", "--scheduler", "local:2", "--out", str(out)]
+    argv += ["--time-limit", "0.5", "--scheduler", "local:2", "--out", str(out)]
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (out.exists() and out.read_text().count("\n") >= 1):
@@ -156,7 +156,7 @@ def test_a_sweep_put_to_sleep_and_woken_keeps_every_row_once(tmp_path: Path, sch
     out = tmp_path / "rows.jsonl"
     four = sorted(str(p) for p in SUITE.glob("*.json"))[:4]
     argv = [sys.executable, "-m", "themis_opt.cli", "bench", *four, "--methods", "baseline,cpsat"]
-    argv += ["--time-limit", "1", "--out", str(out), *(["--scheduler", scheduler] if scheduler else [])]
+    argv += ["--time-limit", "0.5", "--out", str(out), *(["--scheduler", scheduler] if scheduler else [])]
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (out.exists() and out.read_text().count("\n") >= 1):
@@ -164,7 +164,7 @@ def test_a_sweep_put_to_sleep_and_woken_keeps_every_row_once(tmp_path: Path, sch
     sleepers = [process.pid, *_worker_processes(process.pid)]
     for pid in sleepers:  # the machine goes to sleep...
         os.kill(pid, signal.SIGSTOP)
-    time.sleep(2.0)
+    time.sleep(1.0)
     for pid in sleepers:  # ... and wakes up with every deadline passed
         os.kill(pid, signal.SIGCONT)
     _, err = process.communicate(timeout=180)

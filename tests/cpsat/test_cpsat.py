@@ -87,7 +87,7 @@ def test_cpsat_searches_windows_when_the_model_is_too_big() -> None:
 
     instance = _four_collectives()
     small = SolveParams(cpsat=CpsatParams(max_phases=10))
-    result = solve(instance, "cpsat", time_limit=4, workers=1, params=small)
+    result = solve(instance, "cpsat", time_limit=2.5, workers=1, params=small)
     assert "large-neighbourhood search" in result.note
     assert result.schedule is not None and validate(instance, result.schedule) == []
     heuristics = [solve(instance, m).makespan for m in ("baseline", "themis", "balanced")]
