@@ -30,7 +30,7 @@ import logging
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from themis_opt.bounds.formulas import BOUNDS, SAFETY
 from themis_opt.bounds.graph import preemptive_makespan
@@ -259,47 +259,77 @@ def _sure(jobs: list[Job]) -> list[tuple[float, float]]:
     return list(least.values())
 
 
-def _axis(values: list[float], most: int) -> Any:
-    """The distinct ``values`` ascending, or ``most`` of them spread evenly from the least (the
-    thresholds need not be values: any threshold gives a valid cut, fewer only weaker ones).
+def _axis(values: Any, most: int) -> Any:
+    """The distinct ``values`` (an array) ascending, or ``most`` of them spread evenly from the least
+    (the thresholds need not be values: any threshold gives a valid cut, fewer only weaker ones).
     """
     import numpy as np
 
-    axis = np.unique(np.array(values))
+    axis = np.unique(values)
     if len(axis) > most:
         axis = axis[np.linspace(0, len(axis) - 1, most).astype(int)]
     return axis
 
 
+class _Jobs(NamedTuple):
+    """One dimension's jobs as arrays, in :func:`_jobs`'s order: each one's count variable (its index
+    in the program's flat list of classes and ways), release, work per chunk and delivery.
+    """
+
+    var: Any
+    release: Any
+    work: Any
+    delivery: Any
+
+    @classmethod
+    def of(cls, jobs: list[Job], offsets: Sequence[int]) -> _Jobs:
+        import numpy as np
+
+        def column(values: list[float] | list[int], dtype: Any) -> Any:
+            return np.array(values, dtype=dtype)
+
+        return cls(
+            column([offsets[k] + w for k, w, _, _, _ in jobs], np.int64),
+            column([r for _, _, r, _, _ in jobs], np.float64),
+            column([work for _, _, _, work, _ in jobs], np.float64),
+            column([q for _, _, _, _, q in jobs], np.float64),
+        )
+
+
 def _most_violated(
-    jobs: list[Job], sure: list[tuple[float, float]], x: dict[tuple[int, int], float], many: int, grid: int
+    jobs: _Jobs, sure: list[tuple[float, float]], x: Any, many: int, grid: int
 ) -> list[tuple[float, float, float]]:
-    """Thresholds ``(h, q)`` with large ``h + q +`` the work (at counts ``x``) of the jobs released no
-    earlier than ``h`` and delivered no earlier than ``q``, with that value, among the thresholds
-    some class surely meets (``sure``: the set is never empty, whatever the counts): for each of the
-    ``many`` release thresholds of the largest values (ties: the lower first), its best delivery
-    threshold; at most ``grid`` thresholds of each kind.
+    """Thresholds ``(h, q)`` with large ``h + q +`` the work (at counts ``x``, per count variable) of
+    the jobs released no earlier than ``h`` and delivered no earlier than ``q``, with that value,
+    among the thresholds some class surely meets (``sure``: the set is never empty, whatever the
+    counts): for each of the ``many`` release thresholds of the largest values (ties: the lower
+    first), its best delivery threshold; at most ``grid`` thresholds of each kind.
     """
     import numpy as np
 
-    active = [(r, w * x[k, i], q) for k, i, r, w, q in jobs if x.get((k, i), 0.0) > 0]
-    if not active or not sure:
+    counts = x[jobs.var]
+    active = counts > 0
+    if not active.any() or not sure:
         return []
-    hs = _axis([a[0] for a in active] + [s[0] for s in sure], grid)
-    qs = _axis([a[2] for a in active] + [s[1] for s in sure], grid)
+    release, delivery = jobs.release[active], jobs.delivery[active]
+    work = jobs.work[active] * counts[active]
+    sure_release = np.array([s[0] for s in sure])
+    sure_delivery = np.array([s[1] for s in sure])
+    hs = _axis(np.concatenate([release, sure_release]), grid)
+    qs = _axis(np.concatenate([delivery, sure_delivery]), grid)
 
-    def cell(axis: Any, values: list[float]) -> Any:  # the largest threshold at or below each value
+    def cell(axis: Any, values: Any) -> Any:  # the largest threshold at or below each value
         return np.searchsorted(axis, values, side="right") - 1
 
-    work = np.zeros((len(hs), len(qs)))
-    np.add.at(work, (cell(hs, [a[0] for a in active]), cell(qs, [a[2] for a in active])), [a[1] for a in active])
+    total = np.zeros((len(hs), len(qs)))
+    np.add.at(total, (cell(hs, release), cell(qs, delivery)), work)
     count = np.zeros((len(hs), len(qs)))
-    np.add.at(count, (cell(hs, [s[0] for s in sure]), cell(qs, [s[1] for s in sure])), 1.0)
+    np.add.at(count, (cell(hs, sure_release), cell(qs, sure_delivery)), 1.0)
 
     def suffix(grid: Any) -> Any:  # the sum over every cell at or above and right of each
         return grid[::-1, ::-1].cumsum(axis=0).cumsum(axis=1)[::-1, ::-1]
 
-    value = np.where(suffix(count) > 0, suffix(work) + hs[:, None] + qs[None, :], -np.inf)
+    value = np.where(suffix(count) > 0, suffix(total) + hs[:, None] + qs[None, :], -np.inf)
     columns = value.argmax(axis=1)
     rows = value[np.arange(len(hs)), columns]
     top = [int(i) for i in np.argsort(-rows, kind="stable")[:many] if math.isfinite(rows[i])]  # ties: any CPU alike
@@ -376,23 +406,27 @@ def program_bound(
         (heads[t], task.duration_ns, tails[t]) for t, task in enumerate(instance.tasks) if isinstance(task, Compute)
     ]
     floor = max(floor, preemptive_makespan(computes))
+    import numpy as np
+
     classes = instance.chunk_classes
     jobs = _jobs(instance, heads, tails, ways)
     sure = [_sure(on) for on in jobs]
+    offsets = list(itertools.accumulate((len(w) for w in ways), initial=0))
+    arrays = [_Jobs.of(on, offsets) for on in jobs]
     deadline.check("iteration bound")
     scale = 1e-6  # ms: well-scaled for GLOP
     solver = pywraplp.Solver.CreateSolver("GLOP")
     makespan = solver.NumVar(0.0, solver.infinity(), "makespan")  # the floor apart: else the rounds stall on it
-    x: dict[tuple[int, int], Any] = {}
+    x: list[Any] = []  # per class and way, in that order (the flat index of _Jobs.var)
     # rows are written coefficient by coefficient: the expression API costs ten times as much
     for k, cls in enumerate(classes):
         row = solver.Constraint(len(cls.chunks), len(cls.chunks))
         for w in range(len(ways[k])):
-            x[k, w] = solver.NumVar(0.0, len(cls.chunks), f"x{k}_{w}")
-            row.SetCoefficient(x[k, w], 1.0)
+            x.append(solver.NumVar(0.0, len(cls.chunks), f"x{k}_{w}"))
+            row.SetCoefficient(x[-1], 1.0)
     solver.Objective().SetCoefficient(makespan, 1.0)
     solver.Objective().SetMinimization()
-    cuts: list[tuple[float, dict[tuple[int, int], float], Any]] = []  # constant, coefficients, row
+    cuts: list[_Cut] = []
     best = floor
     seen: set[tuple[int, float, float]] = set()
     level, still = 0.0, 0  # the program's value, and rounds since it last rose
@@ -404,29 +438,27 @@ def program_bound(
             if status != solver.OPTIMAL:
                 break
             if cuts:
-                best = max(best, _lagrangian(instance, ways, cuts))
+                best = max(best, _lagrangian(instance, offsets, cuts))
             current = makespan.solution_value() / scale
             still = still + 1 if current <= level * (1 + params.iteration_tolerance) else 0
             level = max(level, current)
             if still > params.iteration_patience:
                 break
-            values = {key: var.solution_value() for key, var in x.items()}
+            values = np.array([var.solution_value() for var in x])
             added = 0
-            for d, on in enumerate(jobs):
+            for d, on in enumerate(arrays):
                 deadline.check("iteration bound")
                 for h, q, value in _most_violated(on, sure[d], values, params.iteration_cuts, params.iteration_grid):
                     if value <= current * (1 + params.iteration_tolerance) or (d, h, q) in seen:
                         continue
                     seen.add((d, h, q))
-                    coefficients: dict[tuple[int, int], float] = {}
-                    for k, w, r, work, delivery in on:
-                        if r >= h and delivery >= q:
-                            coefficients[k, w] = coefficients.get((k, w), 0.0) + work
-                    row = solver.Constraint((h + q) * scale, solver.infinity())  # makespan >= h + q + work
-                    row.SetCoefficient(makespan, 1.0)
-                    for key, c in coefficients.items():
-                        row.SetCoefficient(x[key], -(c * scale))
-                    cuts.append((h + q, coefficients, row))
+                    within = (on.release >= h) & (on.delivery >= q)  # a class's way has one job a dimension
+                    row = solver.Constraint((h + q) * scale, solver.infinity())
+                    cut = _Cut(h + q, on.var[within], on.work[within], row)
+                    cut.row.SetCoefficient(makespan, 1.0)  # makespan >= h + q + work
+                    for i, c in zip(cut.var.tolist(), (-(cut.work * scale)).tolist()):
+                        cut.row.SetCoefficient(x[i], c)
+                    cuts.append(cut)
                     added += 1
             logger.debug(
                 "iteration bound: round %d, program %.9g ns, bound %.9g ns, %d cuts", rounds, current, best, added
@@ -438,25 +470,33 @@ def program_bound(
     return best * (1 - SAFETY)
 
 
-def _lagrangian(
-    instance: Instance, ways: Sequence[tuple[Way, ...]], cuts: list[tuple[float, dict[tuple[int, int], float], Any]]
-) -> float:
+class _Cut(NamedTuple):
+    """A cut of the program: ``makespan >= constant + work . x[var]``, and its row."""
+
+    constant: float
+    var: Any
+    work: Any
+    row: Any
+
+
+def _lagrangian(instance: Instance, offsets: Sequence[int], cuts: list[_Cut]) -> float:
     """The Lagrangian value of the cuts' duals: for multipliers ``l >= 0`` summing to 1, every count
     vector's makespan is at least ``sum l (constant + coefficients . x)``, whose least over the counts
     is each class's chunks on the way of least weighted coefficient. Valid for any such ``l``; the
     program's duals make it the program's value (up to its tolerances), in floats computed here.
     """
-    duals = [max(0.0, float(row.dual_value())) for _, _, row in cuts]
+    import numpy as np
+
+    duals = [max(0.0, float(cut.row.dual_value())) for cut in cuts]
     total = sum(duals)
     if total <= 0:
         return 0.0
     weights = [y / total for y in duals]
-    value = sum(wt * constant for wt, (constant, _, _) in zip(weights, cuts))
-    per_way: dict[tuple[int, int], float] = {}
-    for wt, (_, coefficients, _) in zip(weights, cuts):
-        if wt:
-            for key, c in coefficients.items():
-                per_way[key] = per_way.get(key, 0.0) + wt * c
+    value = sum(wt * cut.constant for wt, cut in zip(weights, cuts))
+    per_way = np.zeros(offsets[-1])
+    for wt, cut in zip(weights, cuts):
+        if wt:  # a way's coefficients summed cut by cut, in order (each way once a cut)
+            per_way[cut.var] += wt * cut.work
     for k, cls in enumerate(instance.chunk_classes):
-        value += len(cls.chunks) * min(per_way.get((k, w), 0.0) for w in range(len(ways[k])))
+        value += len(cls.chunks) * float(per_way[offsets[k] : offsets[k + 1]].min())
     return value
