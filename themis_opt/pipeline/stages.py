@@ -220,7 +220,7 @@ def refutation(ctx: Context, budget: Deadline) -> None:
         cap = min(origin + (level - origin) * (1 + step), upper)
         if cap <= level:
             return
-        reached, shorter = level, False  # below reached all refuted at the cap; a schedule found within it
+        reached, shorter, refuted = level, False, 0  # below reached all refuted at the cap; a schedule found within it
         found = counts_by_value(instance, budget, ctx.params.bounds)
         try:
             model = ctx.capped(cap, budget)
@@ -230,6 +230,7 @@ def refutation(ctx: Context, budget: Deadline) -> None:
                     reached = cap
                     break
                 outcome = model.ask(counts, budget.cap(pipeline.refute_seconds))
+                refuted += outcome.status == Status.INFEASIBLE
                 if outcome.status != Status.INFEASIBLE:  # a schedule within the cap, or no answer in time
                     shorter = outcome.schedule.makespan < ctx.best.makespan
                     ctx.offer(outcome.schedule)
@@ -239,6 +240,13 @@ def refutation(ctx: Context, budget: Deadline) -> None:
                 reached = cap
         except OutOfTime:
             pass
+        logger.info(
+            "refutation: cap %.6g ns, %s refuted, reached %.6g ns%s",
+            cap,
+            counted(refuted, "assignment"),
+            reached,
+            "" if reached >= cap else " (stopped short)",
+        )
         if reached < cap:  # a round stopped short: what it refuted still counts
             if reached > level:
                 ctx.keep_cpsat_bound(reached)
