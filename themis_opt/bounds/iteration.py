@@ -323,13 +323,13 @@ def _most_violated(
 
     total = np.zeros((len(hs), len(qs)))
     np.add.at(total, (cell(hs, release), cell(qs, delivery)), work)
-    count = np.zeros((len(hs), len(qs)))
-    np.add.at(count, (cell(hs, sure_release), cell(qs, sure_delivery)), 1.0)
-
-    def suffix(grid: Any) -> Any:  # the sum over every cell at or above and right of each
-        return grid[::-1, ::-1].cumsum(axis=0).cumsum(axis=1)[::-1, ::-1]
-
-    value = np.where(suffix(count) > 0, suffix(total) + hs[:, None] + qs[None, :], -np.inf)
+    # a class surely met at (h, q): some sure point in a row at or above h has its column at or right of q
+    right = np.full(len(hs), -1)
+    np.maximum.at(right, cell(hs, sure_release), cell(qs, sure_delivery))
+    met = np.arange(len(qs))[None, :] <= np.maximum.accumulate(right[::-1])[::-1][:, None]
+    # the work over every cell at or above and right of each
+    suffix = total[::-1, ::-1].cumsum(axis=0).cumsum(axis=1)[::-1, ::-1]
+    value = np.where(met, suffix + hs[:, None] + qs[None, :], -np.inf)
     columns = value.argmax(axis=1)
     rows = value[np.arange(len(hs)), columns]
     top = [int(i) for i in np.argsort(-rows, kind="stable")[:many] if math.isfinite(rows[i])]  # ties: any CPU alike
