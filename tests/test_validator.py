@@ -171,6 +171,26 @@ def test_stages_overlap_on_their_own_dimensions_and_units_but_not_within_one() -
     assert any(v.startswith("stage 0 compute unit: compute 0") for v in validate(both_on_one, schedule))
 
 
+@pytest.mark.parametrize(("spacings", "valid"), [(1, True), (40, False)])
+def test_a_length_is_read_to_a_few_float_spacings_where_floats_are_coarse(spacings: int, valid: bool) -> None:
+    # issued at 2,000 s, floats are 244 fs apart: an end a spacing further is float rounding (a
+    # millionth of the 9 us phase is 38 of them); forty spacings are not
+    import math
+
+    from .conftest import four_dims
+
+    instance = four_dims(size=64 * 2**20, chunks=16, issue_ns=2e12)
+    schedule = simulate(instance, themis_orders(instance), "scf")
+    assert validate(instance, schedule) == []
+    chunk = schedule.chunks[0]
+    first = chunk.phases[0]
+    later = dataclasses.replace(first, end_ns=first.end_ns + spacings * math.ulp(first.end_ns))
+    moved = _replace_chunk(schedule, 0, dataclasses.replace(chunk, phases=(later, *chunk.phases[1:])))
+    found = validate(instance, moved)
+    assert (found == []) is valid
+    assert valid or "collective 0 chunk 0 phase 0: lasts" in found[0]
+
+
 def test_valid_schedules_are_accepted_at_once(monkeypatch: pytest.MonkeyPatch, instance: Instance) -> None:
     # the numpy check accepts every valid schedule of the simulator (core and Python, every policy)
     # without the phase-by-phase pass, which is made to fail here

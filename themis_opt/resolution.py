@@ -19,7 +19,7 @@ import math
 from themis_opt.instance import Instance
 from themis_opt.result import Result, Status
 from themis_opt.schedule import Schedule
-from themis_opt.validator import ABS_TOL_NS, REL_TOL, validate
+from themis_opt.validator import ABS_TOL_NS, REL_TOL, RESOLVED, SPACINGS, validate
 
 # A span is at risk when the float spacing at its end is above this share of the validator's
 # tolerance for its length: end - start is then off by up to one spacing, and sums made it further.
@@ -43,8 +43,14 @@ def at_risk(schedule: Schedule) -> tuple[float, float] | None:
     computes = schedule.computes
     start = np.concatenate([columns.start_ns, np.array([c.start_ns for c in computes], dtype=np.float64)])
     end = np.concatenate([columns.end_ns, np.array([c.end_ns for c in computes], dtype=np.float64)])
-    # a span of no length is exact: start + 0 is start
-    risky = (end != start) & (np.spacing(np.abs(end)) > RISK_SHARE * (REL_TOL * (end - start) + ABS_TOL_NS))
+    # a span of no length is exact: start + 0 is start; one whose length the validator takes within
+    # SPACINGS float spacings at its end (they are small beside it: here with a factor 2 to spare) is safe
+    spacing, length = np.spacing(np.abs(end)), end - start
+    risky = (
+        (end != start)
+        & (spacing > RISK_SHARE * (REL_TOL * length + ABS_TOL_NS))
+        & (2 * SPACINGS * spacing > RESOLVED * length)
+    )
     if not risky.any():
         return None
     first = int(np.argmax(risky))

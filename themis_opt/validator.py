@@ -18,7 +18,13 @@ trusts nothing that the method producing the schedule computed. Rules:
    collective ends with its last chunk's last phase), ends read from the
    schedule itself; an all-to-all keeps the ascending order.
 
-Times are compared with a tolerance for float rounding only.
+Times are compared with a tolerance for float rounding only: a relative
+:data:`REL_TOL` and an absolute :data:`ABS_TOL_NS`; a span's length (its end
+minus its start), where a float resolves its end more coarsely than that (an
+iteration of thousands of seconds: 61 fs apart at 346 s), also within
+:data:`SPACINGS` float spacings at its end, as long as those are at most
+:data:`RESOLVED` of its length (a 30 us phase ending at 1e21 ns, where floats
+are 131 us apart, is not resolved: rejected).
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 REL_TOL = 1e-9
 ABS_TOL_NS = 1e-6
+SPACINGS = 4  # a length is two rounded times apart, each made of sums: a few spacings off
+RESOLVED = 1e-6  # of a length at most: coarser spacings leave it unresolved, and the schedule is rejected
 
 
 def _close(a: float, b: float) -> bool:
@@ -49,6 +57,15 @@ def _close(a: float, b: float) -> bool:
 def _before(a: float, b: float) -> bool:
     """``a <= b`` up to float rounding."""
     return a <= b or _close(a, b)
+
+
+def _lasts_ok(start: float, end: float, expected: float) -> bool:
+    """Whether the span from ``start`` to ``end`` lasts ``expected`` ns up to float rounding (see the module)."""
+    length = end - start
+    if _close(length, expected):
+        return True
+    slack = SPACINGS * math.ulp(end)
+    return slack <= RESOLVED * expected and abs(length - expected) <= slack
 
 
 def validate(instance: Instance, schedule: Schedule) -> list[str]:
@@ -87,6 +104,15 @@ def _close_at_once(a: Any, b: Any) -> Any:
 def _before_at_once(a: Any, b: Any) -> Any:
     """:func:`_before` of numpy arrays, element by element."""
     return (a <= b) | _close_at_once(a, b)
+
+
+def _lasts_ok_at_once(start: Any, end: Any, expected: Any) -> Any:
+    """:func:`_lasts_ok` of numpy arrays, element by element."""
+    import numpy as np
+
+    length = end - start
+    slack = SPACINGS * np.spacing(np.abs(end))
+    return _close_at_once(length, expected) | ((slack <= RESOLVED * expected) & (np.abs(length - expected) <= slack))
 
 
 def _violations_at_once(instance: Instance, schedule: Schedule) -> list[str] | None:
@@ -158,7 +184,7 @@ def _violations_at_once(instance: Instance, schedule: Schedule) -> list[str] | N
     expected_out = np.array([p.bytes_out for p in phases], dtype=np.float64)[index]
     duration = np.array([p.duration for p in phases], dtype=np.float64)[index]
     bytes_bad = ~(_close_at_once(columns.bytes_in, expected_in) & _close_at_once(columns.bytes_out, expected_out))
-    lasts_bad = ~_close_at_once(ends - starts, duration)
+    lasts_bad = ~_lasts_ok_at_once(starts, ends, duration)
     # a chunk's phases one after another, the first once its collective is released
     release = _releases(instance, schedule)
     released = np.array([release[instance.task_index[coll.id]] for coll in instance.collectives])
@@ -269,7 +295,7 @@ def _violations(instance: Instance, schedule: Schedule) -> list[str]:
                 continue
             if not (_close(phase.bytes_in, spec.bytes_in) and _close(phase.bytes_out, spec.bytes_out)):
                 violations.append(_moves(at, (phase.bytes_in, phase.bytes_out), (spec.bytes_in, spec.bytes_out)))
-            if not _close(phase.duration, spec.duration):
+            if not _lasts_ok(phase.start_ns, phase.end_ns, spec.duration):
                 violations.append(_lasts(at, phase.duration, spec.duration))
             released = release[instance.task_index[coll.id]]
             if p == 0 and not _before(released, phase.start_ns):
@@ -367,7 +393,7 @@ def _compute_violations(instance: Instance, schedule: Schedule, release: list[fl
             violations.append(f"{where}: scheduled more than once")
             continue
         seen.add(entry.compute)
-        if not _close(entry.end_ns - entry.start_ns, task.duration_ns):
+        if not _lasts_ok(entry.start_ns, entry.end_ns, task.duration_ns):
             violations.append(f"{where}: lasts {entry.end_ns - entry.start_ns:.6f} ns, not {task.duration_ns:.6f} ns")
         released = release[instance.task_index[task.id]]
         if not _before(released, entry.start_ns):
