@@ -266,3 +266,33 @@ def test_the_model_gives_each_stage_its_own_dimensions_and_compute_unit() -> Non
         schedule = model.extract(solver.value)
         assert validate(instance, schedule) == [] and schedule.makespan <= warm.makespan * (1 + 1e-12)
         assert solver.objective_value * quantum <= schedule.makespan + 1e-6
+
+
+def test_a_large_model_searches_its_share_or_all_but_its_reserve() -> None:
+    # over probing_phases phases the search gets 40% of the time left or all but the reserve, the more
+    import time
+
+    from themis_opt.budget import Deadline
+    from themis_opt.cpsat import solve_cpsat
+
+    from ..conftest import four_dims
+
+    instance = four_dims()  # 16 chunks on 4 dimensions: not proven within a second
+    warm = simulate(instance, themis_orders(instance), "scf")
+    walls = []
+    for reserve in (10.0, 0.2):
+        large = CpsatParams(probing_phases=10, search_reserve_large=reserve)
+        outcome = solve_cpsat(
+            instance,
+            warm,
+            deadline=Deadline.after(1.2),
+            workers=1,
+            seed=0,
+            quantum_ns=None,
+            log=False,
+            t0=time.perf_counter(),
+            params=large,
+        )
+        assert outcome.status != "optimal" and validate(instance, outcome.schedule) == []
+        walls.append(outcome.stats.wall_time_s)
+    assert walls[0] < 0.6 < walls[1]  # 0.38 s (the share), then about 0.8 s (1.2 s less the model and 0.2 s)

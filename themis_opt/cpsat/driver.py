@@ -147,7 +147,10 @@ def solve_cpsat(
         model.hint(warm)
     # keep a little of the budget for the last solution's re-timing and the result (big models more)
     large = instance.num_phases > params.probing_phases
-    search_time = deadline.remaining() * (params.search_share_large if large else params.search_share) - 0.1
+    left = deadline.remaining()
+    search_time = left * (params.search_share_large if large else params.search_share) - 0.1
+    if large:  # its overrun is seconds, whatever the limit: a long call's search keeps only those
+        search_time = max(search_time, left - params.search_reserve_large)
     if search_time <= 0:
         raise OutOfTime("cpsat: no time left to search")
     solver = Solver(

@@ -18,6 +18,9 @@ class CpsatParams(Knobs):
     probing_phases: int = knob(1_000, "above this many phases presolve skips probing: it took the whole budget", 1)
     search_share: float = knob(0.9, "of the time left that the search gets, up to probing_phases phases", 0, 1)
     search_share_large: float = knob(0.4, "above: big models overran their limit by seconds", 0, 1)
+    search_reserve_large: float = knob(
+        10.0, "seconds a big model's search leaves at most, if more than its share: it overran by 2 to 6 s", 0
+    )
     window_phases: int = knob(1_500, "phases per window of the large-neighbourhood search", 1)
     window_literals: int = knob(20_000, "order literals per window: a larger collective is never freed", 1)
     window_share: float = knob(0.25, "of the time left for each window", 0, 1)
