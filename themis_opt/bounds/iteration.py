@@ -427,6 +427,7 @@ def program_bound(
     solver.Objective().SetCoefficient(makespan, 1.0)
     solver.Objective().SetMinimization()
     cuts: list[_Cut] = []
+    loads: dict[int, Any] = {}  # per dimension, a variable for its whole load, once a cut needs it
     best = floor
     seen: set[tuple[int, float, float]] = set()
     level, still = 0.0, 0  # the program's value, and rounds since it last rose
@@ -455,9 +456,20 @@ def program_bound(
                     within = (on.release >= h) & (on.delivery >= q)  # a class's way has one job a dimension
                     row = solver.Constraint((h + q) * scale, solver.infinity())
                     cut = _Cut(h + q, on.var[within], on.work[within], row)
-                    cut.row.SetCoefficient(makespan, 1.0)  # makespan >= h + q + work
-                    for i, c in zip(cut.var.tolist(), (-(cut.work * scale)).tolist()):
-                        cut.row.SetCoefficient(x[i], c)
+                    row.SetCoefficient(makespan, 1.0)  # makespan >= h + q + work
+                    if 2 * int(within.sum()) > len(within):  # the dimension's load less the jobs left out
+                        if d not in loads:
+                            loads[d] = solver.NumVar(0.0, solver.infinity(), f"load{d}")
+                            total = solver.Constraint(0.0, 0.0)  # load = every job's work
+                            total.SetCoefficient(loads[d], 1.0)
+                            for i, c in zip(on.var.tolist(), (-(on.work * scale)).tolist()):
+                                total.SetCoefficient(x[i], c)
+                        row.SetCoefficient(loads[d], -1.0)
+                        terms, sign = (on.var[~within], on.work[~within]), 1.0
+                    else:
+                        terms, sign = (cut.var, cut.work), -1.0
+                    for i, c in zip(terms[0].tolist(), (sign * (terms[1] * scale)).tolist()):
+                        row.SetCoefficient(x[i], c)
                     cuts.append(cut)
                     added += 1
             logger.debug(
