@@ -365,7 +365,7 @@ def test_every_method_handles_pipeline_stages(name: str) -> None:
         for m in ("baseline", "themis", "balanced")
         for i in ("fifo", "scf")
     }
-    results["cpsat"] = solve(instance, "cpsat", time_limit=4, workers=2, seed=1)
+    results["cpsat"] = solve(instance, "cpsat", time_limit=2.5, workers=2, seed=1)
     best_bound = max(r.lower_bound for r in results.values())
     for method, result in results.items():
         assert result.schedule is not None and validate(instance, result.schedule) == [], method
