@@ -396,6 +396,7 @@ def program_bound(
     OutOfTime
         If ``deadline`` passes before the first value (every later round's is valid).
     """
+    import numpy as np
     from ortools.linear_solver import pywraplp
 
     spans = tuple(spans)
@@ -406,8 +407,6 @@ def program_bound(
         (heads[t], task.duration_ns, tails[t]) for t, task in enumerate(instance.tasks) if isinstance(task, Compute)
     ]
     floor = max(floor, preemptive_makespan(computes))
-    import numpy as np
-
     classes = instance.chunk_classes
     jobs = _jobs(instance, heads, tails, ways)
     sure = [_sure(on) for on in jobs]
