@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from ortools.sat.python import cp_model
@@ -174,11 +175,6 @@ def test_fixed_counts_fix_each_chunks_order_under_the_symmetry_breaking(symmetry
 
 def test_fixed_counts_restrict_the_orders_and_claim_nothing(tiny: Instance) -> None:
     # the restriction's solutions have exactly the counts asked for; its status and bound are not the problem's
-    import time
-
-    from themis_opt.budget import Deadline
-    from themis_opt.cpsat import solve_cpsat
-
     order = tiny.orders[0][-1]  # every chunk on the last order (not the baseline's where there are two)
     counts = {cls: {order: len(cls.chunks)} for cls in tiny.chunk_classes}
     one_order = simulate(tiny, dict.fromkeys(tiny.chunk_ids, order), "fifo")
@@ -194,17 +190,7 @@ def test_fixed_counts_restrict_the_orders_and_claim_nothing(tiny: Instance) -> N
     assert set(schedule.orders.values()) == {order}
 
     warm = simulate(tiny, themis_orders(tiny), "scf")
-    outcome = solve_cpsat(
-        tiny,
-        warm,
-        deadline=Deadline.after(10),
-        workers=1,
-        seed=0,
-        quantum_ns=None,
-        log=False,
-        t0=time.perf_counter(),
-        counts=counts,
-    )
+    outcome = _solve_cpsat(tiny, warm, 10, counts=counts)
     assert outcome.bound is None
     assert outcome.status in ("feasible", "no_solution")
     assert validate(tiny, outcome.schedule) == []
@@ -270,11 +256,6 @@ def test_the_model_gives_each_stage_its_own_dimensions_and_compute_unit() -> Non
 
 def test_a_large_model_searches_its_share_or_all_but_its_reserve() -> None:
     # over probing_phases phases the search gets 40% of the time left or all but the reserve, the more
-    import time
-
-    from themis_opt.budget import Deadline
-    from themis_opt.cpsat import solve_cpsat
-
     from ..conftest import four_dims
 
     instance = four_dims()  # 16 chunks on 4 dimensions: not proven within a second
@@ -282,17 +263,27 @@ def test_a_large_model_searches_its_share_or_all_but_its_reserve() -> None:
     walls = []
     for reserve in (10.0, 0.2):
         large = CpsatParams(probing_phases=10, search_reserve_large=reserve)
-        outcome = solve_cpsat(
-            instance,
-            warm,
-            deadline=Deadline.after(1.2),
-            workers=1,
-            seed=0,
-            quantum_ns=None,
-            log=False,
-            t0=time.perf_counter(),
-            params=large,
-        )
+        outcome = _solve_cpsat(instance, warm, 1.2, params=large)
         assert outcome.status != "optimal" and validate(instance, outcome.schedule) == []
         walls.append(outcome.stats.wall_time_s)
     assert walls[0] < 0.6 < walls[1]  # 0.38 s (the share), then about 0.8 s (1.2 s less the model and 0.2 s)
+
+
+def _solve_cpsat(instance: Instance, warm: Schedule, seconds: float, **options: Any) -> Any:
+    """:func:`~themis_opt.cpsat.solve_cpsat` with one worker, seed 0, within ``seconds``."""
+    import time
+
+    from themis_opt.budget import Deadline
+    from themis_opt.cpsat import solve_cpsat
+
+    return solve_cpsat(
+        instance,
+        warm,
+        deadline=Deadline.after(seconds),
+        workers=1,
+        seed=0,
+        quantum_ns=None,
+        log=False,
+        t0=time.perf_counter(),
+        **options,
+    )
