@@ -28,7 +28,7 @@ from themis_opt.pipeline import (
     warm_start,
 )
 from themis_opt.policies import baseline_orders, counts_match, spread_orders, themis_orders
-from themis_opt.result import Bounds, is_proven, optimality_tolerance
+from themis_opt.result import Bounds, Status, is_proven, optimality_tolerance
 from themis_opt.schedule import Schedule
 from themis_opt.search.counts import level_counts
 from themis_opt.sim import simulate
@@ -147,14 +147,14 @@ def test_the_at_bound_stage_asks_the_programs_counts_first_then_each_other_withi
     cap = bound + optimality_tolerance(bound, instance.origin_ns)
 
     class Spy(Context):  # meets nothing: every assignment is asked
-        def capped(self, at: float, deadline: Deadline) -> Any:
+        def capped(self, at: float, deadline: Deadline, workers: int | None = None) -> Any:
             assert at == cap
 
             def ask(counts: Any, deadline: Deadline) -> Any:
                 asked.append(counts)
-                return types.SimpleNamespace(schedule=warm)
+                return types.SimpleNamespace(schedule=warm, status=Status.INFEASIBLE)
 
-            return types.SimpleNamespace(ask=ask)
+            return types.SimpleNamespace(ask=ask, stop=lambda: None, warm=warm)
 
     ctx = _context(instance, warm, bounds, memo, kind=Spy)
     at_bound(ctx, ctx.deadline)

@@ -101,6 +101,10 @@ class PipelineParams(Knobs):
     )
     refute_step: float = knob(0.002, "each round's cap above the bound, relative: tens of assignments a round", 0, 1)
     refute_seconds: float = knob(1.0, "for CP-SAT to refute one assignment: refutations take a tenth of that", 0)
+    at_bound_lanes: int = knob(2, "assignments asked at the bound at once: one worker each finds as fast as two", 1)
+    at_bound_seconds: float = knob(
+        2.0, "for each assignment but the program's at first (then 4x): one CP-SAT cannot answer holds up no other", 0
+    )
     counts_share: float = knob(0.1, "of a stage's time for the load programs' counts, when not yet known", 0, 1)
     balanced_share: float = knob(0.3, "of balanced's time for each load program", 0, 1)
     balanced_evaluations: int = knob(10_000, "balanced's short search: enough to level its counts' orders", 0)

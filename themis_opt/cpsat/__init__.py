@@ -27,11 +27,12 @@ if _TYPE_CHECKING:  # pragma: no cover
         quanta as quanta,
         relabel as relabel,
     )
-    from themis_opt.cpsat.refute import CappedModel as CappedModel
+    from themis_opt.cpsat.refute import CappedModel as CappedModel, ask_at_once as ask_at_once
     from themis_opt.cpsat.windows import improve_by_windows as improve_by_windows
 
 _HOMES = {
     "CappedModel": "refute",
+    "ask_at_once": "refute",
     "CpsatOutcome": "driver",
     "alone_bound": "driver",
     "solve_cpsat": "driver",

@@ -179,6 +179,7 @@ class Solver:
         self._response: Any = None
         self._wrapper: Any = None
         self._lock = threading.Lock()
+        self._stopped = False  # stopped before its run began: the run does not search
 
     def run(self, model: cmh.CpBaseModel, deadline: Deadline, callback: Any = None) -> Any:
         """Solve ``model`` (a :class:`Model` or a ``cp_model.CpModel``) within ``deadline`` and
@@ -199,6 +200,9 @@ class Solver:
 
     def _solve(self, model: cmh.CpBaseModel, parameters: Any, callback: Any) -> Any:
         with self._lock:
+            if self._stopped:
+                self._response = cmh.CpSolverResponse()  # unknown: no solution, no search
+                return self._response.status
             self._wrapper = cmh.SolveWrapper()
         self._wrapper.set_parameters(parameters)
         if callback is not None:
@@ -213,8 +217,11 @@ class Solver:
         return self._response.status
 
     def stop_search(self) -> None:
-        """Stop a running :meth:`run` (from another thread) with the best so far."""
+        """Stop a running :meth:`run` (from another thread) with the best so far; asked before the
+        run begins, the run does not search (status unknown).
+        """
         with self._lock:
+            self._stopped = True
             if self._wrapper is not None:
                 self._wrapper.stop_search()
 

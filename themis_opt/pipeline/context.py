@@ -107,8 +107,10 @@ class Context:
             "params": self.params.search,
         }
 
-    def capped(self, cap: float, deadline: Deadline) -> CappedModel:
-        """The exact model cut at ``cap`` (below the best makespan), to ask assignments one by one."""
+    def capped(self, cap: float, deadline: Deadline, workers: int | None = None) -> CappedModel:
+        """The exact model cut at ``cap`` (below the best makespan), to ask assignments one by one
+        with ``workers`` CP-SAT workers (``None``: this call's).
+        """
         if not solvers_loaded(deadline, self.params.bounds, cpsat=True):
             raise OutOfTime("cpsat: out of time before CP-SAT was loaded")
         from themis_opt.cpsat import CappedModel  # CP-SAT is imported only when it runs
@@ -119,7 +121,7 @@ class Context:
             self.best,
             cap,
             lower_bound=self.bounds.best,
-            workers=self.workers,
+            workers=self.workers if workers is None else workers,
             seed=self.options.seed,
             deadline=deadline,
             quantum_ns=self.options.quantum_ns,

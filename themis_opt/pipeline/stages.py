@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import math
 import time
 from collections.abc import Callable
 
@@ -90,9 +91,13 @@ def assignment_search(ctx: Context, budget: Deadline) -> None:
 def at_bound(ctx: Context, budget: Deadline) -> None:
     """Ask CP-SAT, for the fill-and-drain program's counts and then every other assignment whose
     fill-and-drain value meets the bound, whether it admits a schedule at the bound (counts fixed,
-    the horizon cut there, the first schedule found ends it). A yes is a schedule that meets the
-    bound; the answers are never reported as bounds or statuses.
+    the horizon cut there, the first schedule found ends it): ``pipeline.at_bound_lanes`` at once
+    (see :func:`~themis_opt.cpsat.ask_at_once`), the program's counts for the whole stage, each
+    other in ``pipeline.at_bound_seconds`` at first. A yes is a schedule that meets the bound; the
+    answers are never reported as bounds or statuses.
     """
+    from themis_opt.cpsat import ask_at_once  # CP-SAT is imported only when it runs
+
     instance = ctx.instance
     assert ctx.best is not None
     bound = ctx.bounds.best
@@ -100,20 +105,23 @@ def at_bound(ctx: Context, budget: Deadline) -> None:
     first = ctx.counts(budget)
     if first is None:
         return
-    asked = 0
+    pipeline = ctx.params.pipeline
+    lanes = max(1, min(pipeline.at_bound_lanes, ctx.workers))
+    others = counts_within(instance, cap, budget, ctx.params.bounds)
+    questions = itertools.chain(
+        [(first.counts, math.inf)], ((c, pipeline.at_bound_seconds) for c in others if c != first.counts)
+    )
     try:
-        model = ctx.capped(cap, budget)
-        for counts in itertools.chain([first.counts], counts_within(instance, cap, budget, ctx.params.bounds)):
-            if asked and counts == first.counts:
-                continue
-            asked += 1
-            outcome = model.ask(counts, budget)
-            if is_proven(outcome.schedule.makespan, bound, instance.origin_ns):
-                logger.info("at the bound: counts %d meet it", asked)
-                ctx.offer(outcome.schedule)
-                return
+        models = [ctx.capped(cap, budget, ctx.workers // lanes) for _ in range(lanes)]
+        outcome, asked = ask_at_once(
+            models, questions, budget, lambda o: is_proven(o.schedule.makespan, bound, instance.origin_ns)
+        )
     except OutOfTime:
-        pass
+        outcome, asked = None, 0
+    if outcome is not None:
+        logger.info("at the bound: %s of counts asked, one meets it", counted(asked, "assignment"))
+        ctx.offer(outcome.schedule)
+        return
     logger.info("at the bound: %s of counts asked, none met it", counted(asked, "assignment"))
     ctx.offer(None)
 
