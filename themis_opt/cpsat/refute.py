@@ -154,22 +154,23 @@ def ask_at_once(
     again: deque[tuple[Counts, float]] = deque()  # not answered in time: asked again, for longer
     busy = [False] * len(models)
     found: list[CpsatOutcome] = []
-    asked = [0]
     errors: list[BaseException] = []
-    fresh = [True]  # questions may still come
-    halted = [False]  # Ctrl-C: no question more
+    asked = 0
+    fresh = True  # questions may still come
+    halted = False  # Ctrl-C: no question more
 
     def next_question(lane: int) -> tuple[Counts, float] | None:
+        nonlocal fresh
         with lock:
             busy[lane] = False
             lock.notify_all()
-            while not (found or errors or halted[0] or deadline.expired()):
-                if fresh[0]:
+            while not (found or errors or halted or deadline.expired()):
+                if fresh:
                     question = next(questions, None)  # one thread at a time: the lock is held
                     if question is not None:
                         busy[lane] = True
                         return question
-                    fresh[0] = False
+                    fresh = False
                 if again:
                     busy[lane] = True
                     return again.popleft()
@@ -179,6 +180,7 @@ def ask_at_once(
             return None
 
     def lane(index: int) -> None:
+        nonlocal asked
         model = models[index]
         try:
             while (question := next_question(index)) is not None:
@@ -186,7 +188,7 @@ def ask_at_once(
                 began = time.perf_counter()
                 outcome = model.ask(counts, deadline.cap(allowed))
                 with lock:
-                    asked[0] += 1
+                    asked += 1
                     if enough(outcome) and not found:
                         found.append(outcome)
                         for other in models:
@@ -215,7 +217,7 @@ def ask_at_once(
                 thread.join(0.05)
     except KeyboardInterrupt:
         with lock:
-            halted[0] = True
+            halted = True
         for model in models:
             model.stop()
         for thread in threads:
@@ -223,4 +225,4 @@ def ask_at_once(
         raise
     if errors:
         raise errors[0]
-    return (found[0] if found else None), asked[0]
+    return (found[0] if found else None), asked

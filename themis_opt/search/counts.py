@@ -36,13 +36,10 @@ def counts_within(
     from themis_opt.cpsat import solver as sat
 
     deadline = deadline or Deadline()
-    if not load_programs_fit(instance, params):
-        return
-    program = fill_drain_model(instance, None, deadline, params=params)
+    program = _program(instance, deadline, params)
     if program is None:
         return
     m = program.model
-    m.clear_hints()
     m.add(program.makespan <= program.q(value - program.origin))
     while not deadline.expired():
         solver = sat.Solver(fill_drain_settings(params))
@@ -65,13 +62,10 @@ def counts_by_value(
     from themis_opt.cpsat import solver as sat
 
     deadline = deadline or Deadline()
-    if not load_programs_fit(instance, params):
-        return False
-    program = fill_drain_model(instance, None, deadline, params=params)
+    program = _program(instance, deadline, params)
     if program is None:
         return False
     m = program.model
-    m.clear_hints()
     m.minimize(program.makespan)
     while not deadline.expired():
         solver = sat.Solver(fill_drain_settings(params))
@@ -84,6 +78,18 @@ def counts_by_value(
         yield program.origin + solver.best_objective_bound * program.unit * (1 - SAFETY), found
         _exclude(program, found)
     return False
+
+
+def _program(instance: Instance, deadline: Deadline, params: BoundsParams) -> FillDrainModel | None:
+    """The fill-and-drain program with its hints cleared, for an enumeration, or ``None`` where it
+    does not fit or is not built by ``deadline``.
+    """
+    if not load_programs_fit(instance, params):
+        return None
+    program = fill_drain_model(instance, None, deadline, params=params)
+    if program is not None:
+        program.model.clear_hints()
+    return program
 
 
 def _exclude(program: FillDrainModel, counts: Counts) -> None:
