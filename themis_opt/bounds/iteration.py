@@ -321,15 +321,22 @@ def _most_violated(
     def cell(axis: Any, values: Any) -> Any:  # the largest threshold at or below each value
         return np.searchsorted(axis, values, side="right") - 1
 
-    total = np.zeros((len(hs), len(qs)))
-    np.add.at(total, (cell(hs, release), cell(qs, delivery)), work)
+    height, width = len(hs), len(qs)
+    # the grid stored upside down and right to left: the suffix sums below are then two cumulative
+    # sums in place, in the order (and so to the bit) of summing from the top right corner
+    flat = (height - 1 - cell(hs, release)) * width + (width - 1 - cell(qs, delivery))
+    table = np.bincount(flat, weights=work, minlength=height * width).reshape(height, width)
     # a class surely met at (h, q): some sure point in a row at or above h has its column at or right of q
-    right = np.full(len(hs), -1)
+    right = np.full(height, -1)
     np.maximum.at(right, cell(hs, sure_release), cell(qs, sure_delivery))
-    met = np.arange(len(qs))[None, :] <= np.maximum.accumulate(right[::-1])[::-1][:, None]
-    # the work over every cell at or above and right of each
-    suffix = total[::-1, ::-1].cumsum(axis=0).cumsum(axis=1)[::-1, ::-1]
-    value = np.where(met, suffix + hs[:, None] + qs[None, :], -np.inf)
+    met = np.arange(width)[None, :] <= np.maximum.accumulate(right[::-1])[::-1][:, None]
+    # the work over every cell at or above and right of each, plus its thresholds
+    np.cumsum(table, axis=0, out=table)
+    np.cumsum(table, axis=1, out=table)
+    value = table[::-1, ::-1]
+    value += hs[:, None]
+    value += qs[None, :]
+    value[~met] = -np.inf
     columns = value.argmax(axis=1)
     rows = value[np.arange(len(hs)), columns]
     top = [int(i) for i in np.argsort(-rows, kind="stable")[:many] if math.isfinite(rows[i])]  # ties: any CPU alike
