@@ -164,9 +164,12 @@ def test_the_at_bound_stage_asks_the_programs_counts_first_then_each_other_withi
     assert all(fill_drain_value(instance, counts) <= cap + 1.0 for counts in asked[1:])
 
 
-def test_the_refutation_stage_raises_the_bound_to_the_optimum_and_no_further() -> None:
+@pytest.mark.parametrize("seconds", [1.0, 1e-3])
+def test_the_refutation_stage_raises_the_bound_to_the_optimum_and_no_further(seconds: float) -> None:
     # the exact suite's small-exact-s1-008 (one all-reduce, 4 chunks): its formulas' and programs'
-    # best bound is 11.9% below the optimum; refuting every assignment below each cap proves it
+    # best bound is 11.9% below the optimum; refuting every assignment below each cap proves it.
+    # Given 1 ms each at first, no assignment is refuted in its time: each comes back with four
+    # times as long (before, the first unanswered one ended the stage, the bound not raised)
     name = "small-exact-s1-008"
     exact = ROOT / "themis_opt" / "suites" / "exact"
     instance = load_instance(exact / f"{name}.json")
@@ -174,10 +177,22 @@ def test_the_refutation_stage_raises_the_bound_to_the_optimum_and_no_further() -
     memo: dict[Any, Any] = {}
     bounds = compute_bounds(instance, memo=memo)
     warm = simulate(instance, themis_orders(instance), "scf")
-    ctx = _context(instance, warm, bounds, memo)
+    params = SolveParams.from_dict({"pipeline": {"refute_seconds": seconds}})
+    ctx = _context(instance, warm, bounds, memo, params)
     refutation(ctx, ctx.deadline)
     assert ctx.bounds.cpsat is not None and bounds.best * 1.1 < ctx.bounds.cpsat <= optimum
     assert ctx.best is not None and validate(instance, ctx.best) == [] and ctx.proven()
+
+
+def test_a_cpsat_bound_above_the_best_schedule_is_logged_and_not_kept(caplog: pytest.LogCaptureFixture) -> None:
+    instance = load_instance(DATA / "tiny_3d.json")
+    warm = simulate(instance, themis_orders(instance), "scf")
+    ctx = _context(instance, warm)
+    ctx.keep_cpsat_bound(warm.makespan * 0.999)
+    assert ctx.bounds.cpsat == warm.makespan * 0.999
+    with caplog.at_level("ERROR", logger="themis_opt.pipeline.context"):
+        ctx.keep_cpsat_bound(warm.makespan * 1.001)
+    assert ctx.bounds.cpsat == warm.makespan * 0.999 and "above a valid schedule" in caplog.text
 
 
 @pytest.mark.parametrize("several", [True, False])

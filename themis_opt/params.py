@@ -100,7 +100,10 @@ class PipelineParams(Knobs):
         metadata={"why": "raise the bound: no assignment that could end by a cap admits a schedule that does"},
     )
     refute_step: float = knob(0.002, "each round's cap above the bound, relative: tens of assignments a round", 0, 1)
-    refute_seconds: float = knob(1.0, "for CP-SAT to refute one assignment: refutations take a tenth of that", 0)
+    refute_seconds: float = knob(
+        1.0, "for CP-SAT to refute one assignment at first (then 4x): most take a tenth of that, a few seconds", 0
+    )
+    refute_lanes: int = knob(2, "assignments refuted at once, one worker each: one holds up no other", 1)
     at_bound_lanes: int = knob(2, "assignments asked at the bound at once: one worker each finds as fast as two", 1)
     at_bound_seconds: float = knob(
         2.0, "for each assignment but the program's at first (then 4x): one CP-SAT cannot answer holds up no other", 0

@@ -51,7 +51,7 @@ class Scripted:
         self.stopped.set()
 
 
-def _good(outcome: Any) -> bool:
+def _good(counts: Any, outcome: Any) -> bool:
     return outcome.status is Status.FEASIBLE
 
 
@@ -69,7 +69,7 @@ def test_a_question_not_answered_in_its_seconds_comes_back_with_four_times_as_lo
     script = {"slow": 0.3, "no1": 0.0, "no2": 0.0}
     one = Scripted(script)
     questions = iter([("slow", 0.1), ("no1", 0.1), ("no2", 0.1)])
-    found, asked = ask_at_once([one], questions, Deadline.after(30), lambda o: o.status is Status.FEASIBLE)
+    found, asked = ask_at_once([one], questions, Deadline.after(30), lambda _, o: o.status is Status.FEASIBLE)
     # slow (0.1 s: no answer), the two others, then slow again with 0.4 s: answered infeasible
     assert found is None and asked == 4
     assert [q for q, _ in one.asked] == ["slow", "no1", "no2", "slow"] and one.asked[-1][1] == pytest.approx(

@@ -129,11 +129,12 @@ def ask_at_once(
     models: Sequence[CappedModel],
     questions: Iterator[tuple[Counts, float]],
     deadline: Deadline,
-    enough: Callable[[CpsatOutcome], bool],
+    enough: Callable[[Counts, CpsatOutcome], bool],
 ) -> tuple[CpsatOutcome | None, int]:
     """Ask ``questions`` (each an assignment and the seconds it has at first) on ``models`` (capped
-    alike), one question per model at a time, each model in a thread of its own, until one outcome
-    is ``enough``, the questions run out or ``deadline``.
+    alike), one question per model at a time, each model in a thread of its own, until an answer
+    is ``enough`` (called with the assignment and the outcome of every answer, one at a time), the
+    questions run out or ``deadline``.
 
     A question not answered in its seconds is asked again, with four times as long, once the
     questions have run out (a question CP-SAT cannot answer soon holds up one model, not the
@@ -189,7 +190,7 @@ def ask_at_once(
                 outcome = model.ask(counts, deadline.cap(allowed))
                 with lock:
                     asked += 1
-                    if enough(outcome) and not found:
+                    if enough(counts, outcome) and not found:
                         found.append(outcome)
                         for other in models:
                             if other is not model:

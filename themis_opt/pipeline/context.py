@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -17,11 +18,14 @@ from themis_opt.result import (
     SolverStats,
     Status,
     is_proven,
+    optimality_tolerance,
 )
 from themis_opt.schedule import Schedule
 
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.cpsat import CappedModel, CpsatOutcome
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -69,9 +73,19 @@ class Context:
         return not self.proven() and self.deadline.remaining() > self.warm_cost
 
     def keep_cpsat_bound(self, bound: float | None) -> None:
-        """Keep CP-SAT's ``bound`` of the exact model, if higher than the one kept (``None``: none found)."""
-        if bound is not None:
-            self.bounds = dataclasses.replace(self.bounds, cpsat=max(self.bounds.cpsat or 0.0, bound))
+        """Keep CP-SAT's ``bound`` of the exact model, if higher than the one kept (``None``: none found).
+        A bound above the best schedule beyond the optimality tolerance is a defect: logged, not kept.
+        """
+        if bound is None:
+            return
+        if self.best is not None and bound > self.best.makespan + optimality_tolerance(
+            self.best.makespan, self.instance.origin_ns
+        ):
+            logger.error(
+                "a CP-SAT bound of %.9g ns is above a valid schedule of %.9g ns: not kept", bound, self.best.makespan
+            )
+            return
+        self.bounds = dataclasses.replace(self.bounds, cpsat=max(self.bounds.cpsat or 0.0, bound))
 
     def adopt(self, outcome: CpsatOutcome) -> None:
         """Keep a CP-SAT run's schedule, trajectory and statistics if it beat the best."""

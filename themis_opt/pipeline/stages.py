@@ -7,7 +7,8 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from themis_opt.bounds import solvers_loaded
 from themis_opt.budget import Deadline, OutOfTime
@@ -27,6 +28,9 @@ from themis_opt.schedule import Schedule
 from themis_opt.search.counts import counts_within, level_counts
 from themis_opt.sim import simulate
 from themis_opt.sim.queues import Intra
+
+if TYPE_CHECKING:  # CP-SAT is imported only when it runs
+    from themis_opt.cpsat import CpsatOutcome
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +118,7 @@ def at_bound(ctx: Context, budget: Deadline) -> None:
     try:
         models = [ctx.capped(cap, budget, ctx.workers // lanes) for _ in range(lanes)]
         outcome, asked = ask_at_once(
-            models, questions, budget, lambda o: is_proven(o.schedule.makespan, bound, instance.origin_ns)
+            models, questions, budget, lambda _, o: is_proven(o.schedule.makespan, bound, instance.origin_ns)
         )
     except OutOfTime:
         outcome, asked = None, 0
@@ -210,16 +214,20 @@ def refutation(ctx: Context, budget: Deadline) -> None:
     below ``L`` (in increasing value) shown by CP-SAT to admit no schedule ending by ``L`` proves
     ``L``. Caps ``refute_step`` above the bound, then twice as far each round (a quarter as far
     after one stopped short), the last half the tolerance below the best; a round stopped short
-    still proves the least value not refuted (see docs/methods.md, the refutation stage).
+    still proves the least value not refuted (see docs/methods.md, the refutation stage). The
+    assignments are asked ``pipeline.refute_lanes`` at once, each ``refute_seconds`` at first and
+    four times as long once the others have been asked (:func:`~themis_opt.cpsat.ask_at_once`).
     """
     if not solvers_loaded(budget, ctx.params.bounds, cpsat=True):
         return
-    from themis_opt.cpsat.driver import BOUND_MARGIN  # CP-SAT is imported only when it runs
+    from themis_opt.cpsat import ask_at_once  # CP-SAT is imported only when it runs
+    from themis_opt.cpsat.driver import BOUND_MARGIN
     from themis_opt.search.counts import counts_by_value
 
     instance = ctx.instance
     pipeline = ctx.params.pipeline
     origin, step = instance.origin_ns, pipeline.refute_step
+    lanes = max(1, min(pipeline.refute_lanes, ctx.workers))
     while not ctx.proven() and not budget.expired():
         assert ctx.best is not None
         level = ctx.bounds.best
@@ -228,30 +236,20 @@ def refutation(ctx: Context, budget: Deadline) -> None:
         cap = min(origin + (level - origin) * (1 + step), upper)
         if cap <= level:
             return
-        reached, shorter, refuted = level, False, 0  # below reached all refuted at the cap; a schedule found within it
-        found = counts_by_value(instance, budget, ctx.params.bounds)
+        round_ = _Refuting(counts_by_value(instance, budget, ctx.params.bounds), level, cap, pipeline.refute_seconds)
         try:
-            model = ctx.capped(cap, budget)
-            while True:
-                reached, counts = next(found)
-                if reached >= cap:
-                    reached = cap
-                    break
-                outcome = model.ask(counts, budget.cap(pipeline.refute_seconds))
-                refuted += outcome.status == Status.INFEASIBLE
-                if outcome.status != Status.INFEASIBLE:  # a schedule within the cap, or no answer in time
-                    shorter = outcome.schedule.makespan < ctx.best.makespan
-                    ctx.offer(outcome.schedule)
-                    break
-        except StopIteration as end:
-            if end.value:  # the program proved no assignment is left
-                reached = cap
+            models = [ctx.capped(cap, budget, ctx.workers // lanes) for _ in range(lanes)]
+            outcome, _ = ask_at_once(models, round_.questions(), budget, round_.answered)
         except OutOfTime:
-            pass
+            outcome = None
+        shorter = outcome is not None and outcome.schedule.makespan < ctx.best.makespan
+        if outcome is not None:
+            ctx.offer(outcome.schedule)
+        reached = round_.reached()
         logger.info(
             "refutation: cap %.6g ns, %s refuted, reached %.6g ns%s",
             cap,
-            counted(refuted, "assignment"),
+            counted(len(round_.refuted), "assignment"),
             reached,
             "" if reached >= cap else " (stopped short)",
         )
@@ -269,6 +267,48 @@ def refutation(ctx: Context, budget: Deadline) -> None:
         if cap == upper:
             return
         step *= 2
+
+
+class _Refuting:
+    """One round of the refutation stage: the assignments below ``cap`` in increasing value (from
+    ``found``, :func:`~themis_opt.search.counts.counts_by_value`), those refuted, and how far that
+    reaches: the least value not refuted (``cap`` once every assignment below it is; ``level``, the
+    bound so far, before any is drawn).
+    """
+
+    def __init__(self, found: Iterator[tuple[float, Counts]], level: float, cap: float, seconds: float) -> None:
+        self.found, self.cap, self.seconds = found, cap, seconds
+        self.drawn: dict[int, tuple[Counts, float]] = {}  # per assignment drawn (its id, held so not reused), its value
+        self.refuted: set[int] = set()
+        self.last = level  # the last value drawn (the bound before any): none drawn later is below it
+        self.done = False  # every assignment below the cap drawn (or none left)
+
+    def questions(self) -> Iterator[tuple[Counts, float]]:
+        while True:
+            try:
+                value, counts = next(self.found)
+            except StopIteration as end:
+                self.done = bool(end.value)  # the program proved no assignment is left
+                return
+            self.last = value
+            if value >= self.cap:
+                self.done = True
+                return
+            self.drawn[id(counts)] = counts, value
+            yield counts, self.seconds
+
+    def answered(self, counts: Counts, outcome: CpsatOutcome) -> bool:
+        """Keeps a refutation; a schedule within the cap ends the round."""
+        if outcome.status is Status.INFEASIBLE:
+            self.refuted.add(id(counts))
+        return outcome.status is Status.FEASIBLE
+
+    def reached(self) -> float:
+        """The least value of an assignment not refuted: every one below it is."""
+        open_ = [v for key, (_, v) in self.drawn.items() if key not in self.refuted]
+        if open_:
+            return min(open_)
+        return self.cap if self.done else min(self.last, self.cap)
 
 
 def probe(ctx: Context, budget: Deadline) -> None:
