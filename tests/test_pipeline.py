@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 import types
 from typing import Any
@@ -182,6 +183,27 @@ def test_the_refutation_stage_raises_the_bound_to_the_optimum_and_no_further(sec
     refutation(ctx, ctx.deadline)
     assert ctx.bounds.cpsat is not None and bounds.best * 1.1 < ctx.bounds.cpsat <= optimum
     assert ctx.best is not None and validate(instance, ctx.best) == [] and ctx.proven()
+
+
+@pytest.mark.parametrize("growth", [0.0, 1.0])
+def test_the_refutation_caps_go_twice_as_far_only_after_a_quick_round(
+    growth: float, caplog: pytest.LogCaptureFixture
+) -> None:
+    # small-exact-s1-008 again, steps of 3%: every round takes under all of the time left (growth
+    # 1: each cap twice as far above the last) and none under none of it (growth 0: each 3% above)
+    instance = load_instance(ROOT / "themis_opt" / "suites" / "exact" / "small-exact-s1-008.json")
+    memo: dict[Any, Any] = {}
+    bounds = compute_bounds(instance, memo=memo)
+    warm = simulate(instance, themis_orders(instance), "scf")
+    params = SolveParams.from_dict({"pipeline": {"refute_step": 0.03, "refute_growth": growth}})
+    ctx = _context(instance, warm, bounds, memo, params)
+    with caplog.at_level("INFO", logger="themis_opt.pipeline.stages"):
+        refutation(ctx, ctx.deadline)
+    caps = [float(m) for m in re.findall(r"refutation: cap ([0-9.e+]+) ns", caplog.text)]
+    reached = [float(m) for m in re.findall(r"no schedule ends by ([0-9.e+]+) ns", caplog.text)]
+    assert ctx.proven() and len(caps) >= 3 and reached[:2] == caps[:2]  # the first two rounds reach their caps
+    steps = [caps[1] / caps[0] - 1, caps[2] / caps[1] - 1]
+    assert steps == pytest.approx([0.06, 0.12] if growth else [0.03, 0.03], rel=1e-3)
 
 
 def test_a_cpsat_bound_above_the_best_schedule_is_logged_and_not_kept(caplog: pytest.LogCaptureFixture) -> None:

@@ -104,6 +104,9 @@ class PipelineParams(Knobs):
         1.0, "for CP-SAT to refute one assignment at first (then 4x): most take a tenth of that, a few seconds", 0
     )
     refute_lanes: int = knob(2, "assignments refuted at once, one worker each: one holds up no other", 1)
+    refute_growth: float = knob(
+        0.125, "the next cap twice as far after a round in under this share of the time left: else as far", 0, 1
+    )
     at_bound_lanes: int = knob(2, "assignments asked at the bound at once: one worker each finds as fast as two", 1)
     at_bound_seconds: float = knob(
         2.0, "for each assignment but the program's at first (then 4x): one CP-SAT cannot answer holds up no other", 0

@@ -212,8 +212,9 @@ def counts_fixed(ctx: Context, budget: Deadline) -> None:
 def refutation(ctx: Context, budget: Deadline) -> None:
     """Raise the bound: for a cap ``L``, every assignment of order counts of fill-and-drain value
     below ``L`` (in increasing value) shown by CP-SAT to admit no schedule ending by ``L`` proves
-    ``L``. Caps ``refute_step`` above the bound, then twice as far each round (a quarter as far
-    after one stopped short), the last half the tolerance below the best; a round stopped short
+    ``L``. Caps ``refute_step`` above the bound, then twice as far each round that took under
+    ``refute_growth`` of the stage's time left, as far otherwise (a quarter as far after one
+    stopped short), the last half the tolerance below the best; a round stopped short
     still proves the least value not refuted (see docs/methods.md, the refutation stage). The
     assignments are asked ``pipeline.refute_lanes`` at once, each ``refute_seconds`` at first and
     four times as long once the others have been asked (:func:`~themis_opt.cpsat.ask_at_once`).
@@ -236,6 +237,7 @@ def refutation(ctx: Context, budget: Deadline) -> None:
         cap = min(origin + (level - origin) * (1 + step), upper)
         if cap <= level:
             return
+        began = time.perf_counter()
         round_ = _Refuting(counts_by_value(instance, budget, ctx.params.bounds), level, cap, pipeline.refute_seconds)
         try:
             models = [ctx.capped(cap, budget, ctx.workers // lanes) for _ in range(lanes)]
@@ -266,7 +268,8 @@ def refutation(ctx: Context, budget: Deadline) -> None:
         ctx.keep_cpsat_bound(cap * (1 - BOUND_MARGIN))  # the model's times are whole quanta within a margin
         if cap == upper:
             return
-        step *= 2
+        if time.perf_counter() - began < budget.remaining() * pipeline.refute_growth:
+            step *= 2  # twice as far: many times the assignments, so only after a quick round
 
 
 class _Refuting:
