@@ -206,6 +206,43 @@ def test_the_refutation_caps_go_twice_as_far_only_after_a_quick_round(
     assert steps == pytest.approx([0.06, 0.12] if growth else [0.03, 0.03], rel=1e-3)
 
 
+def test_an_assignment_refuted_at_a_cap_is_not_asked_again_at_a_lower_one(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # small-exact-s1-008, steps of 3%: rounds find shorter schedules and go on below them, at lower
+    # caps; an assignment refuted at a cap admits no schedule by any lower one, so it is not asked again
+    from themis_opt.cpsat import CappedModel
+
+    asked: list[tuple[float, Any, Status]] = []  # (cap, assignment, answer)
+    build, ask = CappedModel.__init__, CappedModel.ask
+
+    def spy_build(self: Any, instance: Instance, warm: Schedule, cap: float, **options: Any) -> None:
+        build(self, instance, warm, cap, **options)
+        self.spied_cap = cap
+
+    def spy_ask(self: Any, counts: Any, deadline: Deadline) -> Any:
+        outcome = ask(self, counts, deadline)
+        key = tuple((cls, tuple(sorted(orders.items()))) for cls, orders in counts.items())
+        asked.append((self.spied_cap, key, outcome.status))
+        return outcome
+
+    monkeypatch.setattr(CappedModel, "__init__", spy_build)
+    monkeypatch.setattr(CappedModel, "ask", spy_ask)
+    instance = load_instance(ROOT / "themis_opt" / "suites" / "exact" / "small-exact-s1-008.json")
+    memo: dict[Any, Any] = {}
+    bounds = compute_bounds(instance, memo=memo)
+    warm = simulate(instance, themis_orders(instance), "scf")
+    params = SolveParams.from_dict({"pipeline": {"refute_step": 0.03, "refute_growth": 1.0}})
+    ctx = _context(instance, warm, bounds, memo, params)
+    with caplog.at_level("INFO", logger="themis_opt.pipeline.stages"):
+        refutation(ctx, ctx.deadline)
+    assert ctx.proven() and validate(instance, ctx.best) == []
+    known = [int(m) for m in re.findall(r"refuted \((\d+) known\)", caplog.text)]
+    assert sum(known) >= 1  # the case arises here
+    for n, (cap, key, _) in enumerate(asked):
+        assert not any(k == key and status is Status.INFEASIBLE and c >= cap for c, k, status in asked[:n])
+
+
 def test_a_cpsat_bound_above_the_best_schedule_is_logged_and_not_kept(caplog: pytest.LogCaptureFixture) -> None:
     instance = load_instance(DATA / "tiny_3d.json")
     warm = simulate(instance, themis_orders(instance), "scf")

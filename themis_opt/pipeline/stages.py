@@ -7,7 +7,7 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import TYPE_CHECKING
 
 from themis_opt.bounds import solvers_loaded
@@ -229,6 +229,7 @@ def refutation(ctx: Context, budget: Deadline) -> None:
     pipeline = ctx.params.pipeline
     origin, step = instance.origin_ns, pipeline.refute_step
     lanes = max(1, min(pipeline.refute_lanes, ctx.workers))
+    refuted: dict[Hashable, float] = {}  # per assignment refuted, the highest cap: refuted at any lower one too
     while not ctx.proven() and not budget.expired():
         assert ctx.best is not None
         level = ctx.bounds.best
@@ -238,7 +239,8 @@ def refutation(ctx: Context, budget: Deadline) -> None:
         if cap <= level:
             return
         began = time.perf_counter()
-        round_ = _Refuting(counts_by_value(instance, budget, ctx.params.bounds), level, cap, pipeline.refute_seconds)
+        found = counts_by_value(instance, budget, ctx.params.bounds)
+        round_ = _Refuting(found, level, cap, pipeline.refute_seconds, refuted)
         try:
             models = [ctx.capped(cap, budget, ctx.workers // lanes) for _ in range(lanes)]
             outcome, _ = ask_at_once(models, round_.questions(), budget, round_.answered)
@@ -249,9 +251,10 @@ def refutation(ctx: Context, budget: Deadline) -> None:
             ctx.offer(outcome.schedule)
         reached = round_.reached()
         logger.info(
-            "refutation: cap %.6g ns, %s refuted, reached %.6g ns%s",
+            "refutation: cap %.6g ns, %s refuted (%d known), reached %.6g ns%s",
             cap,
             counted(len(round_.refuted), "assignment"),
+            round_.known,
             reached,
             "" if reached >= cap else " (stopped short)",
         )
@@ -276,13 +279,23 @@ class _Refuting:
     """One round of the refutation stage: the assignments below ``cap`` in increasing value (from
     ``found``, :func:`~themis_opt.search.counts.counts_by_value`), those refuted, and how far that
     reaches: the least value not refuted (``cap`` once every assignment below it is; ``level``, the
-    bound so far, before any is drawn).
+    bound so far, before any is drawn). ``before`` holds the earlier rounds' refutations, each at
+    its highest cap: one at this cap or above is not asked again (no schedule ends by a cap, so
+    none by a lower one); this round's are added to it.
     """
 
-    def __init__(self, found: Iterator[tuple[float, Counts]], level: float, cap: float, seconds: float) -> None:
-        self.found, self.cap, self.seconds = found, cap, seconds
+    def __init__(
+        self,
+        found: Iterator[tuple[float, Counts]],
+        level: float,
+        cap: float,
+        seconds: float,
+        before: dict[Hashable, float],
+    ) -> None:
+        self.found, self.cap, self.seconds, self.before = found, cap, seconds, before
         self.drawn: dict[int, tuple[Counts, float]] = {}  # per assignment drawn (its id, held so not reused), its value
         self.refuted: set[int] = set()
+        self.known = 0  # refuted in an earlier round at this cap or above
         self.last = level  # the last value drawn (the bound before any): none drawn later is below it
         self.done = False  # every assignment below the cap drawn (or none left)
 
@@ -298,12 +311,18 @@ class _Refuting:
                 self.done = True
                 return
             self.drawn[id(counts)] = counts, value
+            if self.before.get(_key(counts), -math.inf) >= self.cap:
+                self.refuted.add(id(counts))
+                self.known += 1
+                continue
             yield counts, self.seconds
 
     def answered(self, counts: Counts, outcome: CpsatOutcome) -> bool:
         """Keeps a refutation; a schedule within the cap ends the round."""
         if outcome.status is Status.INFEASIBLE:
             self.refuted.add(id(counts))
+            key = _key(counts)
+            self.before[key] = max(self.before.get(key, -math.inf), self.cap)
         return outcome.status is Status.FEASIBLE
 
     def reached(self) -> float:
@@ -312,6 +331,11 @@ class _Refuting:
         if open_:
             return min(open_)
         return self.cap if self.done else min(self.last, self.cap)
+
+
+def _key(counts: Counts) -> Hashable:
+    """An assignment as a value to look up: per class, its orders' counts."""
+    return tuple((cls, tuple(sorted(orders.items()))) for cls, orders in counts.items())
 
 
 def probe(ctx: Context, budget: Deadline) -> None:
