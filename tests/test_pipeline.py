@@ -212,6 +212,8 @@ def test_an_assignment_refuted_at_a_cap_is_not_asked_again_at_a_lower_one(
     # small-exact-s1-008, steps of 3%: rounds find shorter schedules and go on below them, at lower
     # caps; an assignment refuted at a cap admits no schedule by any lower one, so it is not asked again
     from themis_opt.cpsat import CappedModel
+    from themis_opt.search import counts as search_counts
+    from themis_opt.search.counts import counts_by_value
 
     asked: list[tuple[float, Any, Status]] = []  # (cap, assignment, answer)
     build, ask = CappedModel.__init__, CappedModel.ask
@@ -226,8 +228,23 @@ def test_an_assignment_refuted_at_a_cap_is_not_asked_again_at_a_lower_one(
         asked.append((self.spied_cap, key, outcome.status))
         return outcome
 
+    programs: list[list[Any]] = []  # per fill-and-drain program started, the assignments it gave
+
+    def spy_counts(*args: Any, **kwargs: Any) -> Any:
+        given: list[Any] = []
+        programs.append(given)
+        found = counts_by_value(*args, **kwargs)
+        while True:
+            try:
+                value, counts = next(found)
+            except StopIteration as end:
+                return end.value
+            given.append(counts)
+            yield value, counts
+
     monkeypatch.setattr(CappedModel, "__init__", spy_build)
     monkeypatch.setattr(CappedModel, "ask", spy_ask)
+    monkeypatch.setattr(search_counts, "counts_by_value", spy_counts)
     instance = load_instance(ROOT / "themis_opt" / "suites" / "exact" / "small-exact-s1-008.json")
     memo: dict[Any, Any] = {}
     bounds = compute_bounds(instance, memo=memo)
@@ -241,6 +258,9 @@ def test_an_assignment_refuted_at_a_cap_is_not_asked_again_at_a_lower_one(
     assert sum(known) >= 1  # the case arises here
     for n, (cap, key, _) in enumerate(asked):
         assert not any(k == key and status is Status.INFEASIBLE and c >= cap for c, k, status in asked[:n])
+    # one program for every round, each assignment drawn from it once
+    assert len(programs) == 1 and len(programs[0]) >= 5
+    assert len({id(counts) for counts in programs[0]}) == len(programs[0])
 
 
 def test_a_cpsat_bound_above_the_best_schedule_is_logged_and_not_kept(caplog: pytest.LogCaptureFixture) -> None:

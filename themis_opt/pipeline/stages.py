@@ -7,7 +7,7 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Generator, Hashable, Iterator
 from typing import TYPE_CHECKING
 
 from themis_opt.bounds import solvers_loaded
@@ -230,6 +230,7 @@ def refutation(ctx: Context, budget: Deadline) -> None:
     origin, step = instance.origin_ns, pipeline.refute_step
     lanes = max(1, min(pipeline.refute_lanes, ctx.workers))
     refuted: dict[Hashable, float] = {}  # per assignment refuted, the highest cap: refuted at any lower one too
+    drawn = _Drawn(counts_by_value(instance, budget, ctx.params.bounds))  # one program for every round
     while not ctx.proven() and not budget.expired():
         assert ctx.best is not None
         level = ctx.bounds.best
@@ -239,8 +240,7 @@ def refutation(ctx: Context, budget: Deadline) -> None:
         if cap <= level:
             return
         began = time.perf_counter()
-        found = counts_by_value(instance, budget, ctx.params.bounds)
-        round_ = _Refuting(found, level, cap, pipeline.refute_seconds, refuted)
+        round_ = _Refuting(drawn, level, cap, pipeline.refute_seconds, refuted)
         try:
             models = [ctx.capped(cap, budget, ctx.workers // lanes) for _ in range(lanes)]
             outcome, _ = ask_at_once(models, round_.questions(), budget, round_.answered)
@@ -277,7 +277,7 @@ def refutation(ctx: Context, budget: Deadline) -> None:
 
 class _Refuting:
     """One round of the refutation stage: the assignments below ``cap`` in increasing value (from
-    ``found``, :func:`~themis_opt.search.counts.counts_by_value`), those refuted, and how far that
+    ``found``, the stage's :class:`_Drawn`), those refuted, and how far that
     reaches: the least value not refuted (``cap`` once every assignment below it is; ``level``, the
     bound so far, before any is drawn). ``before`` holds the earlier rounds' refutations, each at
     its highest cap: one at this cap or above is not asked again (no schedule ends by a cap, so
@@ -286,7 +286,7 @@ class _Refuting:
 
     def __init__(
         self,
-        found: Iterator[tuple[float, Counts]],
+        found: _Drawn,
         level: float,
         cap: float,
         seconds: float,
@@ -300,12 +300,7 @@ class _Refuting:
         self.done = False  # every assignment below the cap drawn (or none left)
 
     def questions(self) -> Iterator[tuple[Counts, float]]:
-        while True:
-            try:
-                value, counts = next(self.found)
-            except StopIteration as end:
-                self.done = bool(end.value)  # the program proved no assignment is left
-                return
+        for value, counts in self.found:
             self.last = value
             if value >= self.cap:
                 self.done = True
@@ -316,6 +311,7 @@ class _Refuting:
                 self.known += 1
                 continue
             yield counts, self.seconds
+        self.done = self.done or bool(self.found.none_left)
 
     def answered(self, counts: Counts, outcome: CpsatOutcome) -> bool:
         """Keeps a refutation; a schedule within the cap ends the round."""
@@ -331,6 +327,33 @@ class _Refuting:
         if open_:
             return min(open_)
         return self.cap if self.done else min(self.last, self.cap)
+
+
+class _Drawn:
+    """The assignments of :func:`~themis_opt.search.counts.counts_by_value`, each drawn from its
+    program once and kept: every round iterates them from the first (in increasing value, each
+    value a bound on every one after it), the program solved further only past those kept.
+    """
+
+    def __init__(self, found: Generator[tuple[float, Counts], None, bool]) -> None:
+        self.found = found
+        self.kept: list[tuple[float, Counts]] = []
+        self.none_left: bool | None = None  # once the program ended: whether it proved no assignment is left
+
+    def __iter__(self) -> Iterator[tuple[float, Counts]]:
+        n = 0
+        while True:
+            if n < len(self.kept):
+                yield self.kept[n]
+                n += 1
+                continue
+            if self.none_left is not None:
+                return
+            try:
+                self.kept.append(next(self.found))
+            except StopIteration as end:
+                self.none_left = bool(end.value)
+                return
 
 
 def _key(counts: Counts) -> Hashable:
