@@ -148,14 +148,14 @@ def test_the_at_bound_stage_asks_the_programs_counts_first_then_each_other_withi
     cap = bound + optimality_tolerance(bound, instance.origin_ns)
 
     class Spy(Context):  # meets nothing: every assignment is asked
-        def capped(self, at: float, deadline: Deadline, workers: int | None = None) -> Any:
+        def capped(self, at: float, deadline: Deadline, lanes: int) -> Any:
             assert at == cap
 
             def ask(counts: Any, deadline: Deadline) -> Any:
                 asked.append(counts)
                 return types.SimpleNamespace(schedule=warm, status=Status.INFEASIBLE)
 
-            return types.SimpleNamespace(ask=ask, stop=lambda: None, warm=warm)
+            return [types.SimpleNamespace(ask=ask, stop=lambda: None, warm=warm)]
 
     ctx = _context(instance, warm, bounds, memo, kind=Spy)
     at_bound(ctx, ctx.deadline)

@@ -285,14 +285,11 @@ class _Jobs(NamedTuple):
     def of(cls, jobs: list[Job], offsets: Sequence[int]) -> _Jobs:
         import numpy as np
 
-        def column(values: list[float] | list[int], dtype: Any) -> Any:
-            return np.array(values, dtype=dtype)
-
         return cls(
-            column([offsets[k] + w for k, w, _, _, _ in jobs], np.int64),
-            column([r for _, _, r, _, _ in jobs], np.float64),
-            column([work for _, _, _, work, _ in jobs], np.float64),
-            column([q for _, _, _, _, q in jobs], np.float64),
+            np.array([offsets[k] + w for k, w, _, _, _ in jobs], dtype=np.int64),
+            np.array([r for _, _, r, _, _ in jobs], dtype=np.float64),
+            np.array([work for _, _, _, work, _ in jobs], dtype=np.float64),
+            np.array([q for _, _, _, _, q in jobs], dtype=np.float64),
         )
 
 

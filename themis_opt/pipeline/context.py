@@ -121,26 +121,30 @@ class Context:
             "params": self.params.search,
         }
 
-    def capped(self, cap: float, deadline: Deadline, workers: int | None = None) -> CappedModel:
-        """The exact model cut at ``cap`` (below the best makespan), to ask assignments one by one
-        with ``workers`` CP-SAT workers (``None``: this call's).
+    def capped(self, cap: float, deadline: Deadline, lanes: int) -> list[CappedModel]:
+        """The exact model cut at ``cap`` (below the best makespan), once per lane (at most one per
+        worker), to ask assignments several at once; this call's workers shared among them.
         """
         if not solvers_loaded(deadline, self.params.bounds, cpsat=True):
             raise OutOfTime("cpsat: out of time before CP-SAT was loaded")
         from themis_opt.cpsat import CappedModel  # CP-SAT is imported only when it runs
 
         assert self.best is not None
-        return CappedModel(
-            self.instance,
-            self.best,
-            cap,
-            lower_bound=self.bounds.best,
-            workers=self.workers if workers is None else workers,
-            seed=self.options.seed,
-            deadline=deadline,
-            quantum_ns=self.options.quantum_ns,
-            params=self.params.cpsat,
-        )
+        lanes = max(1, min(lanes, self.workers))
+        return [
+            CappedModel(
+                self.instance,
+                self.best,
+                cap,
+                lower_bound=self.bounds.best,
+                workers=self.workers // lanes,
+                seed=self.options.seed,
+                deadline=deadline,
+                quantum_ns=self.options.quantum_ns,
+                params=self.params.cpsat,
+            )
+            for _ in range(lanes)
+        ]
 
     def cpsat(self, start: Schedule, deadline: Deadline, **options: Any) -> CpsatOutcome:
         """CP-SAT from ``start`` with this call's options (see :func:`~themis_opt.cpsat.solve_cpsat`)."""

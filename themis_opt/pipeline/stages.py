@@ -110,13 +110,12 @@ def at_bound(ctx: Context, budget: Deadline) -> None:
     if first is None:
         return
     pipeline = ctx.params.pipeline
-    lanes = max(1, min(pipeline.at_bound_lanes, ctx.workers))
     others = counts_within(instance, cap, budget, ctx.params.bounds)
     questions = itertools.chain(
         [(first.counts, math.inf)], ((c, pipeline.at_bound_seconds) for c in others if c != first.counts)
     )
     try:
-        models = [ctx.capped(cap, budget, ctx.workers // lanes) for _ in range(lanes)]
+        models = ctx.capped(cap, budget, pipeline.at_bound_lanes)
         outcome, asked = ask_at_once(
             models, questions, budget, lambda _, o: is_proven(o.schedule.makespan, bound, instance.origin_ns)
         )
@@ -228,7 +227,6 @@ def refutation(ctx: Context, budget: Deadline) -> None:
     instance = ctx.instance
     pipeline = ctx.params.pipeline
     origin, step = instance.origin_ns, pipeline.refute_step
-    lanes = max(1, min(pipeline.refute_lanes, ctx.workers))
     refuted: dict[Hashable, float] = {}  # per assignment refuted, the highest cap: refuted at any lower one too
     drawn = _Drawn(counts_by_value(instance, budget, ctx.params.bounds))  # one program for every round
     while not ctx.proven() and not budget.expired():
@@ -242,7 +240,7 @@ def refutation(ctx: Context, budget: Deadline) -> None:
         began = time.perf_counter()
         round_ = _Refuting(drawn, level, cap, pipeline.refute_seconds, refuted)
         try:
-            models = [ctx.capped(cap, budget, ctx.workers // lanes) for _ in range(lanes)]
+            models = ctx.capped(cap, budget, pipeline.refute_lanes)
             outcome, _ = ask_at_once(models, round_.questions(), budget, round_.answered)
         except OutOfTime:
             outcome = None
