@@ -63,12 +63,12 @@ STAGES: tuple[StageSpec, ...] = (
     StageSpec("assignment search", "assignment", Context.may_search, st.assignment_search),
     StageSpec("at the bound", "at_bound", lambda ctx: _small(ctx) and ctx.may_search(), st.at_bound),
     StageSpec("probe", "probe", lambda ctx: _small(ctx) and ctx.may_search(), st.probe),
-    StageSpec("sequence search", "sequence", lambda ctx: _small(ctx) and ctx.may_search(), st.sequence_search),
-    StageSpec("windows", None, lambda ctx: not ctx.exact_fits, st.windows),
-    StageSpec("counts fixed", "counts_fixed", _small, st.counts_fixed),
     StageSpec(
         "refutation", "refutation", lambda ctx: _alone(ctx) and ctx.exact_fits and ctx.may_search(), st.refutation
     ),
+    StageSpec("sequence search", "sequence", lambda ctx: _small(ctx) and ctx.may_search(), st.sequence_search),
+    StageSpec("windows", None, lambda ctx: not ctx.exact_fits, st.windows),
+    StageSpec("counts fixed", "counts_fixed", _small, st.counts_fixed),
     StageSpec("full model", None, lambda ctx: True, st.full_model),
 )
 
