@@ -10,15 +10,18 @@ Every stage after the first runs only while the best schedule is not proven opti
    left than the warm start took;
 3. **at the bound**: ``at_bound`` (at most 5 s), up to 128 phases and 4,096
    order literals;
-4. **sequence search**: ``sequence``, up to ``large_phases`` phases,
+4. **probe** (off by default): ``probe`` (at most 5 s), the exact model, up to
+   4,096 order literals;
+5. **refutation**: ``refutation`` (at most 10 s), one collective of up to 128
+   phases and 4,096 order literals: it raises the bound, and the schedules
+   its questions find may be the best;
+6. **sequence search**: ``sequence``, up to ``large_phases`` phases,
    collectives only;
-5. **windows**: all the time left, when the exact model is too large (it
+7. **windows**: all the time left, when the exact model is too large (it
    ends the method);
-6. **counts fixed**: ``counts_fixed`` (at most 20 s), up to ``large_phases``
+8. **counts fixed**: ``counts_fixed`` (at most 20 s), up to ``large_phases``
    phases and 4,096 order literals;
-7. **refutation**: ``refutation`` (at most 10 s), one collective of up to 128
-   phases and 4,096 order literals: it raises the bound;
-8. **full model**: all the time left (it ends the method).
+9. **full model**: all the time left (it ends the method).
 
 The shares, caps and limits are :class:`~themis_opt.params.PipelineParams`
 (a stage is switched off with ``enabled = false``); :data:`STAGES` is the
