@@ -11,6 +11,7 @@ from themis_opt.bounds import compute_bounds
 from themis_opt.errors import InputError
 from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.methods import METHODS
+from themis_opt.params import PipelineParams, SolveParams, Stage
 from themis_opt.result import Status
 from themis_opt.solving import solve
 from themis_opt.validator import validate
@@ -63,13 +64,17 @@ def test_defaults_and_worked_example(worked: Instance) -> None:
     assert balanced.status is Status.OPTIMAL and balanced.makespan == pytest.approx(949740.0)
 
 
-def test_cpsat_runs_the_search_when_heuristics_fall_short() -> None:
-    # four chunks on 4x4x4 switches at 200/100/50 GB/s: no heuristic meets the bound
+@pytest.mark.parametrize("refutation", [True, False])
+def test_cpsat_runs_the_search_when_heuristics_fall_short(refutation: bool) -> None:
+    # four chunks on 4x4x4 switches at 200/100/50 GB/s: no heuristic meets the bound; the refutation
+    # stage proves the optimum (or, where it runs short, the full model does); without it, the full model
     instance = make([(4, "switch", 200.0), (4, "switch", 100.0), (4, "switch", 50.0)], size=64 * 2**20, chunks=4)
     heuristics = [solve(instance, m).makespan for m in ("baseline", "themis", "balanced")]
-    result = solve(instance, "cpsat", time_limit=20, workers=2, seed=0)
+    params = SolveParams(pipeline=PipelineParams(refutation=Stage(0.3, enabled=refutation)))
+    result = solve(instance, "cpsat", time_limit=20, workers=2, seed=0, params=params)
     assert result.schedule is not None and validate(instance, result.schedule) == []
-    assert result.stats is not None and result.stats.solver_status == "OPTIMAL"
+    if not refutation:
+        assert result.stats is not None and result.stats.solver_status == "OPTIMAL"
     assert result.status is Status.OPTIMAL
     assert result.makespan < min(heuristics)  # type: ignore[operator, type-var]
     assert result.bounds.cpsat is not None and result.bounds.cpsat <= result.makespan

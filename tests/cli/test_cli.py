@@ -161,10 +161,26 @@ def test_bench_parallel_jobs_warn_when_oversubscribed(capsys: pytest.CaptureFixt
     assert "tiny_rs" in out and "tiny_ag" in out
 
 
-def test_solve_log_streams_the_cpsat_log_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+def test_solve_log_streams_the_cpsat_log_to_stderr(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     # an instance whose heuristics, assignment and sequence searches stay above the bound, so CP-SAT runs
+    # (the refutation stage, which would prove it first, off)
     exact = str(ROOT / "instances" / "exact" / "small-exact-s1-008.json")
-    code, out, err = run(["solve", exact, "--method", "cpsat", "--workers", "1", "--time-limit", "10", "--log"], capsys)
+    params = tmp_path / "params.toml"
+    params.write_text("[pipeline.refutation]\nshare = 0.3\nenabled = false\n")
+    argv = [
+        "solve",
+        exact,
+        "--method",
+        "cpsat",
+        "--workers",
+        "1",
+        "--time-limit",
+        "10",
+        "--log",
+        "--params",
+        str(params),
+    ]
+    code, out, err = run(argv, capsys)
     assert code == 0
     assert "Starting search" in err and "Starting search" not in out
     assert "cpsat" in out
