@@ -215,3 +215,20 @@ def test_earliest_releases_by_a_deadline_are_complete_or_refused() -> None:
     assert releases[1] > instance.tasks[1].issue_ns  # the all-reduce waits for the compute task
     assert earliest_releases(_chain(), Deadline.after(60)) == releases
     assert earliest_releases(instance, Deadline.after(0)) == releases  # known: no deadline needed
+
+
+def test_the_iteration_bound_does_not_import_numpys_masked_arrays() -> None:
+    # np.unique imports numpy.ma (about 10 ms, most of what a default solve's process adds to numpy)
+    import subprocess
+    import sys
+
+    instance = ROOT / "instances" / "training" / "resnet50-sw8x8x8-equal.json"
+    code = (
+        "import sys\n"
+        "from themis_opt import load_instance\n"
+        "from themis_opt.bounds.iteration import iteration_bound\n"
+        f"assert iteration_bound(load_instance({str(instance)!r})) is not None\n"
+        "sys.exit(3 if 'numpy.ma' in sys.modules else 0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
