@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -11,7 +12,7 @@ from themis_opt.bounds import compute_bounds
 from themis_opt.errors import InputError
 from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.methods import METHODS
-from themis_opt.params import PipelineParams, SolveParams, Stage
+from themis_opt.params import PipelineParams, SolveParams
 from themis_opt.result import Status
 from themis_opt.solving import solve
 from themis_opt.validator import validate
@@ -70,7 +71,8 @@ def test_cpsat_runs_the_search_when_heuristics_fall_short(refutation: bool) -> N
     # stage proves the optimum (or, where it runs short, the full model does); without it, the full model
     instance = make([(4, "switch", 200.0), (4, "switch", 100.0), (4, "switch", 50.0)], size=64 * 2**20, chunks=4)
     heuristics = [solve(instance, m).makespan for m in ("baseline", "themis", "balanced")]
-    params = SolveParams(pipeline=PipelineParams(refutation=Stage(0.3, enabled=refutation)))
+    stage = dataclasses.replace(PipelineParams().refutation, enabled=refutation)  # the default, or off
+    params = SolveParams(pipeline=PipelineParams(refutation=stage))
     result = solve(instance, "cpsat", time_limit=20, workers=2, seed=0, params=params)
     assert result.schedule is not None and validate(instance, result.schedule) == []
     if not refutation:

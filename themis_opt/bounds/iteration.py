@@ -265,7 +265,7 @@ def _axis(values: Any, most: int) -> Any:
     """
     import numpy as np
 
-    axis = np.sort(values)  # np.unique's own: it would import numpy.ma, a tenth of a solve's start
+    axis = np.sort(values)  # np.unique's steps: np.unique itself imports numpy.ma (masked arrays) on first call
     axis = axis[np.concatenate(([True], axis[1:] != axis[:-1]))]
     if len(axis) > most:
         axis = axis[np.linspace(0, len(axis) - 1, most).astype(int)]
