@@ -112,6 +112,19 @@ def two_issues(several: bool = True) -> Instance:
     return Instance(network, tuple(collectives))
 
 
+def imported_by(code: str, module: str) -> bool:
+    """Whether running ``code`` (Python statements) in a fresh interpreter imports ``module``; the
+    code's own failure fails the test.
+    """
+    import subprocess
+    import sys
+
+    check = f"{code}\nimport sys\nsys.exit(3 if {module!r} in sys.modules else 0)\n"
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60)
+    assert done.returncode in (0, 3), done.stderr
+    return done.returncode == 3
+
+
 def brute_force(instance: Instance) -> float:
     """Optimal makespan of a tiny task graph: every order assignment, every insertion sequence
     of phases and compute tasks (every left-shifted schedule)."""
