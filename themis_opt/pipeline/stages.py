@@ -291,8 +291,8 @@ class _Refuting:
         before: dict[Hashable, float],
     ) -> None:
         self.found, self.cap, self.seconds, self.before = found, cap, seconds, before
-        self.drawn: dict[int, tuple[Counts, float]] = {}  # per assignment drawn (its id, held so not reused), its value
-        self.refuted: set[int] = set()
+        self.drawn: dict[Hashable, float] = {}  # per assignment drawn (its key), its value
+        self.refuted: set[Hashable] = set()
         self.known = 0  # refuted in an earlier round at this cap or above
         self.last = level  # the last value drawn (the bound before any): none drawn later is below it
         self.done = False  # every assignment below the cap drawn (or none left)
@@ -303,9 +303,10 @@ class _Refuting:
             if value >= self.cap:
                 self.done = True
                 return
-            self.drawn[id(counts)] = counts, value
-            if self.before.get(_key(counts), -math.inf) >= self.cap:
-                self.refuted.add(id(counts))
+            key = _key(counts)
+            self.drawn[key] = value
+            if self.before.get(key, -math.inf) >= self.cap:
+                self.refuted.add(key)
                 self.known += 1
                 continue
             yield counts, self.seconds
@@ -314,14 +315,14 @@ class _Refuting:
     def answered(self, counts: Counts, outcome: CpsatOutcome) -> bool:
         """Keeps a refutation; a schedule within the cap ends the round."""
         if outcome.status is Status.INFEASIBLE:
-            self.refuted.add(id(counts))
             key = _key(counts)
+            self.refuted.add(key)
             self.before[key] = max(self.before.get(key, -math.inf), self.cap)
         return outcome.status is Status.FEASIBLE
 
     def reached(self) -> float:
         """The least value of an assignment not refuted: every one below it is."""
-        open_ = [v for key, (_, v) in self.drawn.items() if key not in self.refuted]
+        open_ = [v for key, v in self.drawn.items() if key not in self.refuted]
         if open_:
             return min(open_)
         return self.cap if self.done else min(self.last, self.cap)
