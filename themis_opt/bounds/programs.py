@@ -67,13 +67,18 @@ def _load_model(
         for j, order in enumerate(profiles[cls]):
             n = len(cls.chunks)
             x[cls, order] = solver.IntVar(0, n, f"x{i}_{j}") if integer else solver.NumVar(0, n, f"x{i}_{j}")
-        solver.Add(sum(x[cls, order] for order in profiles[cls]) == len(cls.chunks))
+        everyone = solver.Constraint(len(cls.chunks), len(cls.chunks))  # rows set directly: no expression trees
+        for order in profiles[cls]:
+            everyone.SetCoefficient(x[cls, order], 1.0)
     for t, later in _issue_cuts(instance):
         for d in range(instance.network.num_dims):
             deadline.check("load bound model")
-            load = [x[cls, o] * (p.busy[d] * us) for cls in later for o, p in profiles[cls].items() if p.busy[d]]
-            if load:
-                solver.Add(makespan >= (t - origin) * us + sum(load))
+            load = [(x[cls, o], p.busy[d] * us) for cls in later for o, p in profiles[cls].items() if p.busy[d]]
+            if load:  # the makespan is at least the cut's time and the load after it
+                row = solver.Constraint((t - origin) * us, solver.infinity())
+                row.SetCoefficient(makespan, 1.0)
+                for var, busy in load:
+                    row.SetCoefficient(var, -busy)
     solver.Minimize(makespan)
     return solver, x
 
@@ -192,10 +197,13 @@ def fluid_bound(
                 for phase in way:
                     # done[k]: the chunks' share of this phase done in interval first + k (the last: free length)
                     done = [solver.NumVar(0.0, n, "w") for _ in range(first, fixed + 1)]
-                    solver.Add(solver.Sum(done) == count)
+                    total = solver.Constraint(0.0, 0.0)  # every row set directly: no expression trees
+                    for share in done:
+                        total.SetCoefficient(share, 1.0)
+                    total.SetCoefficient(count, -1.0)
                     if before is not None:  # by the end of every interval but the last
                         for k in range(len(done) - 1):
-                            ahead = solver.Constraint(-solver.infinity(), 0.0)  # set directly: no expression trees
+                            ahead = solver.Constraint(-solver.infinity(), 0.0)
                             for j in range(k + 1):
                                 ahead.SetCoefficient(done[j], 1.0)
                                 ahead.SetCoefficient(before[j], -1.0)
@@ -203,11 +211,18 @@ def fluid_bound(
                     for k, share in enumerate(done):
                         work.setdefault((phase.dim, first + k), []).append((share, busy))
                     before = done
-            solver.Add(sum(counts) == n)
+            everyone = solver.Constraint(n, n)
+            for count in counts:
+                everyone.SetCoefficient(count, 1.0)
         for (_, k), terms in work.items():
             deadline.check("fluid bound model")
-            load = solver.Sum([v * b for v, b in terms])
-            solver.Add(load <= (rest if k == fixed else (points[k + 1] - points[k]) * us))
+            if k == fixed:  # the load of the free interval is at most its length, ``rest``
+                load = solver.Constraint(-solver.infinity(), 0.0)
+                load.SetCoefficient(rest, -1.0)
+            else:
+                load = solver.Constraint(-solver.infinity(), (points[k + 1] - points[k]) * us)
+            for share, busy in terms:
+                load.SetCoefficient(share, busy)
         solver.Minimize(rest)
         if not math.isinf(deadline.at):
             solver.SetTimeLimit(_time_limit_ms(deadline))
