@@ -32,6 +32,12 @@ class BoundsParams(Knobs):
         200_000, "the fluid program's variables at most: beyond, it needs more than its share", 1
     )
     node_limit: int = knob(20_000, "SCIP's nodes for the integer bound: a stop that is the same on every machine", 1)
+    scip_grace: float = knob(0.2, "seconds for SCIP's helper to answer past the deadline: SCIP stops at its own", 0)
+    scip_helper_variables: int = knob(
+        32,
+        "SCIP in a helper process above this many variables: below, it ends in milliseconds, Ctrl-C waits no more",
+        0,
+    )
     fill_drain_work: float = knob(1.0, "CP-SAT deterministic time for fill-and-drain: a machine-independent stop", 0)
     fill_drain_conflicts: int = knob(20_000, "and at most this many conflicts: the same answer on every machine", 1)
     fill_drain_unit_ns: float = knob(1e-3, "fill-and-drain rounds times down to this: only weakens the bound", 0)

@@ -377,28 +377,27 @@ def integer_load_bound(
 
 
 def _plain_program(instance: Instance, deadline: Deadline, params: BoundsParams) -> LoadSolution | None:
-    """The integer load program, by SCIP under a node limit."""
+    """The integer load program, by SCIP under a node limit (:mod:`themis_opt.bounds.scip`)."""
+    from themis_opt.bounds.scip import solve_scip
+
     try:
         solver, x = _load_model(instance, "SCIP", integer=True, deadline=deadline)
         # misc/catchctrlc: let Ctrl-C reach Python instead of only stopping SCIP
-        limits = f"limits/nodes = {params.node_limit}\nmisc/catchctrlc = FALSE\n"
-        solver.SetSolverSpecificParametersAsString(limits)
-        if not math.isinf(deadline.at):
-            solver.SetTimeLimit(_time_limit_ms(deadline))
-        mip = _mip_parameters()
-        # stopped at the deadline too, not only by SCIP's own time limit (as every other solver call)
-        status = run_interruptibly(lambda: solver.Solve(mip), solver.InterruptSolve, deadline.at)
+        settings = f"limits/nodes = {params.node_limit}\nmisc/catchctrlc = FALSE\n"
+        answer = solve_scip(
+            solver, settings, deadline, grace=params.scip_grace, helper_above=params.scip_helper_variables
+        )
     except OutOfTime:
         return None
-    if status not in (solver.OPTIMAL, solver.FEASIBLE):
-        logger.info("the integer load bound found no assignment in time (status %s): not computed", status)
+    if answer is None:
+        logger.info("the integer load bound found no assignment in time: not computed")
         return None
     counts: Counts = {}
     for (cls, order), var in x.items():
-        counts.setdefault(cls, {})[order] = round(var.solution_value())
-    bound = load_origin(instance) + solver.Objective().BestBound() * 1e3 * (1 - SAFETY)
-    logger.debug("integer load bound: %.3f ns, status %s", bound, status)
-    return LoadSolution(bound, counts, status == solver.OPTIMAL)
+        counts.setdefault(cls, {})[order] = round(answer.values[var.index()])
+    bound = load_origin(instance) + answer.bound * 1e3 * (1 - SAFETY)
+    logger.debug("integer load bound: %.3f ns, %s", bound, "optimal" if answer.optimal else "at a limit")
+    return LoadSolution(bound, counts, answer.optimal)
 
 
 @dataclass(frozen=True)
@@ -595,11 +594,3 @@ def _adopt_counts(instance: Instance, fd: LoadSolution, plain: LoadSolution, mem
     if memo is not None:
         memo[(instance, True)] = better
     return better
-
-
-def _mip_parameters() -> Any:
-    from ortools.linear_solver import pywraplp
-
-    params = pywraplp.MPSolverParameters()
-    params.SetDoubleParam(params.RELATIVE_MIP_GAP, 0.0)
-    return params

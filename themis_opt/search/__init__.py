@@ -1,6 +1,6 @@
 """The local searches the cpsat method runs before CP-SAT: which chunk takes which order
 (:mod:`~themis_opt.search.assignment`) and in which order each dimension serves its phases
-(:mod:`~themis_opt.search.sequence`), both spread over helper processes (:mod:`~themis_opt.search.pool`);
+(:mod:`~themis_opt.search.sequence`), both spread over helper processes (:mod:`~themis_opt.helpers`);
 their parameters (:mod:`~themis_opt.search.params`).
 
 The names below are imported on first use: reading the parameters loads no search.

@@ -64,12 +64,13 @@ from typing import Any
 
 from themis_opt.budget import Deadline, OutOfTime, die_with_parent
 from themis_opt.errors import counted
+from themis_opt.helpers import Helper, can_fork, fork, result_of, stop
 from themis_opt.instance import Instance
 from themis_opt.orders import Orders, check_orders
 from themis_opt.result import is_proven
 from themis_opt.schedule import Schedule
 from themis_opt.search.params import SearchParams
-from themis_opt.search.pool import Helper, can_fork, fork, rate_line, result_of, stop
+from themis_opt.search.pool import rate_line
 from themis_opt.search.timer import AssignmentTimer
 from themis_opt.search.walk import CLOCK_DRAWS, MoveDraws, WalkRules, WalkState, walk_in_core
 from themis_opt.sim.queues import Intra

@@ -14,11 +14,12 @@ from typing import Any
 import themis_opt.sim.core as simcore
 import themis_opt.sim.timers as timers
 from themis_opt.budget import Deadline
+from themis_opt.helpers import can_fork, fork, result_of, stop
 from themis_opt.instance import Instance
 from themis_opt.result import is_proven
 from themis_opt.schedule import Schedule
 from themis_opt.search.params import SearchParams
-from themis_opt.search.pool import can_fork, fork, rate_line, result_of, stop
+from themis_opt.search.pool import rate_line
 from themis_opt.sim import phase_plan, retime, sequences_of
 
 logger = logging.getLogger(__name__)
