@@ -35,7 +35,7 @@ class BoundsParams(Knobs):
     scip_grace: float = knob(0.2, "seconds for SCIP's helper to answer past the deadline: SCIP stops at its own", 0)
     scip_helper_variables: int = knob(
         32,
-        "SCIP in a helper process above this many variables: below, it ends in milliseconds, Ctrl-C waits no more",
+        "SCIP in a helper process above this many variables: smaller programs end within tens of ms (Ctrl-C waits)",
         0,
     )
     fill_drain_work: float = knob(1.0, "CP-SAT deterministic time for fill-and-drain: a machine-independent stop", 0)
