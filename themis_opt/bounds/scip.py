@@ -71,19 +71,18 @@ def solve_scip(
     request.solver_specific_parameters = settings + AS_PYWRAPLP
     if not math.isinf(deadline.at):
         request.solver_time_limit_seconds = deadline.remaining()
-    if len(request.model.variable) <= helper_above:  # SCIP ends in milliseconds: the GIL is not held long
-        answer: bytes | None = _solve(request.SerializeToString())
+    answer: bytes | None
+    if len(request.model.variable) <= helper_above or not _can_fork():
+        # small: SCIP ends within tens of ms; else no fork here, and Ctrl-C waits for SCIP's time limit
+        answer = _solve(request.SerializeToString())
     else:
-        from themis_opt.helpers import can_fork, fork, result_of, stop
+        from themis_opt.helpers import fork, result_of, stop
 
-        if can_fork():
-            helper = fork(_solve, (request.SerializeToString(),), {})
-            try:
-                answer = result_of(helper, deadline, grace)
-            finally:
-                stop([helper])
-        else:  # Ctrl-C waits for SCIP's own time limit
-            answer = _solve(request.SerializeToString())
+        helper = fork(_solve, (request.SerializeToString(),), {})
+        try:
+            answer = result_of(helper, deadline, grace)
+        finally:
+            stop([helper])
     if answer is None:
         return None
     response = pb.MPSolutionResponse.FromString(answer)
@@ -91,6 +90,12 @@ def solve_scip(
         return None
     optimal = response.status == pb.MPSOLVER_OPTIMAL
     return ScipAnswer(optimal, tuple(response.variable_value), response.best_objective_bound)
+
+
+def _can_fork() -> bool:
+    from themis_opt.helpers import can_fork  # multiprocessing: imported only for a large program
+
+    return can_fork()
 
 
 def _solve(request: bytes) -> bytes:

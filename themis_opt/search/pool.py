@@ -1,5 +1,5 @@
-"""What the searches' helper processes share: their log line (the helpers themselves are
-:mod:`themis_opt.helpers`'s: one forked search or timer per extra worker).
+"""The searches' pace as a log line; the helper processes they spread over are
+:mod:`themis_opt.helpers`'s (one forked search or timer per extra worker).
 """
 
 from __future__ import annotations
