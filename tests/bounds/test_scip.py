@@ -10,9 +10,10 @@ import time
 import pytest
 from ortools.linear_solver import pywraplp
 
-from tests.conftest import DATA
 from themis_opt.bounds.scip import solve_scip
 from themis_opt.budget import Deadline, OutOfTime
+
+from ..conftest import DATA
 
 
 def _unique_optimum() -> tuple[pywraplp.Solver, list[pywraplp.Variable]]:
