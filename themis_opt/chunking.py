@@ -193,7 +193,7 @@ def sweep_chunks(
     instances = [rechunked(instance, cut) for cut in cuts]  # every chunking checked before any work
     shares = len(cuts) + (2 if mix is not None else 0)
     results = []
-    slowest = 0.0  # the longest a chunking's solve took: a mix's search and its solve take about as long each
+    slowest = share = 0.0  # the longest a chunking's solve took, and the share the last one was given
     for n, cut in enumerate(instances):
         share = deadline.share(1 / (shares - n)).left()
         logger.info("chunks: %s, %.2f s", cuts[n].label, share)
@@ -204,7 +204,10 @@ def sweep_chunks(
     sweep = ChunkSweep(cuts, tuple(methods), tuple(results), mix_by=mix)
     if mix is None:
         return sweep
-    if deadline.remaining() < 2 * slowest:  # not even one simulation of a mix and its solve would fit
+    # The mix was planned two shares; solves that ran a little past theirs leave it a little less.
+    # It is skipped only where the counts ate more than one of its shares and less is left than
+    # two of their solves took (a search and the mix's solve would not end in time).
+    if deadline.remaining() < min(share, 2 * slowest):
         logger.info("chunk mix: not searched, %.2f s left where a solve took %.2f s", deadline.remaining(), slowest)
         return sweep
     start = sweep.best(mix)[0]
