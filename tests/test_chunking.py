@@ -116,21 +116,23 @@ def test_counts_that_run_a_little_past_their_shares_still_leave_the_mix_its_sear
     import themis_opt.solving
 
     solve_all = themis_opt.solving.solve_all
-    late = iter([0.05, 0.05])  # each count's solve ends 50 ms past its share, as a loaded machine's do
+    late = iter([0.025, 0.025])  # each count's solve ends 25 ms past its share, as a loaded machine's do
 
     def slow(*args: object, **kwargs: object) -> object:
+        began = time.perf_counter()
         found = solve_all(*args, **kwargs)  # type: ignore[arg-type]
-        time.sleep(float(kwargs["time_limit"]) + next(late, 0.0))  # type: ignore[arg-type]
+        end = began + float(kwargs["time_limit"]) + next(late, 0.0)  # type: ignore[arg-type]
+        time.sleep(max(0.0, end - time.perf_counter()))
         return found
 
     monkeypatch.setattr(themis_opt.solving, "solve_all", slow)
     began = time.perf_counter()
-    sweep = sweep_chunks(load("mixed"), [1, 4], ["themis"], time_limit=0.8, workers=1, mix="themis")
-    # each count took 0.25 s where 0.2 s were given: 0.3 s left, under twice the slowest solve
+    sweep = sweep_chunks(load("mixed"), [1, 4], ["themis"], time_limit=0.4, workers=1, mix="themis")
+    # less is left after the counts than twice the slowest of them took, but more than one share
     assert sweep.mix is not None and sweep.mix.result("themis").makespan is not None
-    assert time.perf_counter() - began < 0.8 + 0.3
-    late = iter([1.0])  # the first count takes the whole limit: nothing is left for the mix
-    assert sweep_chunks(load("mixed"), [1, 4], ["themis"], time_limit=0.8, workers=1, mix="themis").mix is None
+    assert time.perf_counter() - began < 0.4 + 0.3
+    late = iter([0.4])  # the first count takes the whole limit: nothing is left for the mix
+    assert sweep_chunks(load("mixed"), [1, 4], ["themis"], time_limit=0.4, workers=1, mix="themis").mix is None
 
 
 def test_the_cli_writes_the_cut_of_the_shortest_schedule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
