@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -30,6 +29,14 @@ from ..conftest import DATA, NAMES, load
 VALID: dict[str, Any] = json.loads((DATA / "mixed.json").read_text())
 
 
+def _valid(data: Any) -> None:
+    """Validate ``data`` against the shipped schema (jsonschema is imported here: where
+    rfc3987-syntax is installed its import takes seconds, paid by the tests that use it only)."""
+    import jsonschema
+
+    jsonschema.validate(data, instance_schema())
+
+
 def test_round_trip_instances(instance: Instance, tmp_path: Path) -> None:
     path = tmp_path / "copy.json"
     save_instance(instance, path)
@@ -41,8 +48,8 @@ def test_round_trip_instances(instance: Instance, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_shipped_schema_accepts_test_instances(name: str) -> None:
-    jsonschema.validate(json.loads((DATA / f"{name}.json").read_text()), instance_schema())
-    jsonschema.validate(instance_to_dict(load(name)), instance_schema())
+    _valid(json.loads((DATA / f"{name}.json").read_text()))
+    _valid(instance_to_dict(load(name)))
 
 
 @pytest.mark.parametrize("name", ["serial_ends", "serial_rs"])
@@ -51,8 +58,8 @@ def test_serial_phase_ends_round_trip_and_match_the_schema(name: str, tmp_path: 
     assert instance.network.serial_phase_ends and not load("tiny_rs").network.serial_phase_ends
     save_instance(instance, tmp_path / "copy.json")
     assert load_instance(tmp_path / "copy.json") == instance
-    jsonschema.validate(json.loads((DATA / f"{name}.json").read_text()), instance_schema())
-    jsonschema.validate(instance_to_dict(instance), instance_schema())
+    _valid(json.loads((DATA / f"{name}.json").read_text()))
+    _valid(instance_to_dict(instance))
 
 
 def test_defaults_are_filled_in() -> None:
@@ -269,8 +276,8 @@ def test_a_collectives_group_round_trips_and_is_checked(tmp_path: Path) -> None:
 def test_stages_and_sends_round_trip_and_are_checked(tmp_path: Path) -> None:
     instance = load("two_stages")
     raw = json.loads((DATA / "two_stages.json").read_text())
-    jsonschema.validate(raw, instance_schema())
-    jsonschema.validate(instance_to_dict(instance), instance_schema())
+    _valid(raw)
+    _valid(instance_to_dict(instance))
     save_instance(instance, tmp_path / "s.json")
     assert load_instance(tmp_path / "s.json") == instance
     written = json.loads((tmp_path / "s.json").read_text())
