@@ -208,6 +208,26 @@ def test_the_stages_go_after_the_inner_groups_and_split_the_rail() -> None:
         llm_task_graph(LlmConfig("toy4", 4, 8, 2, 1, 16, 32, 4, True), six, Layout(tp=2, dp=3, pp=4))
 
 
+def test_a_part_of_a_dimension_splits_again_for_the_next_group() -> None:
+    # tp 2 takes half the first dimension, ep 4 the other half and 2 of the rail; the stages then
+    # take 4 of the rail's other part (8 NPUs, 2 apart), which is split again: 16 = 2 x 4 x 2
+    rail = Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in ((4, 400.0), (16, 100.0), (2, 25.0))))
+    moe = LlmConfig("toy-moe4", 4, 8, 2, 1, 16, 32, 4, True, experts=4, top_k=1)
+    instance = llm_task_graph(moe, rail, Layout(tp=2, ep=4, dp=4, pp=4))
+    dims = instance.network.dimensions
+    assert [(d.size, d.physical_size, d.stride) for d in dims] == [
+        (2, 4, 1), (2, 4, 2), (2, 16, 1), (4, 16, 2), (2, 16, 8), (2, 2, 1)
+    ]  # fmt: skip
+    assert [d.name for d in dims] == ["d0a", "d0b", "d1a", "d1ba", "d1bb", "d2"]
+    meta = dict(instance.metadata)
+    assert (meta["tp_dims"], meta["ep_dims"], meta["stage_dims"], meta["dp_dims"]) == ("0", "1,2", "3", "4,5")
+    assert instance.stage_npus == (0, 8, 16, 24)
+    result = solve(instance, "themis")
+    assert result.schedule is not None and validate(instance, result.schedule) == []
+    with pytest.raises(InputError, match=r"^dimension 3: cannot be split: 3 does not divide its 4 NPUs"):
+        instance.network.split(3, 3)
+
+
 def test_the_workload_command_lays_out_an_llm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "m.json"
     network = str(DATA / "tiny_3d.json")  # 2 x 4 x 2

@@ -315,22 +315,26 @@ class Network:
 
     def split(self, d: int, inner: int) -> Network:
         """The network with dimension ``d`` carved in two: its first ``inner`` NPUs' part
-        (neighbours one apart, named ``NAMEa``) and the part across them (``inner`` apart,
-        ``NAMEb``), each with the dimension's topology, bandwidth and latency and its own queue,
-        as ASTRA-sim 1.0 splits a dimension for a model-parallel group.
+        (neighbours as far apart as the dimension's, named ``NAMEa``) and the part across them
+        (``inner`` times as far apart, ``NAMEb``), each with the dimension's topology, bandwidth
+        and latency and its own queue, as ASTRA-sim 1.0 splits a dimension for a model-parallel
+        group. A part carved already splits the same way, within the physical dimension it is
+        carved from (a rail of 32 as 4 x 4 x 2).
 
         Raises
         ------
         InputError
-            If ``inner`` does not divide the dimension, or the dimension is carved already.
+            If ``inner`` does not divide the dimension.
         """
         dim = self.dimensions[d]
-        if dim.size % inner or dim.carved:
-            why = "it is part of a dimension already" if dim.carved else f"{inner} does not divide its {dim.size} NPUs"
-            raise InputError(f"dimension {d}", f"cannot be split: {why}")
+        if dim.size % inner:
+            raise InputError(f"dimension {d}", f"cannot be split: {inner} does not divide its {dim.size} NPUs")
         name = dim.name or f"d{d}"
-        first = dataclasses.replace(dim, size=inner, physical_size=dim.size, stride=1, name=f"{name}a")
-        second = dataclasses.replace(dim, size=dim.size // inner, physical_size=dim.size, stride=inner, name=f"{name}b")
+        first = dataclasses.replace(dim, size=inner, name=f"{name}a")
+        second = dataclasses.replace(dim, size=dim.size // inner, stride=dim.stride * inner, name=f"{name}b")
+        if not dim.carved:
+            first = dataclasses.replace(first, physical_size=dim.size)
+            second = dataclasses.replace(second, physical_size=dim.size)
         return dataclasses.replace(self, dimensions=(*self.dimensions[:d], first, second, *self.dimensions[d + 1 :]))
 
     def coordinates(self, npu: int) -> tuple[int, ...]:

@@ -47,7 +47,7 @@ optimizer step).
 sequences each): innermost first, the tensor-, context- and expert-parallel
 groups, then the stages, then data parallelism (or the stages take
 ``stage_dims`` and the groups the rest); a dimension a group or the stages
-need part of is split in two (:func:`fit_network`); the blocks are
+need part of is split in two, a part again (:func:`fit_network`); the blocks are
 shared out in order (the first stages take one more where they do not
 divide), the embeddings go with the first stage, the final norm and the
 output layer with the last. Each stage is a pipeline stage of the instance

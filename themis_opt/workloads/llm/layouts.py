@@ -194,11 +194,12 @@ def _groups(network: Network, layout: Layout) -> list[tuple[str, int]]:
 
 
 def fit_network(network: Network, layout: Layout) -> tuple[Network, Layout, tuple[str, ...]]:
-    """``network`` with each dimension that a group or the stages need only part of split in two
-    (:meth:`~themis_opt.instance.Network.split`), the layout's ``stage_dims`` renumbered to match, and a line for
-    each split. Innermost first, the tensor-, context- and expert-parallel groups, then the stages
-    (unless ``stage_dims`` places them), then the data-parallel group; a dimension a group ends
-    inside gives it its first part, the next group the part across.
+    """``network`` with each dimension that a group or the stages need only part of split in two, a
+    part so split again (:meth:`~themis_opt.instance.Network.split`), the layout's ``stage_dims``
+    renumbered to match, and a line for each split. Innermost first, the tensor-, context- and
+    expert-parallel groups, then the stages (unless ``stage_dims`` places them), then the
+    data-parallel group; a dimension a group ends inside gives it its first part, the next group
+    the part across.
 
     Raises
     ------
