@@ -96,11 +96,27 @@ def test_a_mix_gives_like_collectives_one_count_and_beats_every_uniform_count() 
         mixed(instance, [1, 2])
 
 
+def test_the_shortest_found_anywhere_is_certified_against_the_bound_for_everything_searched() -> None:
+    instance = load("mixed")
+    sweep = sweep_chunks(instance, [1, 4], ["baseline", "themis"], time_limit=4, workers=1, mix="themis")
+    assert sweep.mix is not None
+    where, result = sweep.found()
+    everything = [r for results in sweep.results for r in results] + list(sweep.mix.results)
+    assert result.makespan == min(r.makespan for r in everything if r.makespan is not None)
+    # the mix's bound holds at every mix and every count; the counts' bound at the counts alone
+    assert sweep.every_bound == sweep.mix.bound <= sweep.bound
+    assert all(r.makespan is not None and sweep.every_bound <= r.makespan * (1 + 1e-9) for r in everything)
+    cut, same = sweep.shortest(instance)
+    assert same is result and cut.name == (f"mixed-c{where.count}" if where is not None else "mixed-mix")
+    assert result.schedule is not None and validate(cut, result.schedule) == []
+
+
 def test_the_cli_searches_a_mix_and_bounds_every_one(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["chunks", str(DATA / "mixed.json"), "--counts", "1,4", "--method", "baseline,themis", "--time-limit", "4"]
     assert main([*argv, "--mix", "themis"]) == 0
     out = capsys.readouterr().out
     assert "searched by themis" in out and "bound for every mix" in out and "themis at that mix" in out
+    assert "above the bound for every count and mix" in " ".join(out.split())  # rich wraps lines
     assert main([*argv, "--mix", "cpsat"]) == 2
     assert "--mix: must be one of the methods run" in capsys.readouterr().err
     # no time left for a count: each method still reports its first schedule (was an error naming

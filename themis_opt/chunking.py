@@ -140,9 +140,16 @@ class ChunkSweep:
         assert result.makespan is not None
         return result.makespan / self.bound - 1
 
-    def shortest(self, instance: Instance) -> tuple[Instance, Result]:
-        """``instance`` cut as the shortest schedule found says (any method, at any chunking or at
-        the mix; a tie goes to the first chunking swept, the mix last), and that schedule's result.
+    @property
+    def every_bound(self) -> float:
+        """A lower bound on every schedule the sweep chose among: at every chunking, and where a mix
+        was searched, at every mix too (its :attr:`ChunkMix.bound`, which holds at every chunking).
+        """
+        return self.mix.bound if self.mix is not None else self.bound
+
+    def found(self) -> tuple[Chunking | None, Result]:
+        """The shortest schedule found (any method, at any chunking or at the mix; a tie goes to the
+        first chunking swept, the mix last): where (``None``: at the mix), and its result.
         """
         found: list[tuple[float, int, Result]] = [
             (r.makespan, n, r) for n, results in enumerate(self.results) for r in results if r.makespan is not None
@@ -152,10 +159,17 @@ class ChunkSweep:
         if not found:
             raise ValueError("the sweep found no schedule")
         _, n, result = min(found, key=lambda item: (item[0], item[1]))
-        if n == len(self.choices):
+        return (self.choices[n] if n < len(self.choices) else None), result
+
+    def shortest(self, instance: Instance) -> tuple[Instance, Result]:
+        """``instance`` cut as the shortest schedule found says (see :meth:`found`), and that
+        schedule's result.
+        """
+        where, result = self.found()
+        if where is None:
             assert self.mix is not None
             return mixed(instance, self.mix.counts), result
-        return rechunked(instance, self.choices[n]), result
+        return rechunked(instance, where), result
 
 
 def sweep_chunks(

@@ -259,6 +259,20 @@ def chunk_table(instance: Instance, sweep: ChunkSweep) -> RenderableType:
             against += f" ({fmt_pct(own)} above the mix's own)" if own is not None else ""
             proven = "*" if r.status.value == "optimal" else ""
             lines.append(f"{method} at that mix: {fmt_time(r.makespan)}{proven}{against}")
+    where, shortest = sweep.found()
+    assert shortest.makespan is not None
+    at = (
+        "the mix"
+        if where is None
+        else f"{where.label} chunks"
+        if where.count is not None
+        else f"chunks of {where.label}"
+    )
+    space = f"every {what}" + (" and mix" if mix is not None else "")
+    lines.append(
+        f"shortest found: {shortest.method} at {at}, {fmt_time(shortest.makespan)}, "
+        f"{fmt_pct(shortest.makespan / sweep.every_bound - 1)} above the bound for {space}"
+    )
     return Group(table, *(Text(line) for line in lines))
 
 
