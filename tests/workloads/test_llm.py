@@ -251,6 +251,8 @@ def test_the_workload_command_lays_out_an_llm(tmp_path: Path, capsys: pytest.Cap
         (["resnet50", "--cp", "2"], "--cp: is for the LLMs"),
         (["llama3-8b", "--cp", "3"], "--tp x --cp x --ep x --dp: 1 x 3 x 1 x 5 = 15, but the network has 16 NPUs"),
         (["llama3-8b", "--fsdp-gathers", "once", "--data-parallel", "fsdp"], "--fsdp-gathers: is for --data-parallel"),
+        (["llama3-8b", "--cp-attention", "ring"], "--cp-attention: passes the keys and values round the context"),
+        (["resnet50", "--cp-attention", "ring"], "--cp-attention: is for the LLMs"),
         (["llama3-8b", "--fsdp-gathers", "microbatch", "--pp", "2"], "--fsdp-gathers: is for --data-parallel fsdp"),
     ],
 )
@@ -299,6 +301,40 @@ def test_context_parallel_ranks_gather_the_keys_and_values_and_share_the_compute
     assert result.schedule is not None and validate(two, result.schedule) == []
     with pytest.raises(InputError, match="cp: 4 tokens a sequence do not divide over 8 context ranks"):
         llm_task_graph(TOY, NET, Layout(cp=8))
+
+
+def test_ring_attention_passes_each_block_round_while_the_attention_on_it_runs() -> None:
+    net = Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in ((2, 400.0), (4, 100.0), (2, 25.0))))
+    gathered = llm_task_graph(TOY, net, Layout(tp=2, cp=4, dp=2, batch=2, sequence=1024))
+    ring = llm_task_graph(TOY, net, Layout(tp=2, cp=4, dp=2, batch=2, sequence=1024, cp_attention="ring"))
+    assert dict(ring.metadata)["layout"] == "tp 2 x cp 4 (ring attention) x ep 1 x dp 2, ddp"
+    whole = next(c for c in gathered.collectives if c.id == "p0.b0.ag_kv_fwd").size_bytes
+    ids = {c.id: c for c in ring.collectives}
+    assert not any("ag_kv" in i or "rs_dkv" in i for i in ids)
+    # a rank's block, a quarter of the sequence's keys and values, to the next rank: 2 NPUs on, in dimension 1
+    forward = [c for i, c in ids.items() if i.startswith("p0.b0.ring_kv_fwd.")]
+    assert len(forward) == 3 and all(c.kind is Kind.SEND for c in forward)
+    assert {(c.size_bytes, c.group) for c in forward} == {(whole // 4, (0, 2))}
+    # each step waits for the step before and its block, which goes on to the next rank meanwhile
+    assert _after(ring, "p0.b0.attn_fwd.0") == {"p0.b0.qkv_fwd"}
+    assert _after(ring, "p0.b0.attn_fwd.2") == {"p0.b0.attn_fwd.1", "p0.b0.ring_kv_fwd.1"}
+    assert _after(ring, "p0.b0.ring_kv_fwd.2") == {"p0.b0.ring_kv_fwd.1"}
+    assert _after(ring, "p0.b0.ar_attn_fwd") == {"p0.b0.attn_fwd.3"}
+    # backward: the blocks round again (3 messages), each block's gradients' sum after it (4: the last home)
+    assert sum(i.startswith("p0.b0.ring_kv_bwd.") for i in ids) == 3
+    assert sum(i.startswith("p0.b0.ring_dkv_bwd.") for i in ids) == 4
+    assert _after(ring, "p0.b0.attn_bwd.1") == {"p0.b0.attn_bwd.0", "p0.b0.ring_kv_bwd.0", "p0.b0.ring_dkv_bwd.0"}
+    assert _after(ring, "p0.b0.qkv_bwd") == {"p0.b0.ring_dkv_bwd.3"}
+    # the same compute as the gathered form's, cut in four
+    took = {t.id: t.duration_ns for t in ring.computes}
+    other = {t.id: t.duration_ns for t in gathered.computes}
+    assert sum(took[f"p0.b0.attn_fwd.{i}"] for i in range(4)) == pytest.approx(other["p0.b0.attn_fwd"])
+    assert sum(took[f"p0.b0.attn_bwd.{i}"] for i in range(4)) == pytest.approx(other["p0.b0.attn_bwd"])
+    for instance in (gathered, ring):
+        result = solve(instance, "themis")
+        assert result.schedule is not None and validate(instance, result.schedule) == []
+    with pytest.raises(InputError, match=r"^cp_attention: passes the keys and values round .*: needs cp > 1"):
+        Layout(cp_attention="ring")
 
 
 def test_the_interleaved_1f1b_schedule_is_megatrons() -> None:

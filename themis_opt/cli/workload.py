@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from themis_opt.instance import Network
 
 _LLM_ONLY: tuple[str, ...] = ("tp", "cp", "ep", "dp", "data_parallel", "seq", "pp", "microbatches", "stage_dims")
-_LLM_ONLY += ("sp", "fsdp_gathers", "virtual_stages")
+_LLM_ONLY += ("sp", "fsdp_gathers", "virtual_stages", "cp_attention")
 _ZOO_ONLY = ("model_parallel", "policy")
 _ZOO_SIZES = ("batch", "precision", "peak_tflops", "efficiency", "model_parallel")  # not a workload file's
 FIELDS = {  # the option types' fields -> this command's dests, or what stands for a field
@@ -113,8 +113,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             type=int_in(1, 2**20),
             default=None,
             help=f"LLMs: the {groups[group]}-parallel group (default {default})"
-            + (": each rank a share of every sequence, the keys and values all-gathered" if group == "cp" else ""),
+            + (
+                ": each rank a share of every sequence, its keys and values shared as --cp-attention says"
+                if group == "cp"
+                else ""
+            ),
         )
+    p.add_argument(
+        "--cp-attention",
+        choices=("all-gather", "ring"),
+        default=None,
+        help="LLMs, --cp > 1: the whole sequence's keys and values all-gathered once projected (the Llama 3 "
+        "paper's), or ring attention: each rank's block passed round the group, each step overlapping the "
+        f"attention on the block before (default {llm.cp_attention.replace('_', '-')})",
+    )
     p.add_argument(
         "--data-parallel",
         choices=("ddp", "fsdp"),
@@ -276,6 +288,7 @@ def _llm_workload(args: argparse.Namespace, console: Console, network: Network, 
             ("sequence_parallel", args.sp),
             ("fsdp_gathers", args.fsdp_gathers),
             ("virtual_stages", args.virtual_stages),
+            ("cp_attention", args.cp_attention.replace("-", "_") if args.cp_attention else None),
         )
         if value is not None
     }

@@ -8,6 +8,7 @@ tensor, context and expert parallelism) and an FSDP unit's collectives;
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -29,6 +30,7 @@ class BlockGraph:
     graph: TaskGraph = field(default_factory=TaskGraph)
 
     stage: int = 0  # the pipeline stage the tasks being written run on
+    npu: int = 0  # that stage's NPU
 
     def compute(self, name: str, ns: float, after: list[str]) -> str:
         """A compute task of ``ns`` after ``after``, on the stage being written."""
@@ -39,6 +41,10 @@ class BlockGraph:
         if not dims or size < 1:
             return None
         return self.graph.collective(name, kind, size, min(self.chunks, size), dims, after, stage=self.stage)
+
+    def send(self, name: str, size: int, to: int, after: list[str]) -> str:
+        """A message of ``size`` bytes from the stage's NPU to NPU ``to`` after ``after``."""
+        return self.graph.send(name, max(size, 1), self.npu, to, after, stage=self.stage)
 
     def tp_sync(self, at: str, what: str, size: int, dims: tuple[int, ...], after: list[str]) -> str | None:
         """The tensor-parallel group's sum of ``what``'s activations: ``{at}ar_{what}``, or with sequence
@@ -81,6 +87,9 @@ class Blocks:
     activations, dispatch, kv_bytes
         Bytes of a tensor-parallel sum, of an expert dispatch or combine, and of the keys and values a
         context-parallel rank gathers (the whole sequence's).
+    cp_next
+        With ring attention, how far (in NPU numbers) a rank's next context-parallel rank is: one
+        step along the group's first dimension (0: no ring).
     """
 
     graph: BlockGraph
@@ -101,6 +110,7 @@ class Blocks:
     activations: int
     dispatch: int
     kv_bytes: int
+    cp_next: int = 0
 
     @property
     def replica_dims(self) -> tuple[int, ...]:
@@ -133,7 +143,9 @@ class Blocks:
     def forward(self, b: str, last: list[str]) -> tuple[list[str], str]:
         """Block ``b``'s forward after ``last``: what it ends with, and its MLP compute."""
         g = self.graph
-        if self.cp_dims:  # the whole sequence's keys and values, gathered once projected
+        if self.cp_next:
+            attn = self._ring_forward(b, g.compute(f"{b}qkv_fwd", self.qkv_ns, last))
+        elif self.cp_dims:  # the whole sequence's keys and values, gathered once projected
             qkv = g.compute(f"{b}qkv_fwd", self.qkv_ns, last)
             kv = g.collective(f"{b}ag_kv_fwd", Kind.ALL_GATHER, self.kv_bytes, self.cp_dims, [qkv])
             attn = g.compute(f"{b}attn_fwd", self.attn_ns - self.qkv_ns, [kv] if kv else [qkv])
@@ -148,6 +160,37 @@ class Blocks:
             last = self._experts(f"{b}a2a_combine_fwd", last)
         return _chain(last, g.tp_sync(b, "mlp_fwd", self.activations, self.tp_dims, last)), mlp
 
+    def _ring_forward(self, b: str, qkv: str) -> str:
+        """Ring attention's forward after the projections ``qkv``: the attention on each of the ``cp``
+        blocks of keys and values in turn, the rank's own first, each block passed on to the next
+        rank once it is in hand (``cp - 1`` messages) while the attention on it runs. Its last task.
+        """
+        g, cp = self.graph, self.layout.cp
+        block, part, to = self.kv_bytes // cp, (self.attn_ns - self.qkv_ns) / cp, g.npu + self.cp_next
+        ran = here = qkv  # the last step, and what brought the block in hand
+        for i in range(cp):
+            sent = g.send(f"{b}ring_kv_fwd.{i}", block, to, [here]) if i < cp - 1 else None
+            ran = g.compute(f"{b}attn_fwd.{i}", part, list(dict.fromkeys([ran, here])))
+            here = sent or here
+        return ran
+
+    def _ring_backward(self, b: str, start: list[str], last: list[str]) -> str:
+        """Ring attention's backward: the keys and values passed round again from ``start`` (while
+        the MLP's backward runs), the attention's backward on each block once it and its gradients'
+        sum so far are in hand (after ``last``), that sum then passed on (``cp`` messages: the last
+        brings each block's sum home to its rank). Its last task.
+        """
+        g, cp = self.graph, self.layout.cp
+        block, part, to = self.kv_bytes // cp, 2 * (self.attn_ns - self.qkv_ns) / cp, g.npu + self.cp_next
+        here, ran = start, last  # what brought the block in hand, and the last step
+        summed: list[str] = []  # what brought the sum of the block in hand's gradients
+        for i in range(cp):
+            sent = [g.send(f"{b}ring_kv_bwd.{i}", block, to, here)] if i < cp - 1 else here
+            ran = [g.compute(f"{b}attn_bwd.{i}", part, [*ran, *(here if i else []), *summed])]
+            summed = [g.send(f"{b}ring_dkv_bwd.{i}", block, to, ran)]
+            here = sent
+        return summed[0]
+
     def backward(
         self, b: str, last: list[str], made: list[tuple[Tensor, str]], then: Callable[[str], object] | None = None
     ) -> tuple[list[str], str]:
@@ -157,8 +200,9 @@ class Blocks:
         the simulator's order of ties).
         """
         g = self.graph
+        start = last  # ring attention's blocks go round again from here, while the MLP's backward runs
         # context parallelism: the keys and values gathered again while the MLP's backward runs
-        kv = g.collective(f"{b}ag_kv_bwd", Kind.ALL_GATHER, self.kv_bytes, self.cp_dims, last)
+        kv = None if self.cp_next else g.collective(f"{b}ag_kv_bwd", Kind.ALL_GATHER, self.kv_bytes, self.cp_dims, last)
         if self.config.moe:
             last = self._experts(f"{b}a2a_combine_bwd", last)
         mlp = g.compute(f"{b}mlp_bwd", 2 * self.mlp_ns, last)
@@ -167,7 +211,9 @@ class Blocks:
         if self.config.moe:
             last = self._experts(f"{b}a2a_dispatch_bwd", last)
         last = _chain(last, g.tp_sync(b, "mlp_bwd", self.activations, self.tp_dims, last))
-        if kv is None:
+        if self.cp_next:
+            attn = g.compute(f"{b}qkv_bwd", 2 * self.qkv_ns, [self._ring_backward(b, start, last)])
+        elif kv is None:
             attn = g.compute(f"{b}attn_bwd", 2 * self.attn_ns, last)
         else:  # the keys' and values' gradients summed back to their ranks before their projections'
             core = g.compute(f"{b}attn_bwd", 2 * (self.attn_ns - self.qkv_ns), [*last, kv])
@@ -234,7 +280,9 @@ def blocks_of(config: LlmConfig, network: Network, layout: Layout, graph: BlockG
             f"{layout.batch} x {sequence} tokens make {what}, above what a task may hold "
             f"({MAX_TIME_NS:g} ns, {MAX_SIZE_BYTES} bytes): a smaller batch or sequence",
         )
+    ring = layout.cp_attention == "ring" and bool(cp_dims)
+    cp_next = math.prod(d.size for d in network.dimensions[: cp_dims[0]]) if ring else 0
     return Blocks(
         graph, config, layout, tp_dims, cp_dims, ep_dims, dp_dims, attention, mlp, embeddings, head,
-        qkv_ns, attn_ns, mlp_ns, head_ns, activations, dispatch, kv_bytes,
+        qkv_ns, attn_ns, mlp_ns, head_ns, activations, dispatch, kv_bytes, cp_next,
     )  # fmt: skip

@@ -86,6 +86,7 @@ def llm_task_graph(config: LlmConfig, network: Network, layout: Layout, *, name:
             "layout",
             f"tp {layout.tp}"
             + (f" x cp {layout.cp}" if layout.cp > 1 else "")
+            + (" (ring attention)" if layout.cp_attention == "ring" else "")
             + f" x ep {layout.ep} x dp {layout.dp}"
             + (f" x pp {layout.pp}" if layout.pp > 1 else "")
             + (f" ({layout.virtual_stages} chunks a stage)" if layout.virtual_stages > 1 else "")
@@ -232,7 +233,7 @@ def _pipelined_pass(
 
     done: dict[int, list[str]] = {}
     for s in range(stages):
-        graph.stage = s
+        graph.stage, graph.npu = s, npus[s]
         before = list(waits.get(s, []))  # the stage's ops run one after another
         started = before  # what the op before started from: an op's gathers begin as it begins
         gradients: list[tuple[Tensor, str]] = []  # each chunk's, as its last microbatch's backward makes them
@@ -295,7 +296,7 @@ def _pipelined_pass(
         if not fsdp:
             reductions = _buckets(blocks, f"{at}s{s}.", gradients)
         done[s] = reductions + before
-    graph.stage = 0
+    graph.stage, graph.npu = 0, npus[0]
     return done
 
 

@@ -72,6 +72,12 @@ class Layout:
         microbatch's backward) or ``microbatch`` (gathered before every
         forward and every backward, reduce-scattered after every backward: the
         least memory, the most traffic).
+    cp_attention
+        How the context-parallel ranks share the keys and values: ``all_gather`` (the Llama 3
+        paper's: the whole sequence's gathered once projected, their gradients reduce-scattered) or
+        ``ring`` (ring attention: each rank's block passed to the next rank ``cp - 1`` times, each
+        step overlapping the attention on the block before it; in the backward the blocks and their
+        gradients' sums go round together).
     """
 
     tp: int = 1
@@ -92,6 +98,7 @@ class Layout:
     sequence_parallel: bool = False
     fsdp_gathers: Literal["once", "microbatch"] = "once"
     virtual_stages: int = 1
+    cp_attention: Literal["all_gather", "ring"] = "all_gather"
 
     def __post_init__(self) -> None:
         for name in ("tp", "cp", "ep", "dp", "batch", "passes", "chunks", "pp", "microbatches", "virtual_stages"):
@@ -125,6 +132,12 @@ class Layout:
                 "virtual_stages",
                 f"interleaves the microbatches over the stages in groups of pp: needs pp > 1 and microbatches a "
                 f"multiple of it, got pp {self.pp} and {self.microbatches} microbatches",
+            )
+        if self.cp_attention not in ("all_gather", "ring"):
+            raise InputError("cp_attention", f"must be all_gather or ring, got {self.cp_attention!r}")
+        if self.cp_attention == "ring" and self.cp == 1:
+            raise InputError(
+                "cp_attention", "passes the keys and values round the context-parallel ranks: needs cp > 1"
             )
         if self.fsdp_gathers not in ("once", "microbatch"):
             raise InputError("fsdp_gathers", f"must be once or microbatch, got {self.fsdp_gathers!r}")
