@@ -274,11 +274,14 @@ def test_what_no_program_is_written_for_is_named() -> None:
     relayed = _instance([Dimension(4, Topology.RING, 50, 500)], Kind.ALL_TO_ALL)  # a ring's all-to-all is relayed
     with pytest.raises(InputError, match="ring: no program is written for its all-to-all"):
         program_of(relayed, solve(relayed, method="baseline"))
+    # a send within the one stage is a ring's step (ring attention): each NPU to the next, not refused
     sends = Instance(
         Network((Dimension(4, Topology.SWITCH, 50, 500),)), (Collective(Kind.SEND, 1 << 20, 1, group=(0, 1)),), "s"
     )
-    with pytest.raises(InputError, match="a send that does not take each NPU of its stage to one of another"):
-        program_of(sends, solve(sends, method="baseline"))
+    result = solve(sends, method="baseline")
+    program = program_of(sends, result)
+    assert program.peer[program.kind == OpKind.SEND].tolist() == [1, 2, 3, 0]
+    assert _off_by(program, result.makespan) <= 0
 
 
 def _all_to_all(topology: Topology = Topology.FULLY_CONNECTED) -> Instance:
@@ -428,6 +431,26 @@ def test_pipeline_stages_run_their_own_tasks_and_send_each_npu_to_its_partner() 
             assert ranks == set(program.stages[coll.stage])
     durations = program.duration_ns[program.kind == OpKind.COMP]
     assert sorted(set(durations.tolist()) - {0}) == [1000, 2000, 3000]
+    assert _off_by(program, result.makespan) <= 0
+
+
+@pytest.mark.parametrize("pp", [1, 2])
+def test_ring_attention_sends_each_npu_its_block_round_its_stage(pp: int) -> None:
+    from themis_opt.workloads.llm import Layout, LlmConfig, llm_task_graph
+
+    network = Network(tuple(Dimension(n, Topology.SWITCH, b, 500.0) for n, b in ((2, 400.0), (4, 100.0), (2, 25.0))))
+    layout = Layout(tp=2, cp=4, dp=2 // pp, pp=pp, microbatches=pp, batch=2, sequence=1024, cp_attention="ring")
+    instance = llm_task_graph(LlmConfig("toy", 2, 8, 2, 1, 16, 32, 4, True), network, layout)
+    result = solve(instance, method="themis")
+    program = program_of(instance, result)
+    rings = [c for c, coll in enumerate(instance.collectives) if "ring_" in coll.id]
+    assert rings
+    for c in rings:  # from every NPU of its stage to the next of its context group: one step round dimension 1
+        sends = (program.collective == c) & (program.kind == OpKind.SEND)
+        ranks = program.rank[sends]
+        assert set(ranks.tolist()) == set(program.stages[instance.collectives[c].stage] if pp > 1 else range(16))
+        x1 = (ranks // 2) % 4
+        assert np.all(program.peer[sends] == ranks + 2 * ((x1 + 1) % 4 - x1))
     assert _off_by(program, result.makespan) <= 0
 
 

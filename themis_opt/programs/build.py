@@ -408,9 +408,9 @@ def _send(
     waits: np.ndarray | None,
     tag: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A send's message from each NPU of its stage (``rows``) to its partner of the receiving stage,
-    after ``waits``; the receipts are posted at once (as ASTRA-sim 2.x's traces post them). The sends
-    and the receipts, each in its stage's NPUs' order.
+    """A send's message from each NPU of its stage (``rows``) to its partner of the receiving stage
+    (its own, for a ring's step), after ``waits``; the receipts are posted at once (as ASTRA-sim
+    2.x's traces post them). The sends and the receipts, each in its stage's NPUs' order.
     """
     coll = instance.collectives[c]
     targets = send_targets(instance, coll, rows)
@@ -458,6 +458,12 @@ class _Ends:
         self.released: dict[int, np.ndarray | None] = {}  # what a collective's first phases wait for
         self.where = {id(task): n for n, task in enumerate(instance.collectives)}
         self.where_compute = {id(task): n for n, task in enumerate(instance.computes)}
+        stage_of = {int(npu): s for s, npus in enumerate(stage_rows(instance)) for npu in npus}
+        self.rings = {  # the sends within a stage (ring steps): what waits for one waits for its receipt
+            c
+            for c, coll in enumerate(instance.collectives)
+            if coll.kind is Kind.SEND and stage_of[coll.group[1]] == coll.stage
+        }
 
     def of(self, after: tuple[After, ...], more: list[np.ndarray], stage: int) -> np.ndarray | None:
         """The rows that the tasks of ``after`` end with at stage ``stage``'s NPUs (a send of another
@@ -469,8 +475,8 @@ class _Ends:
             task = tasks[index[dep.task]]
             if isinstance(task, Collective):
                 c = self.where[id(task)]
-                if task.stage != stage:  # a send to this stage (check_programmable): its receipts
-                    parts.append(self.received[c])
+                if task.kind is Kind.SEND and (task.stage != stage or c in self.rings):
+                    parts.append(self.received[c])  # a send to this stage (check_programmable): its receipts
                     continue
                 found = [self.chunks.get((c, k)) for k in range(task.chunks)]
                 if any(end is None for end in found):  # a collective without phases ends at its release

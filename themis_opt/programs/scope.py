@@ -58,10 +58,14 @@ def check_programmable(instance: Instance) -> None:
                 "and send",
             )
         if coll.kind is Kind.SEND:
+            # each NPU of its stage to one of the receiving stage, or (a ring's step: ring attention) to
+            # another of its own stage, every one receiving once
             targets = send_targets(instance, coll, rows[coll.stage])
             receiver = rows[stage_of[coll.group[1]]]
-            if stage_of[coll.group[1]] == coll.stage or not np.array_equal(np.sort(targets), receiver):
-                raise InputError(where, "a send that does not take each NPU of its stage to one of another stage")
+            if not np.array_equal(np.sort(targets), receiver) or np.any(targets == rows[coll.stage]):
+                raise InputError(
+                    where, "a send that does not take each NPU of its stage to a different NPU, each receiving once"
+                )
             continue
         if coll.group:
             npus = tuple(int(r) for r in rows[coll.stage])
