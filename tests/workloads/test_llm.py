@@ -335,6 +335,11 @@ def test_ring_attention_passes_each_block_round_while_the_attention_on_it_runs()
         assert result.schedule is not None and validate(instance, result.schedule) == []
     with pytest.raises(InputError, match=r"^cp_attention: passes the keys and values round .*: needs cp > 1"):
         Layout(cp_attention="ring")
+    # one ring round one dimension: a group over two (2 of dimension 0, 2 of 1) is refused
+    with pytest.raises(
+        InputError, match=r"^cp_attention: ring passes the blocks round one dimension: .* takes 2 \(0, 1\)"
+    ):
+        llm_task_graph(TOY, net, Layout(cp=4, dp=4, batch=2, sequence=1024, cp_attention="ring"))
 
 
 def test_the_interleaved_1f1b_schedule_is_megatrons() -> None:

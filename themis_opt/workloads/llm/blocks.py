@@ -281,6 +281,12 @@ def blocks_of(config: LlmConfig, network: Network, layout: Layout, graph: BlockG
             f"({MAX_TIME_NS:g} ns, {MAX_SIZE_BYTES} bytes): a smaller batch or sequence",
         )
     ring = layout.cp_attention == "ring" and bool(cp_dims)
+    if ring and len(cp_dims) > 1:  # a ring over several dimensions crosses the outer ones at some ranks only
+        raise InputError(
+            "cp_attention",
+            f"ring passes the blocks round one dimension: the context-parallel group takes {len(cp_dims)} "
+            f"({', '.join(map(str, cp_dims))}): the all-gather form, or a group that fits one",
+        )
     cp_next = math.prod(d.size for d in network.dimensions[: cp_dims[0]]) if ring else 0
     return Blocks(
         graph, config, layout, tp_dims, cp_dims, ep_dims, dp_dims, attention, mlp, embeddings, head,
