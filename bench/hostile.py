@@ -566,6 +566,9 @@ def workload_cases(f: Files) -> list[Case]:
         Case(s, "--out over the network", ("workload", "llama3-8b", "--network", net, "--out", net)),
         Case(s, "--cp that the sequence does not divide", run("--tp", "8", "--cp", "8", "--seq", "1001")),
         Case(s, "--cp 3", run("--cp", "3")),
+        Case(s, "--cp-attention ring without --cp", run("--cp-attention", "ring")),
+        Case(s, "--cp-attention ring over two dimensions", run("--tp", "4", "--cp", "4", "--cp-attention", "ring")),
+        Case(s, "--cp-attention ring", run("--tp", "8", "--cp", "2", "--cp-attention", "ring"), OK),
         Case(s, "--virtual-stages without stages", run("--virtual-stages", "2")),
         Case(
             s,
