@@ -255,6 +255,40 @@ def test_a_carved_program_is_written_on_its_whole_dimension(tmp_path: Path) -> N
         read_program(tmp_path / "c")
 
 
+def test_a_part_carved_again_is_written_on_its_whole_dimension(tmp_path: Path) -> None:
+    from themis_opt.instance import Collective, Dimension, Instance, Kind, Network, Topology
+
+    network = Network((Dimension(16, Topology.RING, 100.0, 500.0), Dimension(2, Topology.SWITCH, 50.0, 700.0)))
+    instance = Instance(network.split(0, 2).split(1, 4), (Collective(Kind.ALL_REDUCE, 1 << 24, 2),), "carved3")
+    program = program_of(instance, solve(instance, method="themis"))
+    write_program(program, tmp_path / "c", time_ns=check_program(program).time_ns)
+    assert "npus_count: [ 16, 2 ]" in (tmp_path / "c" / "network.yml").read_text()
+    meta = json.loads((tmp_path / "c" / "program.json").read_text())
+    parts = [(x["size"], x.get("physical_size"), x.get("stride")) for x in meta["links"]]
+    assert parts == [(2, 16, 1), (4, 16, 2), (2, 16, 8), (2, None, None)]  # 16 = 2 x 4 x 2
+    again = read_program(tmp_path / "c")
+    assert again.links == program.links and check_program(again).time_ns == meta["program_time_ns"]
+
+
+def test_a_computation_of_1_ns_is_written_as_a_node_of_0(tmp_path: Path) -> None:
+    # export-astra --fit's shortest compute: 2.x runs a node of 0 microseconds in 1 ns
+    from themis_opt.instance import After, Collective, Compute, Dimension, Instance, Kind, Network, Topology
+
+    network = Network((Dimension(4, Topology.SWITCH, 50.0, 500.0),))
+    for ns, written in ((1.0, True), (1.5, False)):
+        tasks = (Compute(ns, id="t"), Collective(Kind.ALL_REDUCE, 1 << 20, 2, id="ar", after=(After("t"),)))
+        instance = Instance(network, tasks, "short")
+        program = program_of(instance, solve(instance, method="baseline"))
+        time = check_program(program).time_ns
+        if not written:
+            with pytest.raises(InputError, match="a computation of a fraction of a microsecond"):
+                write_program(program, tmp_path / "no", time_ns=time)
+            continue
+        write_program(program, tmp_path / "s", time_ns=time)
+        again = read_program(tmp_path / "s")
+        assert check_program(again).time_ns == time
+
+
 def test_messages_carry_the_models_delays_as_padding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from themis_opt.formats.astra.etcolumns import read_nodes
 
