@@ -404,6 +404,38 @@ def test_a_two_stage_pipeline_exports_with_sends_and_receives_and_imports_as_the
     assert result.makespan == solve(fitted, "baseline", intra="fifo").makespan == 63914.0
 
 
+def test_a_send_within_a_stage_is_a_ring_step_each_npu_receiving_from_the_one_before(tmp_path: Path) -> None:
+    # ring attention's step (workload --cp-attention ring): every NPU sends to the next of the ring
+    # and what waits for the send waits for the receipt from the NPU before it
+    from themis_opt.formats.astra import export_astra
+    from themis_opt.formats.astra.etfiles import read_trace
+    from themis_opt.instance import After, Compute, Instance
+
+    net, system = trace_files(tmp_path, RINGS, NET4X4)
+    network = import_astra(net, system, all_reduce_bytes=MIB).network
+    tasks = (
+        Compute(1000.0, "qkv"),
+        Collective(Kind.SEND, MIB, 1, id="kv", after=(After("qkv"),), group=(0, 1)),
+        Compute(2000.0, "a0", after=(After("qkv"),)),
+        Compute(2000.0, "a1", after=(After("a0"), After("kv"))),
+    )
+    instance = Instance(network, tasks, "ring-step")
+    export_astra(instance, 2, tmp_path / "out")
+    for npu in (0, 5):
+        nodes = read_trace(tmp_path / "out" / f"workload.{npu}.et")
+        send = next(n for n in nodes if n.type == "COMM_SEND_NODE")
+        receive = next(n for n in nodes if n.type == "COMM_RECV_NODE")
+        row = npu - npu % 4
+        assert (send.attr("comm_src"), send.attr("comm_dst")) == (npu, row + (npu + 1) % 4)
+        assert (receive.attr("comm_src"), receive.attr("comm_dst")) == (row + (npu - 1) % 4, npu)
+        a1 = next(n for n in nodes if n.name == "a1")
+        assert receive.id in a1.data_deps and send.id not in a1.data_deps
+    again = _reimport(tmp_path / "out")
+    result = solve(again, "baseline", intra="fifo")
+    assert result.schedule is not None and validate(again, result.schedule) == []
+    assert result.makespan == solve(instance, "baseline", intra="fifo").makespan
+
+
 @pytest.mark.parametrize(
     ("task", "change", "message"),
     [

@@ -141,13 +141,14 @@ def _traces(
         deps = []
         for dep in task.after:
             other = by_id[dep.task]
-            if other.stage == s:
-                deps.append(ids[dep.task])
-            elif isinstance(other, Collective) and other.kind is Kind.SEND and receiver[other.id] == s:
+            # a send to this stage (from another, or within it: a ring's step) is waited for at its receipt
+            if isinstance(other, Collective) and other.kind is Kind.SEND and receiver[other.id] == s:
                 deps.append(received[other.id])
                 if other.id not in posted:  # the receive, just before the first node that waits for it
                     stages[s].append(_receive(instance, other, received[other.id], tag[other.id], s))
                     posted.add(other.id)
+            elif other.stage == s:
+                deps.append(ids[dep.task])
             else:
                 raise InputError(
                     where,
@@ -166,8 +167,6 @@ def _traces(
             stages[s].append(_Node(TraceNode(number, task.id, "COMP_NODE", tuple(deps), (), int(micros), ())))
             continue
         if task.kind is Kind.SEND:
-            if stage_of[task.group[1]] == s:
-                raise InputError(where, f"a send to NPU {task.group[1]}, of its own stage: not a pipeline stage's")
             attrs = (("comm_tag", tag[task.id]), ("comm_size", task.size_bytes))
             node = TraceNode(number, task.id, "COMM_SEND_NODE", tuple(deps), (), 0, attrs)
             stages[s].append(_Node(node, peer=("comm_dst", task.group[1])))
@@ -211,7 +210,7 @@ def _traces(
 
 def _receive(instance: Instance, send: Collective, number: int, tag: int, stage: int) -> _Node:
     """Stage ``stage``'s receive of ``send``: posted at once, from the NPU of the sending stage whose
-    send reaches the stage's NPU.
+    send reaches the stage's NPU (within the stage, a ring's step: the NPU before it).
     """
     network = instance.network
     src, dst = send.group
