@@ -344,6 +344,10 @@ PP_CASES = [
     ("tp 4 x dp 4 x pp 2, 4 microbatches, seq 256", ["--tp", "4", "--microbatches", "4", "--seq", "256"]),
     ("tp 4 x dp 4 x pp 2, 8 microbatches, seq 1024", ["--tp", "4", "--microbatches", "8", "--seq", "1024"]),
     ("tp 16 x pp 2, 4 microbatches, seq 512", ["--tp", "16", "--microbatches", "4", "--seq", "512"]),
+    (
+        "tp 4 x cp 4 x pp 2, ring attention, 2 microbatches, seq 1024",
+        ["--tp", "4", "--cp", "4", "--cp-attention", "ring", "--microbatches", "2", "--seq", "1024"],
+    ),
 ]
 
 
@@ -372,7 +376,9 @@ def own_pp_rows(binary: Path, astra: Path, work: Path) -> None:
     print("|---|---|---|---|---|---|---|---|")
     for n, (name, options) in enumerate(PP_CASES):
         written, out = folder / f"w{n}.json", folder / f"case{n}"
-        workload = ["workload", "llama3-8b", "--network", str(net), "--pp", "2", *options, "--out", str(written)]
+        # the two stages on the last dimension (the default would split the switch after tp 4)
+        workload = ["workload", "llama3-8b", "--network", str(net), "--pp", "2", "--stage-dims", "2", *options]
+        workload += ["--out", str(written)]
         subprocess.run([*cli, *workload], check=True, capture_output=True)
         export = ["export-astra", str(written), "--version", "2", "--fit", "--out", str(out)]
         subprocess.run([*cli, *export], check=True, capture_output=True)
