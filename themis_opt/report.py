@@ -13,6 +13,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from themis_opt.errors import counted
 from themis_opt.instance import Instance
 from themis_opt.metrics import iteration_metrics
 from themis_opt.result import OPTIMALITY_TOLERANCE, Result, gap
@@ -20,7 +21,7 @@ from themis_opt.schedule import Schedule
 
 if TYPE_CHECKING:  # pragma: no cover
     from themis_opt import bench as benchmod
-    from themis_opt.chunking import ChunkSweep
+    from themis_opt.chunking import Chunking, ChunkSweep
 
 PALETTE = (
     "cyan",
@@ -217,6 +218,11 @@ def comparison_table(instance: Instance, results: Sequence[Result]) -> Renderabl
     return Group(table, bounds_table(results), busy, *notes)
 
 
+def _where(cut: Chunking) -> str:
+    """A chunking as the lines below the table name it: ``8 chunks``, ``1 chunk``, ``chunks of 1 MiB``."""
+    return counted(cut.count, "chunk") if cut.count is not None else f"chunks of {cut.label}"
+
+
 def chunk_table(instance: Instance, sweep: ChunkSweep) -> RenderableType:
     """Each method's makespan at each chunking (its best underlined, ``*`` a proven optimum at that
     chunking), each chunking's lower bound, and each method's best against the bound for every one.
@@ -238,7 +244,7 @@ def chunk_table(instance: Instance, sweep: ChunkSweep) -> RenderableType:
     lines = [f"bound for every {what}: {fmt_time(sweep.bound)}"]
     for method in sweep.methods:
         cut, result = sweep.best(method)
-        at = f"{cut.label} chunks" if cut.count is not None else f"chunks of {cut.label}"
+        at = _where(cut)
         lines.append(
             f"{method}: best at {at}, {fmt_time(result.makespan)}, {fmt_pct(sweep.gap(method))} above that bound"
         )
@@ -261,13 +267,7 @@ def chunk_table(instance: Instance, sweep: ChunkSweep) -> RenderableType:
             lines.append(f"{method} at that mix: {fmt_time(r.makespan)}{proven}{against}")
     where, shortest = sweep.found()
     assert shortest.makespan is not None
-    at = (
-        "the mix"
-        if where is None
-        else f"{where.label} chunks"
-        if where.count is not None
-        else f"chunks of {where.label}"
-    )
+    at = "the mix" if where is None else _where(where)
     space = f"every {what}" + (" and mix" if mix is not None else "")
     lines.append(
         f"shortest found: {shortest.method} at {at}, {fmt_time(shortest.makespan)}, "
