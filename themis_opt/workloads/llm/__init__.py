@@ -34,7 +34,10 @@ training iteration (or several) as a task graph:
 * context parallelism (Llama 3's): each of the ``cp`` ranks holds a share of
   every sequence; per block the whole sequence's keys and values are
   all-gathered over the context-parallel dimensions after their projections
-  (and again in the backward), their gradients reduce-scattered; the
+  (and again in the backward), their gradients reduce-scattered, or with
+  ``cp_attention="ring"`` (ring attention) each rank's block passed round the
+  group in ``cp - 1`` sends, each overlapping the attention on the block
+  before (their gradients' sums round again in the backward); the
   context-parallel ranks' gradients are reduced with the data-parallel ones;
 * compute from the shapes: 2 FLOPs a multiply-add, attention scores included
   (4 x tokens x sequence x hidden a block), the backward twice the forward;
