@@ -56,10 +56,8 @@ def _kind_code(kind: Kind) -> int:
             return 1
         case Kind.ALL_GATHER:
             return 2
-        case Kind.ALL_TO_ALL:
+        case Kind.ALL_TO_ALL | Kind.SEND:  # a send's one phase, like an all-to-all's, is not planned
             return 3
-        case Kind.SEND:
-            raise ValueError("the core runs no sends: they run in Python (sim.dispatch.core_runs)")
         case _ as unreachable:
             assert_never(unreachable)
 
@@ -182,10 +180,10 @@ def pointer(values: array[Any]) -> int:
 
 
 def _rule_bits(op: Op) -> int:
-    """A phase's rules for the core: bit 0, scf queues it as fifo does (an all-to-all or all-reduce);
-    bit 1, a reduce-scatter (its last step reduces: ``serial_phase_ends`` handles its end last).
+    """A phase's rules for the core: bit 0, scf queues it as fifo does (an all-to-all, all-reduce or
+    send); bit 1, a reduce-scatter (its last step reduces: ``serial_phase_ends`` handles its end last).
     """
-    return int(op in (Op.ALL_TO_ALL, Op.ALL_REDUCE)) | int(op is Op.REDUCE_SCATTER) << 1
+    return int(op in (Op.ALL_TO_ALL, Op.ALL_REDUCE, Op.SEND)) | int(op is Op.REDUCE_SCATTER) << 1
 
 
 @dataclass
