@@ -474,6 +474,25 @@ def test_stages_that_do_not_split_the_network_along_dimensions_are_refused(tmp_p
         export_astra(Instance(network, pairs, stage_npus=(0, 3)), 2, tmp_path / "out")
 
 
+def test_an_all_gather_whose_input_chunks_do_not_divide_is_fitted_as_2x_runs_what_is_written(tmp_path: Path) -> None:
+    # 258 bytes an NPU in 4 chunks: 2.x cuts 64-byte chunks, 5 of them (320 bytes); written, that
+    # input is 320 bytes, which 2.x cuts in 4 chunks of 80: the fit cuts it again from there
+    from themis_opt.formats.astra import export_astra
+    from themis_opt.formats.astra.export import fit_astra_2
+    from themis_opt.instance import Instance
+
+    net, system = trace_files(tmp_path, RINGS, NET4X4)
+    network = import_astra(net, system, all_reduce_bytes=MIB).network
+    gather = Collective(Kind.ALL_GATHER, 16 * 258, 4, id="ag")
+    instance = Instance(network, (gather, Collective(Kind.ALL_REDUCE, MIB, 4, id="ar")), "odd")
+    fitted, _ = fit_astra_2(instance)
+    cut = fitted.collectives[0]
+    assert (cut.size_bytes, cut.chunks, cut.chunk_bytes) == (16 * 320, 4, 16 * 80)
+    export_astra(fitted, 2, tmp_path / "out")  # refused before: 5 chunks where 2.x cuts 4
+    again = _reimport(tmp_path / "out")
+    assert solve(again, "baseline", intra="fifo").makespan == solve(fitted, "baseline", intra="fifo").makespan
+
+
 def test_the_cli_fits_an_instance_for_2x_on_asking(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from themis_opt.formats.native import save_instance
 

@@ -47,6 +47,7 @@ from themis_opt.formats.astra.export_traces import (
     _tiles as _tiles,
     _traces as _traces,
     _within_stage as _within_stage,
+    gathered_over as gathered_over,
     stage_members as stage_members,
 )
 from themis_opt.formats.astra.files import IMPLEMENTATION_KEYS, WORKLOAD_TYPES
@@ -95,6 +96,7 @@ def _version_2(instance: Instance) -> tuple[dict[str, str], dict[str, list[Trace
 
 
 GROUP_FILE = "comm_groups.json"  # the communicator groups, for 2.x's --comm-group-configuration
+MAX_RECUTS = 4  # an all-gather's cut again from its inflated input: the second cut stays (its chunks divide it)
 
 
 def fit_astra_2(instance: Instance) -> tuple[Instance, list[str]]:
@@ -133,17 +135,15 @@ def fit_astra_2(instance: Instance) -> tuple[Instance, list[str]]:
             continue
         c = instance.collectives.index(task)
         involved = None if task.group else tuple(d in instance.active_dims[c] for d in range(network.num_dims))
-        cut, _ = collective(
-            task.kind,
-            _comm_size(instance, c),
-            involved,
-            network,
-            system,
-            f"export-astra: {task.id}",
-            id=task.id,
-            after=task.after,
-            group=task.group,
-        )
+        size, npus = _comm_size(instance, c), gathered_over(instance, c)
+        for _ in range(MAX_RECUTS):  # an all-gather inflated to whole chunks: cut again from its new input
+            cut, _ = collective(
+                task.kind, size, involved, network, system, f"export-astra: {task.id}",
+                id=task.id, after=task.after, group=task.group,
+            )  # fmt: skip
+            if cut.size_bytes // npus == size:
+                break
+            size = cut.size_bytes // npus
         cut = dataclasses.replace(cut, issue_ns=task.issue_ns, priority=task.priority, stage=task.stage)
         recut += (cut.chunks, cut.chunk_bytes, cut.size_bytes) != (task.chunks, task.chunk_bytes, task.size_bytes)
         tasks.append(cut)

@@ -11,6 +11,7 @@ drop (ASTRA-sim would time another case, silently).
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from themis_opt.errors import InputError, counted
@@ -164,14 +165,32 @@ def _system_json(network: Network, splits: int) -> dict[str, object]:
 
 
 def _splits(instance: Instance) -> int:
-    """The one preferred-dataset-splits that cuts every collective as the instance does."""
+    """The one preferred-dataset-splits that cuts every collective as the instance does: the chunk
+    counts most collectives have first (``fit_astra_2`` cuts with the commonest; a size it does not
+    divide gets a chunk more), then each one less.
+    """
+    counts = Counter(c.chunks for c in instance.collectives if c.kind is not Kind.SEND)
+    if not counts:
+        return 1
+    common = [n for n, _ in counts.most_common()]
+    candidates = list(dict.fromkeys([*common, *(n - 1 for n in common if n > 1)]))
+    first: InputError | None = None
+    for splits in candidates:
+        wrong = _cut_otherwise(instance, splits)
+        if wrong is None:
+            return splits
+        first = first or wrong
+    assert first is not None
+    raise first
+
+
+def _cut_otherwise(instance: Instance, splits: int) -> InputError | None:
+    """The error naming the first collective that ``splits`` would cut otherwise than the instance
+    does (``None``: none).
+    """
     from themis_opt.formats.astra.v2 import collective
 
     network = instance.network
-    colls = [c for c in instance.collectives if c.kind is not Kind.SEND]
-    if not colls:
-        return 1
-    splits = colls[0].chunks
     system = _settings(network, splits)
     for c, coll in enumerate(instance.collectives):
         if coll.kind is Kind.SEND:
@@ -181,12 +200,12 @@ def _splits(instance: Instance) -> int:
             coll.kind, _comm_size(instance, c), involved, network, system, f"export-astra: {coll.id}", group=coll.group
         )
         if (again.chunks, again.chunk_bytes, again.size_bytes) != (coll.chunks, coll.chunk_bytes, coll.size_bytes):
-            raise InputError(
+            return InputError(
                 f"export-astra: {coll.id}",
                 f"{coll.chunks} chunks of {coll.chunk_bytes} bytes: ASTRA-sim 2.x cuts every collective into "
                 f"size // {splits} byte chunks, each full size (--fit cuts them so)",
             )
-    return splits
+    return None
 
 
 def _settings(network: Network, splits: int) -> SystemV2:

@@ -259,15 +259,22 @@ def _within_stage(instance: Instance, coll: Collective, stage: tuple[int, ...]) 
 
 def _comm_size(instance: Instance, c: int) -> int:
     """A collective's ``comm_size`` in a trace: its bytes, an all-gather's each NPU's input."""
+    return instance.collectives[c].size_bytes // gathered_over(instance, c)
+
+
+def gathered_over(instance: Instance, c: int) -> int:
+    """The NPUs collective ``c`` gathers over if it is an all-gather (its size over its ``comm_size``),
+    else 1.
+    """
     coll = instance.collectives[c]
     if coll.kind is not Kind.ALL_GATHER:
-        return coll.size_bytes
+        return 1
     network = instance.network
     if coll.group:
-        return coll.size_bytes // len(coll.group)
+        return len(coll.group)
     if network.flattened(coll.kind):
-        return coll.size_bytes // network.num_npus
-    return coll.size_bytes // math.prod(network.dimensions[d].size for d in instance.active_dims[c])
+        return network.num_npus
+    return math.prod(network.dimensions[d].size for d in instance.active_dims[c])
 
 
 def _check_one_at_a_time(instance: Instance) -> None:
