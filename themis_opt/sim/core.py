@@ -38,7 +38,7 @@ from themis_opt.orders import Order, Orders, check_order
 from themis_opt.schedule import OP_CODES, PhaseColumns
 from themis_opt.sim.engine import later_durations
 from themis_opt.sim.model import chunk_plan, collective_tails, model_of, offsets, plan_key, task_graph
-from themis_opt.sim.queues import queue_policy
+from themis_opt.sim.queues import SCF_AS_FIFO, queue_policy
 
 logger = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ def _rule_bits(op: Op) -> int:
     """A phase's rules for the core: bit 0, scf queues it as fifo does (an all-to-all, all-reduce or
     send); bit 1, a reduce-scatter (its last step reduces: ``serial_phase_ends`` handles its end last).
     """
-    return int(op in (Op.ALL_TO_ALL, Op.ALL_REDUCE, Op.SEND)) | int(op is Op.REDUCE_SCATTER) << 1
+    return int(op in SCF_AS_FIFO) | int(op is Op.REDUCE_SCATTER) << 1
 
 
 @dataclass

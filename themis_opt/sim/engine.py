@@ -73,7 +73,7 @@ from themis_opt.instance import Instance, Op
 from themis_opt.orders import Orders, Planner, check_order
 from themis_opt.schedule import ChunkSchedule, ComputeSchedule, Phase, Schedule
 from themis_opt.sim.model import chunk_plan, collective_tails, task_graph
-from themis_opt.sim.queues import queue_policy
+from themis_opt.sim.queues import SCF_AS_FIFO, queue_policy
 
 PhaseMemo = dict[tuple[int, int, tuple[int, ...]], tuple[PhaseSpec, ...]]
 
@@ -350,7 +350,7 @@ def run_python(
                 fifo[lane], (*heap_key(priority[c], later, tails[c], max(spec.bytes_in, spec.bytes_out)), seq, i)
             )
             seq += 1
-        elif spec.op in (Op.ALL_TO_ALL, Op.ALL_REDUCE, Op.SEND):
+        elif spec.op in SCF_AS_FIFO:
             scf[lane].insert_before_lower_rank(priority[c], max(spec.bytes_in, spec.bytes_out), i)
         elif p == len(plan[i]) - 2:  # second-to-last: exactly one phase after it
             scf[lane].append(max(spec.bytes_in, spec.bytes_out), i, priority[c])

@@ -14,6 +14,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from themis_opt.errors import InputError
+from themis_opt.instance import Op
+
+SCF_AS_FIFO = frozenset({Op.ALL_TO_ALL, Op.ALL_REDUCE, Op.SEND})
+"""The phases smallest-chunk-first queues as fifo does (behind those of its collective's priority or
+higher), as ASTRA-sim queues an all-to-all's and an all-reduce's; the Python engine and the
+compiled core's rule bits read it.
+"""
 
 HeapKey = Callable[[int, float, float, float], tuple[float, float]]
 """A heap policy's key of a waiting phase, least first (ties by arrival), from the phase's
