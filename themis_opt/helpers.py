@@ -26,22 +26,22 @@ def can_fork() -> bool:
 Helper = tuple[multiprocessing.process.BaseProcess, Connection]
 
 
-def fork(search: Callable[..., Any], args: tuple[Any, ...], options: dict[str, Any]) -> Helper:
-    """A forked process running ``search(*args, **options)``, and the end of the pipe its answer comes through."""
+def fork(task: Callable[..., Any], args: tuple[Any, ...], options: dict[str, Any]) -> Helper:
+    """A forked process running ``task(*args, **options)``, and the end of the pipe its answer comes through."""
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
-    process = context.Process(target=_run_helper, args=(send, search, args, options), daemon=True)
+    process = context.Process(target=_run_helper, args=(send, task, args, options), daemon=True)
     process.start()
     send.close()
     return process, receive
 
 
 def _run_helper(  # pragma: no cover - runs in the forked process
-    send: Connection, search: Callable[..., Any], args: tuple[Any, ...], options: dict[str, Any]
+    send: Connection, task: Callable[..., Any], args: tuple[Any, ...], options: dict[str, Any]
 ) -> None:
     die_with_parent()
     try:
-        found = search(*args, **options)
+        found = task(*args, **options)
     except BaseException:  # Ctrl-C reaches the whole process group; the parent stops this process
         found = None
     send.send(found)

@@ -332,9 +332,6 @@ class Network:
         name = dim.name or f"d{d}"
         first = dataclasses.replace(dim, size=inner, name=f"{name}a")
         second = dataclasses.replace(dim, size=dim.size // inner, stride=dim.stride * inner, name=f"{name}b")
-        if not dim.carved:
-            first = dataclasses.replace(first, physical_size=dim.size)
-            second = dataclasses.replace(second, physical_size=dim.size)
         return dataclasses.replace(self, dimensions=(*self.dimensions[:d], first, second, *self.dimensions[d + 1 :]))
 
     def coordinates(self, npu: int) -> tuple[int, ...]:
