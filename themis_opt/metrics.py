@@ -76,9 +76,9 @@ def _last_stage(instance: Instance, schedule: Schedule) -> int:
     for entry in schedule.computes:
         stage = instance.computes[entry.compute].stage
         ends[stage] = max(ends[stage], entry.end_ns)
-    for chunk in schedule.chunks:
-        stage = instance.collectives[chunk.collective].stage
-        ends[stage] = max(ends[stage], chunk.end_ns)
+    # each collective's end, not its chunks': a schedule of the compiled core knows them unbuilt
+    for coll, end in zip(instance.collectives, schedule.collective_ends(len(instance.collectives))):
+        ends[coll.stage] = max(ends[coll.stage], end)
     return max(range(instance.num_stages), key=lambda s: (ends[s], -s))
 
 

@@ -86,6 +86,9 @@ class _ModelStruct(ctypes.Structure):
         ("dim_bandwidth", _P),
         ("capacity", _INT),
         ("serial", _INT),
+        ("num_stages", _INT),
+        ("coll_stage", _P),
+        ("compute_stage", _P),
     ]
 
 
@@ -288,6 +291,7 @@ def _prepared(instance: Instance) -> _Prepared:
             "num_dims": network.num_dims,
             "capacity": network.active_chunks,
             "serial": int(network.serial_phase_ends),
+            "num_stages": instance.num_stages,
         }
         model = _ModelStruct(**sizes, **{name: pointer(a) for name, a in static.items()})
         found = local["core"] = _Prepared(static, model, _Tables(), {})
@@ -296,13 +300,16 @@ def _prepared(instance: Instance) -> _Prepared:
 
 def _static(instance: Instance) -> dict[str, array[Any]]:
     """The compiled model's task graph, and what the core reads besides: each collective's kind
-    code and its tail (this process's, filled in place when a policy first reads them).
+    code and its tail (this process's, filled in place when a policy first reads them), each
+    collective's and compute task's pipeline stage.
     """
     colls = instance.collectives
     return {
         **task_graph(instance),
         "coll_tail": array("d", [0.0]) * len(colls),
         "kind": array("i", [_kind_code(c.kind) for c in colls]),
+        "coll_stage": array("i", [c.stage for c in colls]),
+        "compute_stage": array("i", [j.stage for j in instance.computes]),
     }
 
 

@@ -28,8 +28,8 @@ def core_runs(
     """Whether the compiled core runs ``orders`` under ``engine`` and the policy ``intra``, and the
     orders it takes (``None``: a planner).
 
-    The core runs one stage (its sends too), under the policies it has a case for: an instance
-    with pipeline stages, or another policy, runs in Python.
+    The core runs every instance (pipeline stages and sends too) under the policies it has a case
+    for; another policy runs in Python.
     """
     if queue_policy(intra).c_code is None:
         if engine == "core":
@@ -38,10 +38,6 @@ def core_runs(
     if engine == "python" or not core.available():
         if engine == "core":
             raise RuntimeError("the compiled simulator core is not available")
-        return False, None
-    if instance.num_stages > 1:
-        if engine == "core":
-            raise RuntimeError("the compiled simulator core runs one stage")
         return False, None
     if not callable(orders):
         return True, orders

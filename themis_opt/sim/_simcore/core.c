@@ -35,10 +35,12 @@ void core_free(void *handle) {
 }
 
 /* 0, or -2 when out of memory; the arrays are made at the first run, for its sizes */
-int core_ready(Core *ctx, int num_tasks, int num_colls, int num_chunks, int num_computes, int num_dims) {
-    int sizes[5] = {num_tasks, num_colls, num_chunks, num_computes, num_dims};
+int core_ready(Core *ctx, const Model *m) {
+    int num_colls = m->num_colls;
+    int num_chunks = num_colls ? m->first_chunk[num_colls - 1] + m->chunks[num_colls - 1] : 0;
+    int sizes[6] = {m->num_tasks, num_colls, num_chunks, m->num_computes, m->num_dims, m->num_stages};
     if (ctx->ready) return memcmp(sizes, ctx->sizes, sizeof(sizes)) ? -2 : 0;
-    if (work_alloc(&ctx->work, num_tasks, num_colls, num_chunks, num_computes, num_dims)) return -2;
+    if (work_alloc(&ctx->work, m)) return -2;
     ctx->base_tokens = malloc(sizeof(int) * ((size_t)num_chunks + 1));
     ctx->last_tokens = malloc(sizeof(int) * ((size_t)num_chunks + 1));
     ctx->base_snap_of = malloc(sizeof(int) * ((size_t)num_colls + 1));

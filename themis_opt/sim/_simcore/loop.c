@@ -47,7 +47,9 @@ int simulate_core(void *handle, const Model *m, const Tables *tb, const Orders *
     const double *dim_bandwidth = m->dim_bandwidth;
     const int64_t *succ_ptr = m->succ_ptr, *priority = m->priority, *active_ptr = m->active_ptr;
     const int64_t *nominal = m->nominal, *dim_size = m->dim_size;
-    int capacity = m->capacity, serial = m->serial;
+    int capacity = m->capacity, serial = m->serial, num_stages = m->num_stages > 0 ? m->num_stages : 1;
+    int num_lanes = num_stages * num_dims;
+    const int *coll_stage = m->coll_stage, *compute_stage = m->compute_stage;
     const int64_t *table_ptr = tb->table_ptr;
     const int *ph_dim = tb->ph_dim;
     const double *ph_dur = tb->ph_dur, *ph_key = tb->ph_key, *ph_rest = tb->ph_rest;
@@ -64,22 +66,23 @@ int simulate_core(void *handle, const Model *m, const Tables *tb, const Orders *
     Work own, *w = &own;
     int status = -2;
     if (ctx) {
-        if (core_ready(ctx, num_tasks, num_colls, num_chunks, num_computes, num_dims)) return -2;
+        if (core_ready(ctx, m)) return -2;
         w = &ctx->work;
         starts = compute_starts = NULL; /* the makespan only */
         ctx->last_ok = 0;
         ctx->last_policy = policy;
         ctx->counts[0]++;
         memcpy(ctx->last_tokens, fixed_table, sizeof(int) * (size_t)num_chunks);
-    } else if (work_alloc(&own, num_tasks, num_colls, num_chunks, num_computes, num_dims)) {
+    } else if (work_alloc(&own, m)) {
         return -2;
     }
     int *pending = w->pending, *left = w->left, *next_phase = w->next_phase, *coll_of = w->coll_of;
     int *table_of = ctx ? w->table_of : table_of_out, *busy = w->busy, *arrivals = w->arrivals;
-    int *freed = w->freed, *ended_at = w->ended, *compute_ready = w->compute_ready;
-    int64_t *start_seq = w->start_seq;
+    int *freed = w->freed, *ended_at = w->ended, *compute_ready = w->compute_ready, *lane0 = w->lane0;
+    int64_t *start_seq = w->start_seq, *fifo_at = w->fifo_at, *compute_at = w->compute_at;
+    int64_t *num_ready = w->num_ready;
     double *earliest = w->earliest, *unstarted = w->unstarted;
-    unsigned char *held = w->held, *released = w->released;
+    unsigned char *held = w->held, *released = w->released, *compute_busy = w->compute_busy, *waited = w->waited;
     FifoEntry *fifo = w->fifo;
     int64_t *fifo_len = w->fifo_len;
     Scf *queues = w->queues;
@@ -108,12 +111,16 @@ int simulate_core(void *handle, const Model *m, const Tables *tb, const Orders *
     /* the cutoff needs every chunk's table before its release: with fixed tables only */
     int cut = !use_planner && cutoff < INFINITY;
     double per_lane = 1.0 / (double)capacity;
-    Scalars v = {0, 0, 0, 0, 0, 0};
-    Planner planner = {num_dims, dim_size, dim_bandwidth, w->entry_dim, w->load, 0, 0.0};
-    planner_reset(&planner);
+    Scalars v = {0, 0, 0};
+    for (int g = 0; g < num_stages; g++) { /* each stage's planner, fresh */
+        Planner fresh = {num_dims, dim_size, dim_bandwidth, w->entry_dim + g * num_dims, w->load + g * num_dims, 0, 0.0};
+        planner_reset(&fresh);
+        w->plan_reset[g] = 0;
+        w->plan_reset_at[g] = 0.0;
+    }
     for (int c = 0; c < num_colls; c++)
         for (int k = 0; k < chunks[c]; k++) coll_of[first_chunk[c] + k] = c;
-    for (int d = 0; d < num_dims; d++) unstarted[d] = 0.0;
+    for (int d = 0; d < num_lanes; d++) unstarted[d] = 0.0;
     int resumed = from >= 0;
     if (resumed) {
         snapshot_copy(ctx->base[from], w, &v, policy, 0);
@@ -127,14 +134,14 @@ int simulate_core(void *handle, const Model *m, const Tables *tb, const Orders *
             for (int i = 0; i < num_chunks; i++) {
                 int x = released[coll_of[i]] ? table_of[i] : fixed_table[i];
                 int64_t at = table_ptr[x] + (released[coll_of[i]] ? next_phase[i] + w->running[i] : 0);
-                for (; at < table_ptr[x + 1]; at++) unstarted[ph_dim[at]] += ph_dur[at] * per_lane;
+                for (; at < table_ptr[x + 1]; at++) unstarted[lane0[i] + ph_dim[at]] += ph_dur[at] * per_lane;
             }
         }
     } else {
         if (cut)
             for (int i = 0; i < num_chunks; i++)
                 for (int64_t at = table_ptr[fixed_table[i]]; at < table_ptr[fixed_table[i] + 1]; at++)
-                    unstarted[ph_dim[at]] += ph_dur[at] * per_lane;
+                    unstarted[lane0[i] + ph_dim[at]] += ph_dur[at] * per_lane;
         for (int t = 0; t < num_tasks; t++) {
             pending[t] = pending_in[t];
             earliest[t] = issue[t];
@@ -145,11 +152,15 @@ int simulate_core(void *handle, const Model *m, const Tables *tb, const Orders *
             released[c] = 0;
         }
         for (int i = 0; i < num_chunks; i++) next_phase[i] = 0;
-        for (int d = 0; d < num_dims; d++) {
+        for (int d = 0; d < num_lanes; d++) {
             busy[d] = 0;
             fifo_len[d] = 0;
             queues[d].len = 0;
             queues[d].head = queues[d].cap / 2;
+        }
+        for (int g = 0; g < num_stages; g++) {
+            compute_busy[g] = waited[g] = 0;
+            num_ready[g] = 0;
         }
         events->len = 0;
         w->rel_len = 0;
@@ -164,12 +175,12 @@ int simulate_core(void *handle, const Model *m, const Tables *tb, const Orders *
     if (resumed) since = 0;
     double now = 0.0;
     int order[64];
-/* the head of dimension d's queue starts now if d has room (engine.py's start_head) */
+/* the head of a lane's queue starts now if the lane has room (engine.py's start_head) */
 #define START_HEAD(dim_expr)                                                                          \
     do {                                                                                              \
         int dim = (dim_expr), i = -1;                                                                 \
         if (busy[dim] >= capacity) break;                                                             \
-        if (policy != SCF && fifo_len[dim]) i = fifo_pop(fifo + (size_t)dim * (size_t)(num_chunks + 1), &fifo_len[dim]); \
+        if (policy != SCF && fifo_len[dim]) i = fifo_pop(fifo + fifo_at[dim], &fifo_len[dim]);       \
         if (policy == SCF && queues[dim].len) i = scf_pop(&queues[dim]);                                \
         if (i < 0) break;                                                                             \
         if (starts) starts[(int64_t)i * max_phases + next_phase[i]] = now;                            \
@@ -179,17 +190,17 @@ int simulate_core(void *handle, const Model *m, const Tables *tb, const Orders *
         if (heap_push(events, now + ph_dur[table_ptr[table_of[i]] + next_phase[i]], PHASE_DONE, dim, i)) \
             goto done;                                                                                \
     } while (0)
-/* chunk i's next phase joins its dimension's queue under the intra-dimension policy */
+/* chunk i's next phase joins its lane's queue under the intra-dimension policy */
 #define ENQUEUE(chunk_expr)                                                                           \
     do {                                                                                              \
         int q_i = (chunk_expr), q_p = next_phase[q_i];                                                \
         int64_t q_at = table_ptr[table_of[q_i]] + q_p;                                                \
-        int q_c = coll_of[q_i], q_d = ph_dim[q_at];                                                   \
+        int q_c = coll_of[q_i], q_d = lane0[q_i] + ph_dim[q_at];                                      \
         if (policy == FIFO) {                                                                            \
-            fifo_push(fifo + (size_t)q_d * (size_t)(num_chunks + 1), &fifo_len[q_d],                  \
+            fifo_push(fifo + fifo_at[q_d], &fifo_len[q_d],                                            \
                       (FifoEntry){-priority[q_c], v.seq++, 0.0, q_i});                                \
         } else if (policy == TAIL) { /* the chunk's phases after this one, then its collective's tail */ \
-            fifo_push(fifo + (size_t)q_d * (size_t)(num_chunks + 1), &fifo_len[q_d],                  \
+            fifo_push(fifo + fifo_at[q_d], &fifo_len[q_d],                                            \
                       (FifoEntry){0, v.seq++, -(ph_rest[q_at] + coll_tail[q_c]), q_i});               \
         } else if (ph_rule[q_at] & 1) {                                                               \
             scf_insert_before_lower_rank(&queues[q_d], priority[q_c], ph_key[q_at], q_i, priority, coll_of); \
@@ -209,7 +220,7 @@ int simulate_core(void *handle, const Model *m, const Tables *tb, const Orders *
         }
         resumed = 0;
         if (cut)
-            for (int d = 0; d < num_dims; d++)
+            for (int d = 0; d < num_lanes; d++)
                 if (now + unstarted[d] > cutoff) { /* the sums' rounding is covered by the caller's margin */
                     makespan[0] = now + unstarted[d];
                     status = -3;
@@ -239,7 +250,7 @@ int simulate_core(void *handle, const Model *m, const Tables *tb, const Orders *
                     ended = task_of_coll[coll_of[i]];
                 }
             } else if (e.what == COMPUTE_DONE) {
-                v.compute_busy = 0;
+                compute_busy[num_stages > 1 ? compute_stage[e.a] : 0] = 0;
                 ended = task_of_compute[e.a];
             } else if (is_coll[e.a]) {
                 int c = which[e.a];
@@ -248,15 +259,18 @@ int simulate_core(void *handle, const Model *m, const Tables *tb, const Orders *
                 released[c] = 1;
                 since++;
                 if (ctx) ctx->snap_of[c] = count - 1;
-                if (use_planner) {
+                if (use_planner) { /* the collective's stage's planner */
+                    int g = num_stages > 1 ? coll_stage[c] : 0;
+                    Planner planner = {num_dims, dim_size, dim_bandwidth, w->entry_dim + g * num_dims,
+                                       w->load + g * num_dims, w->plan_reset[g], w->plan_reset_at[g]};
                     int fresh = !planner.has_reset || now != planner.reset_at;
-                    if (fresh && !v.waited) planner_reset(&planner);
-                    planner.has_reset = 1;
-                    planner.reset_at = now;
+                    if (fresh && !waited[g]) planner_reset(&planner);
+                    w->plan_reset[g] = 1;
+                    w->plan_reset_at[g] = now;
                     unsigned char involved[64] = {0};
                     for (int j = 0; j < k; j++) involved[act[j]] = 1;
                     int64_t fact = 1;
-                    for (int m = 2; m <= k; m++) fact *= m;
+                    for (int f = 2; f <= k; f++) fact *= f;
                     for (int kk = 0; kk < chunks[c]; kk++) {
                         if (kind[c] == A2A) {
                             for (int j = 0; j < k; j++) order[j] = act[j];
@@ -267,18 +281,19 @@ int simulate_core(void *handle, const Model *m, const Tables *tb, const Orders *
                         table_of[first_chunk[c] + kk] =
                             perm_table[perm_ptr[c] + size_class * fact + perm_rank(act, k, order)];
                     }
-                    if (fresh && v.waited) planner_reset(&planner);
+                    if (fresh && waited[g]) planner_reset(&planner);
                 } else {
                     for (int kk = 0; kk < chunks[c]; kk++) table_of[first_chunk[c] + kk] = fixed_table[first_chunk[c] + kk];
                 }
                 for (int kk = 0; kk < chunks[c]; kk++) arrivals[num_arrivals++] = first_chunk[c] + kk;
-            } else { /* a compute task: the ready list is a heap on its index */
-                int j = which[e.a], at = (int)v.num_ready++;
-                while (at > 0 && compute_ready[(at - 1) / 2] > j) {
-                    compute_ready[at] = compute_ready[(at - 1) / 2];
+            } else { /* a compute task: its stage's ready list is a heap on its index */
+                int j = which[e.a], g = num_stages > 1 ? compute_stage[j] : 0, at = (int)num_ready[g]++;
+                int *heap = compute_ready + compute_at[g];
+                while (at > 0 && heap[(at - 1) / 2] > j) {
+                    heap[at] = heap[(at - 1) / 2];
                     at = (at - 1) / 2;
                 }
-                compute_ready[at] = j;
+                heap[at] = j;
             }
             if (ended >= 0) {
                 for (int64_t s = succ_ptr[ended]; s < succ_ptr[ended + 1]; s++) {
@@ -310,12 +325,12 @@ int simulate_core(void *handle, const Model *m, const Tables *tb, const Orders *
         for (int a = 0; a < num_ended; a++) {
             int i = ended_at[a];
             int64_t base = table_ptr[table_of[i]];
-            int lane = ph_dim[base + next_phase[i] - 1];
+            int lane = lane0[i] + ph_dim[base + next_phase[i] - 1];
             int goes_on = next_phase[i] < table_ptr[table_of[i] + 1] - base;
             busy[lane]--;
             if (goes_on) ENQUEUE(i);
             START_HEAD(lane); /* its dimension takes its next waiting phase */
-            if (goes_on) START_HEAD(ph_dim[base + next_phase[i]]);
+            if (goes_on) START_HEAD(lane0[i] + ph_dim[base + next_phase[i]]);
         }
         /* (collective, chunk) order, except that a chunk going on on the dimension it frees goes first */
         int stay_end = 0;
@@ -342,7 +357,7 @@ int simulate_core(void *handle, const Model *m, const Tables *tb, const Orders *
         for (int a = 0; a < num_arrivals; a++) {
             int i = arrivals[a];
             ENQUEUE(i);
-            START_HEAD(ph_dim[table_ptr[table_of[i]] + next_phase[i]]); /* an idle dimension starts at once */
+            START_HEAD(lane0[i] + ph_dim[table_ptr[table_of[i]] + next_phase[i]]); /* an idle lane starts at once */
         }
         /* then every freed dimension, by index (a dimension freed twice is tried twice) */
         for (int f = 1; f < num_freed; f++) {
@@ -354,22 +369,24 @@ int simulate_core(void *handle, const Model *m, const Tables *tb, const Orders *
             freed[b + 1] = x;
         }
         for (int f = 0; f < num_freed; f++) START_HEAD(freed[f]);
-        if (!v.compute_busy && v.num_ready) {
-            int num_ready = (int)v.num_ready;
-            int j = compute_ready[0], last = compute_ready[--num_ready], at = 0;
+        for (int g = 0; g < num_stages; g++) { /* each stage's compute unit, if idle, takes its least ready task */
+            if (compute_busy[g] || !num_ready[g]) continue;
+            int *heap = compute_ready + compute_at[g];
+            int ready = (int)num_ready[g];
+            int j = heap[0], last = heap[--ready], at = 0;
             for (;;) { /* pop the heap's least index */
                 int child = 2 * at + 1;
-                if (child >= num_ready) break;
-                if (child + 1 < num_ready && compute_ready[child + 1] < compute_ready[child]) child++;
-                if (compute_ready[child] >= last) break;
-                compute_ready[at] = compute_ready[child];
+                if (child >= ready) break;
+                if (child + 1 < ready && heap[child + 1] < heap[child]) child++;
+                if (heap[child] >= last) break;
+                heap[at] = heap[child];
                 at = child;
             }
-            if (num_ready) compute_ready[at] = last;
-            v.num_ready = num_ready;
-            v.waited = v.waited || held[task_of_compute[j]];
+            if (ready) heap[at] = last;
+            num_ready[g] = ready;
+            waited[g] = waited[g] || held[task_of_compute[j]];
             if (compute_starts) compute_starts[j] = now;
-            v.compute_busy = 1;
+            compute_busy[g] = 1;
             if (heap_push(events, now + compute_dur[j], COMPUTE_DONE, j, 0)) goto done;
         }
     }

@@ -60,6 +60,8 @@ static inline double monotonic(void) {
  * collective's end on its longest chain of tasks), kind, task_of_coll; active dimensions at
  * active_ptr[c]..; nominal (the bytes Themis plans with).
  * serial: the network's serial_phase_ends (the phases that end at an instant are handled one at a time).
+ * Pipeline stages: coll_stage[c] and compute_stage[j] of num_stages; each stage has its own queue per
+ * dimension (a lane: stage * num_dims + dimension), its own compute unit and its own Themis planner.
  */
 typedef struct {
     int num_tasks;
@@ -85,6 +87,8 @@ typedef struct {
     const int64_t *dim_size;
     const double *dim_bandwidth;
     int capacity, serial;
+    int num_stages;
+    const int *coll_stage, *compute_stage;
 } Model;
 
 /*
@@ -166,22 +170,27 @@ SIMCORE_INTERNAL int64_t perm_rank(const int *active, int k, const int *order);
 
 /* ---- work.c ---- */
 
-/* Every array one run works on, allocated once per run or, in a Core, once per instance. */
+/* Every array one run works on, allocated once per run or, in a Core, once per instance.
+ * Per lane (stage * num_dims + dimension): busy, fifo_len, queues, unstarted, and the lane's heap in fifo
+ * at fifo_at[lane] (room for its stage's chunks); per stage: compute_busy, waited, num_ready, its
+ * ready compute tasks' heap in compute_ready at compute_at[stage], and its planner's reset and
+ * entries (entry_dim and load at stage * num_dims). */
 typedef struct {
-    int num_tasks, num_colls, num_chunks, num_computes, num_dims;
+    int num_tasks, num_colls, num_chunks, num_computes, num_dims, num_stages, num_lanes;
     int *pending;
     double *earliest;
     unsigned char *held;
     int *left;
     unsigned char *released; /* per collective */
-    int *next_phase, *coll_of, *table_of, *busy, *arrivals, *freed, *ended, *compute_ready;
+    int *next_phase, *coll_of, *lane0, *table_of, *busy, *arrivals, *freed, *ended, *compute_ready;
     int64_t *start_seq; /* per chunk: how many phases started before its running one */
     unsigned char *running; /* per chunk, made when a run resumes */
     FifoEntry *fifo;
-    int64_t *fifo_len;
+    int64_t *fifo_len, *fifo_at, *compute_at, *num_ready;
     Scf *queues;
+    unsigned char *compute_busy, *waited, *plan_reset;
     int *entry_dim;
-    double *load, *unstarted;
+    double *load, *unstarted, *plan_reset_at;
     EventHeap events;
     double *rel; /* a min-heap of the collectives' pending release times */
     int64_t rel_len;
@@ -198,10 +207,10 @@ typedef struct {
     double *earliest;
     unsigned char *held, *released;
     int *left, *next_phase, *table_of, *busy, *compute_ready;
-    int64_t *start_seq;
-    int64_t num_ready, seq, handled, starts;
-    int compute_busy, waited;
-    int64_t *queue_len; /* per dimension: its queue's entries, one queue after another in fifo or keys/items */
+    int64_t *start_seq, *num_ready;
+    unsigned char *compute_busy, *waited;
+    int64_t seq, handled, starts;
+    int64_t *queue_len; /* per lane: its queue's entries, one queue after another in fifo or keys/items */
     FifoEntry *fifo;
     double *keys;
     int *items;
@@ -209,13 +218,11 @@ typedef struct {
 
 /* The scalars of a run that a snapshot keeps besides w's arrays. */
 typedef struct {
-    int64_t num_ready, seq, handled, starts;
-    int compute_busy, waited;
+    int64_t seq, handled, starts;
 } Scalars;
 
 SIMCORE_INTERNAL void work_free(Work *w);
-SIMCORE_INTERNAL int work_alloc(Work *w, int num_tasks, int num_colls, int num_chunks, int num_computes,
-                                int num_dims);
+SIMCORE_INTERNAL int work_alloc(Work *w, const Model *m);
 SIMCORE_INTERNAL void snapshot_free(Snapshot *s);
 SIMCORE_INTERNAL Snapshot *snapshot_new(const Work *w);
 SIMCORE_INTERNAL void snapshot_copy(Snapshot *s, Work *w, Scalars *v, int policy, int take);
@@ -228,7 +235,7 @@ SIMCORE_INTERNAL void snapshot_copy(Snapshot *s, Work *w, Scalars *v, int policy
  * A run writes its snapshots into scratch[]; core_adopt makes the last complete run the base.
  */
 typedef struct {
-    int max_snapshots, ready, sizes[5];
+    int max_snapshots, ready, sizes[6];
     Bound bound;
     int bound_ok;
     Work work;
@@ -241,7 +248,6 @@ typedef struct {
     int64_t counts[4]; /* runs, runs resumed, events handled, events a resumed run did not handle again */
 } Core;
 
-SIMCORE_INTERNAL int core_ready(Core *ctx, int num_tasks, int num_colls, int num_chunks, int num_computes,
-                                int num_dims);
+SIMCORE_INTERNAL int core_ready(Core *ctx, const Model *m);
 
 #endif
