@@ -512,21 +512,26 @@ def test_the_network_may_come_from_a_file_that_holds_only_a_network(
 
     document = instance_to_dict(Instance(NET, (Collective("all_reduce", 2**20, 64),), "net"))
     del document["tasks"]
-    alone, empty = tmp_path / "alone.json", tmp_path / "empty.json"
+    alone, empty, first = tmp_path / "alone.json", tmp_path / "empty.json", tmp_path / "first.json"
     alone.write_text(json.dumps(document))
     empty.write_text(json.dumps({**document, "tasks": []}))
+    first.write_text(json.dumps({"format": document["format"], "version": 1, "network": document["network"]}))
     made = []
-    for network in (alone, empty):
+    for network in (alone, empty, first):  # the first format's file without collectives too
         out = tmp_path / f"{network.stem}-it.json"
         assert main(["workload", "llama3-8b", "--network", str(network), "--tp", "2", "--out", str(out)]) == 0
         made.append(load_instance(out))
-    assert made[0].tasks == made[1].tasks and made[0].network == NET
+    assert made[0].tasks == made[1].tasks == made[2].tasks and made[0].network == NET
     assert {c.chunks for c in made[0].collectives if c.size_bytes >= 4} == {4}  # the layouts' default, not 64
     broken = {**document, "network": {**document["network"], "dimensions": []}}
     (tmp_path / "broken.json").write_text(json.dumps(broken))
     argv = ["workload", "llama3-8b", "--network", str(tmp_path / "broken.json"), "--out", str(tmp_path / "x")]
     assert main(argv) == 2
     assert "broken.json: network" in capsys.readouterr().err
+    (tmp_path / "wrong.json").write_text(json.dumps({**document, "tasks": 0}))  # not a list: not "no tasks"
+    argv = ["workload", "llama3-8b", "--network", str(tmp_path / "wrong.json"), "--out", str(tmp_path / "x")]
+    assert main(argv) == 2
+    assert "wrong.json: tasks" in capsys.readouterr().err
 
 
 def test_a_layout_of_too_many_tasks_stops_at_the_limit_before_building_them_all() -> None:

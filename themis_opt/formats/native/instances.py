@@ -281,8 +281,8 @@ class NetworkFile:
 
 
 def load_network(path: str | Path) -> NetworkFile:
-    """The network of an instance file (format version 2), which may hold only a network: no
-    ``tasks``, or an empty list of them. A file with tasks must be a whole instance.
+    """The network of an instance file, which may hold only a network: no ``tasks`` (version 2;
+    ``collectives`` in version 1), or an empty list of them. A file with tasks must be a whole instance.
 
     Raises
     ------
@@ -291,9 +291,13 @@ def load_network(path: str | Path) -> NetworkFile:
     """
 
     def build(data: Any) -> NetworkFile:
-        if isinstance(data, dict) and data.get("version") == 2 and not data.get("tasks"):
-            data = _header(data, INSTANCE_FORMAT, {"network"}, {"name", "metadata", "stage_npus", "tasks"})
-            return NetworkFile(_network(data["network"]), _metadata(data), None)
+        version = data.get("version") if isinstance(data, dict) else None
+        if isinstance(version, int) and not isinstance(version, bool) and version in (1, 2):
+            tasks = "tasks" if version == 2 else "collectives"
+            if data.get(tasks, []) == []:  # no tasks: only a network (a list of the wrong type is not none)
+                more = {"name", "metadata", "stage_npus", "tasks"} if version == 2 else {"name", "collectives"}
+                data = _header(data, INSTANCE_FORMAT, {"network"}, more)
+                return NetworkFile(_network(data["network"]), _metadata(data) if version == 2 else {}, None)
         instance = instance_from_dict(data, Path(path).stem)
         return NetworkFile(instance.network, dict(instance.metadata), instance.collectives[0].chunks)
 

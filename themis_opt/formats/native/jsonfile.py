@@ -136,6 +136,15 @@ def _num(value: float) -> int | float:
     return int(value) if float(value).is_integer() and abs(value) < 2**53 else value
 
 
+ONE_A_LINE = 8  # a list of more objects than this is written one object a line (a schedule's chunks)
+
+
+class Lines(tuple[str, ...]):
+    """A list of JSON texts that :func:`write_json` writes one a line, each as it stands (a
+    schedule's chunks, rendered from columns without building their dicts).
+    """
+
+
 def write_json(path: str | Path, data: Any) -> None:
     """Write ``data`` as indented JSON, atomically, creating parent folders; errors name the file.
 
@@ -147,14 +156,18 @@ def write_json(path: str | Path, data: Any) -> None:
 
 
 def _indented(value: Any, depth: int = 0) -> str:
-    """``json.dumps(value, indent=2)``, but a list of more than 8 objects gets one object a line."""
+    """``json.dumps(value, indent=2)``, but a list of more than :data:`ONE_A_LINE` objects gets one
+    object a line (and :class:`Lines` its texts).
+    """
     pad, inner = "  " * depth, "  " * (depth + 1)
+    if isinstance(value, Lines):
+        return f"[\n{inner}" + f",\n{inner}".join(value) + f"\n{pad}]" if value else "[]"
     if isinstance(value, dict) and value:
         items = (f"{inner}{json.dumps(str(k))}: {_indented(v, depth + 1)}" for k, v in value.items())
         return "{\n" + ",\n".join(items) + f"\n{pad}}}"
     if isinstance(value, list) and value:
-        if len(value) > 8 and all(isinstance(v, dict) for v in value):
-            return "[\n" + ",\n".join(inner + json.dumps(v) for v in value) + f"\n{pad}]"
+        if len(value) > ONE_A_LINE and all(isinstance(v, dict) for v in value):
+            return _indented(Lines(map(json.dumps, value)), depth)
         if any(isinstance(v, (dict, list)) for v in value):
             return "[\n" + ",\n".join(inner + _indented(v, depth + 1) for v in value) + f"\n{pad}]"
     return json.dumps(value, indent=2 if isinstance(value, (dict, list)) else None)
