@@ -128,7 +128,7 @@ class PipelineParams(Knobs):
         1e-5, "seconds writing one phase of a result file takes, kept from the limit for each file `--out` writes", 0
     )
     report_seconds_per_phase: float = knob(
-        3e-6, "seconds the summary or table takes a phase of each result it reports, kept from the limit too", 0
+        5e-7, "seconds the summary or table takes a phase of each result it reports, kept from the limit too", 0
     )
     write_share: float = knob(
         0.5, "and at most this share of the limit for writing and reporting: the methods keep the rest", 0, 1

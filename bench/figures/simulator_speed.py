@@ -8,7 +8,9 @@ graph and suite network, so an earlier commit needs none of today's files):
 
 * ResNet-50, 2 passes x 64 chunks on the training suite's 8x8x8 switches;
 * Transformer-1T, 2 passes x 16 chunks on the same network;
-* one 1 GiB all-reduce in 1,024 chunks on the same network.
+* one 1 GiB all-reduce in 1,024 chunks on the same network;
+* where the package bundles it, the clusters suite's Llama 3 70B, FSDP over 4 pipeline stages
+  and 8 microbatches on HGX H100 (the earlier commit has no pipeline stages: ``-`` there).
 
 Each is timed with ``simulate`` (the schedule built as well) for the
 baseline (fifo) and Themis (scf), best of ``--repeat`` runs. The earlier
@@ -37,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Runs inside either package version: prints one JSON line of {case: {method: [seconds, makespan]}}.
 TIMER = r"""
-import json, sys, time
+import json, os, sys, time
 from themis_opt.formats.native import load_instance
 from themis_opt.instance import Collective, Instance
 from themis_opt.policies import ThemisTracker, baseline_orders
@@ -55,6 +57,9 @@ cases = {
     ),
     "1 GiB / 1024": Instance(network, (Collective("all_reduce", 2**30, 1024),), "allreduce"),
 }
+staged = "themis_opt/suites/clusters/llama3-70b-fsdp-tp8-ep1-dp32-pp4-mb8-hgx-h100-8x32x4.json"
+if os.path.exists(staged):
+    cases["llama3-70b fsdp pp4 x 8"] = load_instance(staged)
 out = {}
 for name, instance in cases.items():
     row = {}
@@ -121,16 +126,18 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     for case, row in core.items():
         for method, (seconds, makespan, digest) in row.items():
-            before, now_py = old[case][method], python[case][method]
+            before, now_py = old.get(case, {}).get(method), python[case][method]
             same = "yes" if (digest == now_py[2] and makespan == now_py[1]) else "NO"
+            then, ratio = ("-", "-") if before is None else (f"{before[0] * 1e3:.1f} ms", f"{before[0] / seconds:.0f}x")
             print(
-                f"| {case} | {method} | {before[0] * 1e3:.1f} ms | {now_py[0] * 1e3:.1f} ms | {seconds * 1e3:.2f} ms "
-                f"| {before[0] / seconds:.0f}x | {now_py[0] / seconds:.0f}x | {same} |"
+                f"| {case} | {method} | {then} | {now_py[0] * 1e3:.1f} ms | {seconds * 1e3:.2f} ms "
+                f"| {ratio} | {now_py[0] / seconds:.0f}x | {same} |"
             )
     print("\nmakespans (ns): case, method, earlier commit, today")
     for case, row in core.items():
         for method, (_, makespan, _) in row.items():
-            print(f"  {case}, {method}: {old[case][method][1]:.1f}, {makespan:.1f}")
+            before = old.get(case, {}).get(method)
+            print(f"  {case}, {method}: {'-' if before is None else f'{before[1]:.1f}'}, {makespan:.1f}")
     what = "themis-opt solve paper-3d-sw8x8x8.json --method themis"
     print(f"\n{what}: {args.old} {old_command:.3f} s, today {command:.3f} s")
 

@@ -437,3 +437,27 @@ def test_a_shorter_fluid_grid_gives_a_weaker_bound() -> None:
     assert full is not None and thinned is not None and floor * (1 - 1e-8) <= thinned <= full * (1 + 1e-9)
     for name, schedule in heuristic_schedules(instance).items():
         assert full <= schedule.makespan, name
+
+
+def test_issue_cuts_that_cannot_bind_are_left_out_and_the_bounds_stay() -> None:
+    from themis_opt.bounds import fill_drain_value, load_value
+    from themis_opt.bounds.formulas import program_cuts
+    from themis_opt.instance import After, Compute
+
+    # 40 small all-reduces, each released after 1 ms of compute, then one large one: the small ones'
+    # cuts are dominated by the next (a few us of load against 1 ms); the last two may bind
+    net = Network((Dimension(4, "ring", 100.0, 500.0), Dimension(4, "switch", 50.0, 500.0)))
+    tasks: list[Collective | Compute] = []
+    for i in range(40):
+        tasks.append(Compute(1e6, id=f"x{i}", after=(After(f"x{i - 1}"),) if i else ()))
+        tasks.append(Collective("all_reduce", 2**16 if i < 39 else 2**28, 2, id=f"c{i}", after=(After(f"x{i}"),)))
+    instance = Instance(net, tuple(tasks))
+    every, some = BoundsParams(every_cut_entries=10**9), BoundsParams(every_cut_entries=0)
+    assert len(program_cuts(instance, every)) == 40
+    kept = program_cuts(instance, some)
+    assert len(kept) < 5 and kept[0][0] == program_cuts(instance, every)[0][0]  # the first is always kept
+    whole, pruned = lp_bound(instance, params=every), lp_bound(instance, params=some)
+    assert whole is not None and pruned == pytest.approx(whole, rel=1e-12)
+    plain = integer_load_bound(instance, fill_drain=False, params=every)
+    assert plain is not None
+    assert load_value(instance, plain.counts) > 0 and fill_drain_value(instance, plain.counts) >= whole

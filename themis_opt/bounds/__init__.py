@@ -240,9 +240,10 @@ def compute_bounds(
     # SCIP, which may take all the time left for less (on 16 all-reduces of 32 chunks it left none)
     floor = dataclasses.replace(cheap, lp=lp, fill_drain=fd.bound if fd is not None else None).best
     fluid = fluid_bound(instance, floor, deadline.share(params.fluid_share), params)
-    if lp is not None and fd is not None and fill_drain_value(instance, fd.counts) * (1 - SAFETY) <= lp:
+    if lp is not None and fd is not None and fill_drain_value(instance, fd.counts) * (1 - SAFETY) <= lp * (1 + SAFETY):
         # integer counts at the LP's value even with fill and drain: the integer program's optimum is
-        # the LP's (to within SAFETY), so SCIP has nothing to add
+        # the LP's (to within SAFETY, both ways: the LP's own float noise must not send SCIP off for
+        # seconds), so SCIP has nothing to add
         ip: float | None = lp
     elif fd is not None and fd.optimal:
         # the fill-and-drain program adds constraints to the integer program: its proven optimum

@@ -201,14 +201,63 @@ def order_profiles(instance: Instance) -> dict[ChunkClass, dict[tuple[int, ...],
     return profiles
 
 
-def _issue_cuts(instance: Instance) -> list[tuple[float, list[ChunkClass]]]:
-    """(t, classes released at or after t) for every distinct earliest release t."""
+def _issue_cuts(instance: Instance, every: bool = False) -> list[tuple[float, list[ChunkClass]]]:
+    """(t, classes released at or after t) for the distinct earliest releases t (``every``), or for
+    those of them that can bind.
+
+    A cut reads ``makespan >= t + (on some dimension) the load of the classes released at or after t``.
+    It cannot bind where the classes released from t up to a later cut kept, t', load no dimension
+    for longer than t' - t in any of their orders: that cut's value is then at least this one's,
+    whatever the counts. Such cuts are left out, with 1 ns and a millionth to spare (the programs'
+    rounding: fill-and-drain's unit is at most 1 ns below spans of 2^40 ns), except the first
+    (fill-and-drain's heads and tails stand for it), so that a pipeline stage of thousands of
+    collectives released one after another does not make a program of their square (3,000 releases
+    x 3,000 classes); a value over the cuts is the same either way. The cuts come in time order,
+    each with its classes in instance order. Kept per instance.
+    """
+    memo = model_of(instance).memo
+    key = "issue_cuts_every" if every else "issue_cuts"
+    found: list[tuple[float, list[ChunkClass]]] | None = memo.get(key)
+    if found is not None:
+        return found
     releases = collective_releases(instance)
-    cuts = []
-    for t in sorted(set(releases)):
-        later = [cls for cls in instance.chunk_classes if releases[cls.collective] >= t]
-        cuts.append((t, later))
-    return cuts
+    times = sorted(set(releases))
+    if not every:
+        times = _binding_releases(instance, releases)
+    found = [(t, [cls for cls in instance.chunk_classes if releases[cls.collective] >= t]) for t in times]
+    memo[key] = found
+    return found
+
+
+def _binding_releases(instance: Instance, releases: tuple[float, ...]) -> list[float]:
+    """The releases whose cuts can bind (:func:`_issue_cuts`), ascending."""
+    profiles = order_profiles(instance)
+    num_dims = instance.network.num_dims
+    heaviest: dict[float, list[float]] = {}  # per release, per dimension, its classes' most load
+    for cls in instance.chunk_classes:
+        most = heaviest.setdefault(releases[cls.collective], [0.0] * num_dims)
+        for d in range(num_dims):
+            most[d] += len(cls.chunks) * max(p.busy[d] for p in profiles[cls].values())
+    times = sorted(heaviest)
+    kept = [times[-1]]
+    between = [0.0] * num_dims  # the most load released from a cut up to the next one kept
+    for t in reversed(times[:-1]):
+        between = [b + w for b, w in zip(between, heaviest[t])]
+        if t == times[0] or any(b * (1 + 1e-6) + 1.0 >= kept[-1] - t for b in between):  # it may bind
+            kept.append(t)
+            between = [0.0] * num_dims
+    return kept[::-1]
+
+
+def program_cuts(instance: Instance, params: BoundsParams = BOUNDS) -> list[tuple[float, list[ChunkClass]]]:
+    """The issue cuts a load program's rows take: every one, unless they hold more than
+    ``params.every_cut_entries`` classes counted with repeats (the square of the releases where they
+    come one after another); then those that can bind (:func:`_issue_cuts`: the same optimum).
+    """
+    releases = collective_releases(instance)
+    rank = {t: i + 1 for i, t in enumerate(sorted(set(releases)))}  # the cuts at or before a release
+    entries = sum(rank[releases[cls.collective]] for cls in instance.chunk_classes)
+    return _issue_cuts(instance, every=entries <= params.every_cut_entries)
 
 
 def load_variables(instance: Instance) -> int:

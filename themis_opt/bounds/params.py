@@ -42,6 +42,11 @@ class BoundsParams(Knobs):
     fill_drain_conflicts: int = knob(20_000, "and at most this many conflicts: the same answer on every machine", 1)
     fill_drain_unit_ns: float = knob(1e-3, "fill-and-drain rounds times down to this: only weakens the bound", 0)
     max_load_variables: int = knob(20_000, "order counts over all chunk classes: beyond, the programs take minutes", 1)
+    every_cut_entries: int = knob(
+        100_000,
+        "a load program keeps every issue cut up to this many classes over them: beyond, the ones that cannot bind go",
+        0,
+    )
     iteration_share: float = knob(
         0.3, "of the bounds' time for the iteration bound, run first on task graphs: it sees the graph and orders", 0, 1
     )

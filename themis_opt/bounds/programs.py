@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 from themis_opt.bounds.formulas import (
     BOUNDS,
     SAFETY,
-    _issue_cuts,
     fill_drain_value,
     load_origin,
     load_programs_fit,
     order_profiles,
+    program_cuts,
 )
 from themis_opt.bounds.params import BoundsParams
 from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
@@ -45,6 +45,7 @@ def _load_model(
     *,
     integer: bool,
     deadline: Deadline | None = None,
+    params: BoundsParams = BOUNDS,
 ) -> tuple[pywraplp.Solver, dict[tuple[ChunkClass, tuple[int, ...]], pywraplp.Variable]]:
     """The load-bound program in microseconds since the earliest issue time
     (well-scaled for the solvers, and the solvers' relative tolerance applies
@@ -70,7 +71,7 @@ def _load_model(
         everyone = solver.Constraint(len(cls.chunks), len(cls.chunks))  # rows set directly: no expression trees
         for order in profiles[cls]:
             everyone.SetCoefficient(x[cls, order], 1.0)
-    for t, later in _issue_cuts(instance):
+    for t, later in program_cuts(instance, params):
         for d in range(instance.network.num_dims):
             deadline.check("load bound model")
             load = [(x[cls, o], p.busy[d] * us) for cls in later for o, p in profiles[cls].items() if p.busy[d]]
@@ -100,7 +101,7 @@ def lp_bound(instance: Instance, deadline: Deadline | None = None, params: Bound
     if not load_programs_fit(instance, params) or not solvers_loaded(deadline, params):
         return None
     try:
-        solver, _ = _load_model(instance, "GLOP", integer=False, deadline=deadline)
+        solver, _ = _load_model(instance, "GLOP", integer=False, deadline=deadline, params=params)
         if not math.isinf(deadline.at):
             solver.SetTimeLimit(_time_limit_ms(deadline))
         status = run_interruptibly(solver.Solve, solver.InterruptSolve, deadline.at)  # not only GLOP's own limit
@@ -381,7 +382,7 @@ def _plain_program(instance: Instance, deadline: Deadline, params: BoundsParams)
     from themis_opt.bounds.scip import solve_scip
 
     try:
-        solver, x = _load_model(instance, "SCIP", integer=True, deadline=deadline)
+        solver, x = _load_model(instance, "SCIP", integer=True, deadline=deadline, params=params)
         # misc/catchctrlc: let Ctrl-C reach Python instead of only stopping SCIP
         settings = f"limits/nodes = {params.node_limit}\nmisc/catchctrlc = FALSE\n"
         answer = solve_scip(
@@ -444,7 +445,7 @@ def fill_drain_model(
     except OutOfTime:
         return None
     profiles = order_profiles(instance)
-    cuts = _issue_cuts(instance)
+    cuts = program_cuts(instance, params)
     # a unit fine enough to lose nothing that matters, coarse enough for 64-bit sums
     span = max(t - origin for t, _ in cuts) + sum(
         len(cls.chunks) * max(sum(p.busy) for p in profiles[cls].values()) for cls in instance.chunk_classes
