@@ -40,12 +40,18 @@ ROOT = Path(__file__).resolve().parents[2]
 # Runs inside either package version: prints one JSON line of {case: {method: [seconds, makespan]}}.
 TIMER = r"""
 import json, os, sys, time
-from themis_opt.formats.native import load_instance
 from themis_opt.instance import Collective, Instance
 from themis_opt.policies import ThemisTracker, baseline_orders
-from themis_opt.sim import simulate
-from themis_opt.workloads.astra1 import task_graph
-from themis_opt.workloads.zoo import ZooOptions, model_workload
+try:
+    from themis_opt.formats.native import load_instance
+    from themis_opt.sim import simulate
+    from themis_opt.workloads.astra1 import task_graph
+    from themis_opt.workloads.zoo import ZooOptions, model_workload
+except ImportError:  # the layout of 99d703f
+    from themis_opt.io import load_instance
+    from themis_opt.simulator import simulate
+    from themis_opt.workloads import task_graph
+    from themis_opt.zoo import ZooOptions, model_workload
 
 repeat, engine = int(sys.argv[1]), sys.argv[2]
 options = {} if engine == "old" else {"engine": engine}
