@@ -51,15 +51,9 @@ class Phase:
         (the checks cost more than the whole simulation).
         """
         phase = object.__new__(cls)
-        for name, value in (
-            ("dim", dim),
-            ("op", op),
-            ("start_ns", start_ns),
-            ("end_ns", end_ns),
-            ("bytes_in", bytes_in),
-            ("bytes_out", bytes_out),
-        ):
-            object.__setattr__(phase, name, value)
+        phase.__dict__.update(  # the fields set as the frozen class's __init__ sets them, without its checks
+            dim=dim, op=op, start_ns=start_ns, end_ns=end_ns, bytes_in=bytes_in, bytes_out=bytes_out
+        )
         return phase
 
     @property

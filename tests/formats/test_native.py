@@ -292,3 +292,33 @@ def test_stages_and_sends_round_trip_and_are_checked(tmp_path: Path) -> None:
     one_stage = {**raw, "tasks": [t for t in raw["tasks"] if t["id"] in ("f0", "s0")]}
     del one_stage["stage_npus"]
     assert instance_from_dict(one_stage).num_stages == 1
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("dim", True, "dim: must be an integer"),
+        ("dim", 16, "dim: must be <= 15"),
+        ("op", "broadcast", "op: must be one of"),
+        ("start_ns", float("nan"), "start_ns: must be finite"),
+        ("bytes_in", -1, "bytes_in: must be >= 0"),
+        ("end_ns", 0.5, "end_ns: is before start_ns"),
+        ("extra", 1, "extra: unknown field"),
+    ],
+)
+def test_a_bad_phase_among_many_is_named_where_it_is(field: str, value: object, problem: str) -> None:
+    from tests.conftest import load
+    from themis_opt.formats.native import result_from_dict
+
+    # the phases are checked all at once; a bad one is named as the checks one by one name it
+    data = result_to_dict(solve(load("merged_baseline"), "themis"))
+    phases = [(i, j) for i, c in enumerate(data["schedule"]["chunks"]) for j in range(len(c["phases"]))]
+    i, j = phases[len(phases) // 2]
+    phase = data["schedule"]["chunks"][i]["phases"][j]
+    if field == "end_ns":
+        phase["start_ns"] = 1.0
+    phase[field] = value
+    with pytest.raises(InputError) as error:
+        result_from_dict(data)
+    assert f"schedule.chunks[{i}].phases[{j}].{problem}" in str(error.value)
+    assert result_from_dict(result_to_dict(solve(load("merged_baseline"), "themis"))).schedule is not None

@@ -7,13 +7,13 @@ from array import array
 from collections.abc import Sequence
 
 import themis_opt.sim.timers as timers
-from themis_opt.budget import Deadline
+from themis_opt.budget import Deadline, gc_paused
 from themis_opt.instance import Instance
 from themis_opt.orders import Orders, check_order
 from themis_opt.schedule import Schedule
 from themis_opt.search.params import SearchParams
 from themis_opt.sim.dispatch import Engine, core_runs, simulate_makespan
-from themis_opt.sim.engine import PhaseMemo, gc_paused, run_python
+from themis_opt.sim.engine import PhaseMemo, run_python
 from themis_opt.sim.queues import Intra
 
 

@@ -11,12 +11,12 @@ from collections.abc import Callable
 from typing import Literal
 
 import themis_opt.sim.core as core
-from themis_opt.budget import Deadline
+from themis_opt.budget import Deadline, gc_paused
 from themis_opt.instance import Instance
 from themis_opt.orders import Orders, Planner, check_orders
 from themis_opt.policies import ThemisTracker
 from themis_opt.schedule import ComputeSchedule, Schedule
-from themis_opt.sim.engine import PhaseMemo, build_schedule, gc_paused, run_python
+from themis_opt.sim.engine import PhaseMemo, build_schedule, run_python
 from themis_opt.sim.queues import Intra, queue_policy
 
 Engine = Literal["auto", "core", "python"]

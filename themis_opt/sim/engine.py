@@ -62,10 +62,8 @@ rules above hold per lane and per unit.
 from __future__ import annotations
 
 import functools
-import gc
 import heapq
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 
 from themis_opt.budget import Deadline
 from themis_opt.cost import PhaseSpec, merges
@@ -222,20 +220,6 @@ def build_schedule(
         for j, (task, start) in enumerate(zip(instance.computes, compute_starts))
     )
     return Schedule(tuple(chunks), computes)
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector: a run allocates millions of objects
-    and no cycles, and the collector's passes over them cost a third of the run.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 _PHASE_DONE, _COMPUTE_DONE, _RELEASE = 0, 1, 2  # same-instant events in this order
