@@ -173,8 +173,9 @@ def random_task_graph(seed: int) -> tuple[Instance, int]:
         active_chunks=capacity,
         all_reduce_phases=rng.choice(list(AllReducePhases)),
     )
-    # pipeline stages: each its own lanes and compute unit (NPUs 0 and the last stand for two)
-    stage_npus = (0, network.num_npus - 1) if rng.random() < 0.3 else ()
+    # pipeline stages: each its own lanes, compute unit and planner (some may get no task, or no compute)
+    stages = rng.choice([1, 1, 2, 3]) if network.num_npus >= 3 else rng.choice([1, 2])
+    stage_npus = tuple(sorted(rng.sample(range(network.num_npus), stages))) if stages > 1 else ()
     tasks: list[Collective | Compute] = []
     for t in range(rng.randint(1, 7)):
         stage = rng.randrange(len(stage_npus) or 1)
