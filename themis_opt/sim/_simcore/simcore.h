@@ -174,7 +174,7 @@ SIMCORE_INTERNAL int64_t perm_rank(const int *active, int k, const int *order);
  * Per lane (stage * num_dims + dimension): busy, fifo_len, queues, unstarted, and the lane's heap in fifo
  * at fifo_at[lane] (room for its stage's chunks); per stage: compute_busy, waited, num_ready, its
  * ready compute tasks' heap in compute_ready at compute_at[stage], and its planner's reset and
- * entries (entry_dim and load at stage * num_dims). */
+ * entries (entry_dim and load at stage * num_dims); lane0[i], chunk i's stage's first lane. */
 typedef struct {
     int num_tasks, num_colls, num_chunks, num_computes, num_dims, num_stages, num_lanes;
     int *pending;
