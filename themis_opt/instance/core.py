@@ -387,8 +387,9 @@ class Instance:
 
 def _restaged(task: Task, after: tuple[After, ...], issue_ns: float) -> Task:
     """``task`` on stage 0, waiting for ``after`` (some of its own dependencies) and issued at
-    ``issue_ns``: a checked task stays valid so, so only the new time is checked (copying its fields
-    costs a tenth of constructing it again: 100,000 tasks a split).
+    ``issue_ns``. A checked task stays valid with fewer dependencies and a later issue, so only the
+    new time is checked (copying its fields costs a tenth of constructing it again: 100,000 tasks a
+    split).
     """
     moved = object.__new__(type(task))
     moved.__dict__.update(task.__dict__)
