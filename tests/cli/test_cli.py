@@ -766,3 +766,22 @@ def test_a_solve_without_a_graph_or_solvers_starts_without_numpy() -> None:
     # numpy is about a fifth of a cheap command's start: only graphs and the solvers' bounds need it
     code = f"from themis_opt.cli import main\nmain(['solve', {WORKED!r}, '--method', 'themis', '--bounds', 'formulas'])"
     assert not imported_by(code, "numpy")
+
+
+def test_a_command_freezes_its_instance_while_it_runs_and_not_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    import themis_opt.solving
+
+    frozen: list[int] = []
+    solve_method = themis_opt.solving.run_method
+
+    def spy(*args: object, **kwargs: object) -> object:
+        frozen.append(gc.get_freeze_count())
+        return solve_method(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(themis_opt.solving, "run_method", spy)
+    assert main(["solve", str(DATA / "worked.json"), "--method", "themis"]) == 0
+    assert frozen and frozen[0] > 0  # the instance kept out of the collector's passes while it solved
+    assert gc.get_freeze_count() == 0  # and given back after
+    assert main(["solve", str(DATA / "missing.json")]) == 2 and gc.get_freeze_count() == 0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from themis_opt.cli.options import force_option, int_in, number_in, out_option
+from themis_opt.cli.options import force_option, int_in, number_in, out_option, read_instance
 from themis_opt.errors import InputError, counted
 
 FIELDS = {"all_reduce_bytes": "all_reduce"}  # the library's fields -> this command's dests
@@ -127,13 +127,13 @@ def export_astra(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.fileio import check_new_folder
     from themis_opt.formats.astra import export_astra
     from themis_opt.formats.astra.export import GROUP_FILE, fit_astra_2
-    from themis_opt.formats.native import check_folder, load_instance
+    from themis_opt.formats.native import check_folder
 
     if args.fit and args.version != 2:
         raise InputError("--fit", "makes an instance expressible by ASTRA-sim 2.x: give --version 2")
     check_folder(args.out)
     check_new_folder(args.out, force=args.force)  # before any work
-    instance = load_instance(args.instance)
+    instance = read_instance(args.instance)
     notes: list[str] = []
     if args.fit:
         instance, notes = fit_astra_2(instance)

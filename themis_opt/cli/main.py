@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import signal
@@ -75,6 +76,7 @@ def main(argv: Sequence[str] | None = None, *, started: float | None = None) -> 
         sys.stderr.write(f"themis-opt: {'terminated' if terminated else 'interrupted'}\n")
         return 143 if terminated else 130
     finally:
+        gc.unfreeze()  # what the command froze (cli.options.read_instance) is collected as before
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 

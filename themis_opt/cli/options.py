@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import glob
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:  # pragma: no cover
+    from themis_opt.instance import Instance
     from themis_opt.params import SolveParams
 
 
@@ -192,3 +194,16 @@ def flag(parser: argparse.ArgumentParser, field: str) -> str | None:
         if action.dest == field and action.option_strings:
             return action.option_strings[0]
     return None
+
+
+def read_instance(path: str) -> Instance:
+    """The instance file at ``path``, for a command: what it holds is kept out of the cyclic garbage
+    collector's passes until the command ends (``gc.freeze``; :func:`~themis_opt.cli.main`
+    unfreezes it). The instance lives that long, and every later pass scanned its objects: a tenth
+    of ``solve --method themis`` on 100,000 tasks.
+    """
+    from themis_opt.formats.native import load_instance
+
+    instance = load_instance(path)
+    gc.freeze()
+    return instance

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from themis_opt.cli.options import force_option, int_in, out_option
+from themis_opt.cli.options import force_option, int_in, out_option, read_instance
 from themis_opt.errors import InputError, counted
 
 COMMANDS = {  # each command of this family and its line in --help
@@ -58,7 +58,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def export_program(args: argparse.Namespace, console: Console) -> int:
     """``themis-opt export-program``."""
     from themis_opt.fileio import check_new_folder
-    from themis_opt.formats.native import check_folder, load_instance, load_result
+    from themis_opt.formats.native import check_folder, load_result
     from themis_opt.programs import check_program, program_of
     from themis_opt.programs.astra import write_program
     from themis_opt.report import fmt_time
@@ -70,7 +70,7 @@ def export_program(args: argparse.Namespace, console: Console) -> int:
     check_folder(args.out)
     check_new_folder(args.out, force=args.force, keep=[args.result, args.instance])
     result = load_result(args.result)
-    instance = load_instance(args.instance)
+    instance = read_instance(args.instance)
     if instance.name != result.instance:
         raise InputError("--instance", f"is {instance.name!r}; the result is for {result.instance!r}")
     program = program_of(instance, result)

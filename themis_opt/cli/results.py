@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from themis_opt.cli.options import int_in, out_option, path
+from themis_opt.cli.options import int_in, out_option, path, read_instance
 from themis_opt.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,9 +84,7 @@ def show(args: argparse.Namespace, console: Console) -> int:
 
 def _instance_of_result(args: argparse.Namespace, result: Result) -> Instance:
     """``--instance``, refused unless it is the instance the result is for and its schedule fits it."""
-    from themis_opt.formats.native import load_instance
-
-    instance = load_instance(args.instance)
+    instance = read_instance(args.instance)
     if instance.name != result.instance:
         raise InputError("--instance", f"is {instance.name!r}; the result is for {result.instance!r}")
     assert result.schedule is not None

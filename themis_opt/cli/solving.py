@@ -19,6 +19,7 @@ from themis_opt.cli.options import (
     number_in,
     out_option,
     params_of,
+    read_instance,
     solver_options,
 )
 from themis_opt.errors import InputError
@@ -117,13 +118,13 @@ DEFAULT_COUNTS = "1,2,4,8,16,32,64"  # chunk counts `chunks` sweeps: powers of t
 
 def solve(args: argparse.Namespace, console: Console) -> int:
     """``themis-opt solve``."""
-    from themis_opt.formats.native import check_writable, load_instance
+    from themis_opt.formats.native import check_writable
 
     params = params_of(args)
     if args.method == "all" and args.intra is not None:
         raise InputError("--intra", "applies to one method, not to --method all (each method has its own)")
     options = None if args.method == "all" else _options(args, args.method, args.intra, args.time_limit)
-    instance = load_instance(args.instance)
+    instance = read_instance(args.instance)
     for path in outputs(args).values():
         check_writable(path)
     if not args.log:
@@ -241,7 +242,7 @@ def chunks(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.bench.harness import parse_methods
     from themis_opt.chunking import Chunking, check_mix_method, sweep_chunks
     from themis_opt.formats.astra.files import parse_size
-    from themis_opt.formats.native import check_writable, load_instance, save_instance
+    from themis_opt.formats.native import check_writable, save_instance
     from themis_opt.params import SolveParams
     from themis_opt.report import chunk_table, fmt_time
 
@@ -261,7 +262,7 @@ def chunks(args: argparse.Namespace, console: Console) -> int:
     if args.out is not None:
         check_writable(args.out)
     params = params_of(args)
-    instance = load_instance(args.instance)
+    instance = read_instance(args.instance)
     deadline = Deadline(args.started + args.time_limit)
     pipeline = (params or SolveParams()).pipeline
     # each count's solve (and the mix's search and solve) may end as late as a command's: an exit
@@ -288,12 +289,12 @@ def chunks(args: argparse.Namespace, console: Console) -> int:
 
 def validate(args: argparse.Namespace, console: Console) -> int:
     """``themis-opt validate``: exit status 1 when the schedule breaks a rule or the result claims too much."""
-    from themis_opt.formats.native import load_instance, load_result
+    from themis_opt.formats.native import load_result
     from themis_opt.report import fmt_time
     from themis_opt.result import Status, is_proven, optimality_tolerance
     from themis_opt.validator import validate
 
-    instance = load_instance(args.instance)
+    instance = read_instance(args.instance)
     result = load_result(args.result)
     if result.schedule is None:
         raise InputError(f"{args.result}: schedule", "is null: there is no schedule to validate")
