@@ -125,13 +125,13 @@ class PipelineParams(Knobs):
     exit_reserve: float = knob(0.3, "seconds of a command's `--time-limit` kept for printing, saving and exit", 0)
     exit_reserve_share: float = knob(0.15, "and at most this share of it: short limits keep most of their time", 0, 1)
     write_seconds_per_phase: float = knob(
-        1e-5, "seconds writing one phase of a result file takes, kept from the limit for each file `--out` writes", 0
+        7e-6, "seconds writing one phase of a result file takes, kept from the limit for each file `--out` writes", 0
     )
     report_seconds_per_phase: float = knob(
         5e-7, "seconds the summary or table takes a phase of each result it reports, kept from the limit too", 0
     )
     write_share: float = knob(
-        0.5, "and at most this share of the limit for writing and reporting: the methods keep the rest", 0, 1
+        0.8, "of the limit writing and reporting take at most, the methods the rest (`--out` beyond: refused)", 0, 1
     )
 
 

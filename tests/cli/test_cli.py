@@ -785,3 +785,18 @@ def test_a_command_freezes_its_instance_while_it_runs_and_not_after(monkeypatch:
     assert frozen and frozen[0] > 0  # the instance kept out of the collector's passes while it solved
     assert gc.get_freeze_count() == 0  # and given back after
     assert main(["solve", str(DATA / "missing.json")]) == 2 and gc.get_freeze_count() == 0
+
+
+def test_out_refused_where_writing_would_not_fit_the_limit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from themis_opt.formats.native import save_instance
+    from themis_opt.instance import Collective, Dimension, Instance, Network
+
+    # 8,192 chunks on three dimensions (49,152 phases): five results take about 1.7 s to write and report
+    network = Network(tuple(Dimension(4, "switch", 100.0, 500.0) for _ in range(3)))
+    save_instance(Instance(network, (Collective("all_reduce", 2**30, 8192),), "big"), tmp_path / "big.json")
+    argv = ["solve", str(tmp_path / "big.json"), "--method", "all", "--time-limit", "1", "--out", str(tmp_path / "r")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--time-limit: 1 s cannot hold writing 5 results of 49,152 phases" in err
+    assert not list(tmp_path.glob("r*"))  # refused before any work: nothing written
+    assert main(argv[:-2]) == 0  # without --out it runs (its report fits)

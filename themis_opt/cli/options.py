@@ -197,10 +197,10 @@ def flag(parser: argparse.ArgumentParser, field: str) -> str | None:
 
 
 def read_instance(path: str) -> Instance:
-    """The instance file at ``path``, for a command: what it holds is kept out of the cyclic garbage
-    collector's passes until the command ends (``gc.freeze``; :func:`~themis_opt.cli.main`
-    unfreezes it). The instance lives that long, and every later pass scanned its objects: a tenth
-    of ``solve --method themis`` on 100,000 tasks.
+    """The instance file at ``path``, for a command. Everything made by then, the instance among it,
+    is kept out of the cyclic garbage collector's passes until the command ends (``gc.freeze``;
+    :func:`~themis_opt.cli.main` unfreezes it): the instance lives that long, and every later pass
+    scanned its objects (a tenth of ``solve --method themis`` on 100,000 tasks).
     """
     from themis_opt.formats.native import load_instance
 

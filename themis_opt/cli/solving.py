@@ -194,6 +194,13 @@ def _run(
     # results written and reported within the limit
     writing = len(written) * instance.num_phases * pipeline.write_seconds_per_phase
     reporting = (len(VARIANTS) if options is None else 1) * instance.num_phases * pipeline.report_seconds_per_phase
+    if written and writing + reporting > pipeline.write_share * args.time_limit:  # the limit could not be kept
+        files = f"{len(written)} result{'s' if len(written) > 1 else ''}"
+        raise InputError(
+            "--time-limit",
+            f"{args.time_limit:g} s cannot hold writing {files} of {instance.num_phases:,} phases "
+            f"(about {writing + reporting:.1f} s with the report): raise it, or write one method's result",
+        )
     reserve = min(pipeline.exit_reserve, pipeline.exit_reserve_share * args.time_limit)
     reserve += min(writing + reporting, pipeline.write_share * args.time_limit)
     deadline = Deadline(args.started + args.time_limit - reserve)
