@@ -9,8 +9,9 @@ Two parts, each valid on its own:
   With them, heads and tails over the task graph (the longest chains into and out of every task)
   and the critical path;
 * **the program**: continuous order counts per chunk class, and per dimension the preemptive
-  one-machine bound of its jobs, one per class and order, each with the head and tail its order
-  and its collective's place in the graph give it: for every release threshold ``h`` and delivery
+  one-machine bound of its jobs, one per class, order and phase there (a reduce-scatter's phase on
+  a dimension and the all-gather's are two jobs, the second released late), each with the head
+  and tail its order and its collective's place in the graph give it: for every release threshold ``h`` and delivery
   threshold ``q``, ``makespan >= h + q +`` the work of the jobs released no earlier than ``h`` and
   delivered no earlier than ``q``. There are too many such cuts to write down: they are added as
   the counts violate them (the most violated per dimension, found over the grid of thresholds),
@@ -36,7 +37,7 @@ from themis_opt.bounds.formulas import BOUNDS, SAFETY
 from themis_opt.bounds.graph import preemptive_makespan
 from themis_opt.bounds.params import BoundsParams
 from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
-from themis_opt.cost import merges
+from themis_opt.cost import PhaseSpec, merges
 from themis_opt.instance import ChunkClass, Collective, Compute, Instance
 from themis_opt.policies import baseline_order, baseline_orders
 from themis_opt.sim.model import (
@@ -70,12 +71,17 @@ class Way:
         Per dimension, the least time from the end of its last phase there to its end.
     duration
         The chunk's least duration.
+    phases
+        Per dimension, each of its phases there as ``(work, head, tail)``: the program's jobs, so that
+        a reduce-scatter and an all-gather on one dimension are two, the second released late
+        (``None``: one job, ``busy`` from ``head`` to ``tail``, as where the way runs merged phases).
     """
 
     busy: tuple[float, ...]
     head: tuple[float | None, ...]
     tail: tuple[float | None, ...]
     duration: float
+    phases: tuple[tuple[tuple[float, float, float], ...], ...] | None = None
 
 
 def class_ways(instance: Instance, cls: ChunkClass, params: BoundsParams = BOUNDS) -> tuple[Way, ...]:
@@ -104,10 +110,24 @@ def class_ways(instance: Instance, cls: ChunkClass, params: BoundsParams = BOUND
                 runs.append(chunk_plan(instance, c, cls.chunk_bytes, order, merged=True))
             least = least_profile([way_profile(phases, 0.0, num_dims, network.active_chunks) for phases in runs])
             duration = min(sum(p.duration for p in phases) for phases in runs)
-            ways.append(Way(least.busy, least.head, least.tail, duration))
+            jobs = _phase_jobs(runs[0], num_dims, network.active_chunks) if len(runs) == 1 else None
+            ways.append(Way(least.busy, least.head, least.tail, duration, jobs))
         found = tuple(ways)
     memo[key] = found
     return found
+
+
+def _phase_jobs(
+    phases: Sequence[PhaseSpec], num_dims: int, at_once: int
+) -> tuple[tuple[tuple[float, float, float], ...], ...]:
+    """Per dimension, each of ``phases`` on it as ``(work, head, tail)`` (see :class:`Way`)."""
+    total = sum(p.duration for p in phases)
+    out: list[list[tuple[float, float, float]]] = [[] for _ in range(num_dims)]
+    elapsed = 0.0
+    for p in phases:
+        out[p.dim].append((p.duration / at_once, elapsed, total - elapsed - p.duration))
+        elapsed += p.duration
+    return tuple(tuple(jobs) for jobs in out)
 
 
 def _compositions(n: int, parts: int) -> Iterator[tuple[int, ...]]:
@@ -230,9 +250,10 @@ Job = tuple[int, int, float, float, float]  # (class index, way index, release, 
 def _jobs(
     instance: Instance, heads: Sequence[float], tails: Sequence[float], ways: Sequence[tuple[Way, ...]]
 ) -> list[list[Job]]:
-    """Per dimension, one job per class and way with a phase there: its release (the collective's head
-    plus the way's), its work per chunk and its delivery (the way's tail plus the collective's). Every
-    way of a class has a phase on every dimension of its collective.
+    """Per dimension, one job per class, way and phase there (one for all of a way's phases there where
+    its :attr:`Way.phases` is ``None``), in the way's order: its release (the collective's head plus
+    the way's), its work per chunk and its delivery (the way's tail plus the collective's). Every way
+    of a class has a phase on every dimension of its collective.
     """
     ctask = [t for t, task in enumerate(instance.tasks) if isinstance(task, Collective)]
     num_dims = instance.network.num_dims
@@ -242,21 +263,32 @@ def _jobs(
         for w, way in enumerate(ways[k]):
             for d in range(num_dims):
                 h, q = way.head[d], way.tail[d]
-                if h is not None and q is not None:  # work 0 too: it counts in which classes are sure
+                if h is None or q is None:
+                    continue
+                if way.phases is None:  # work 0 too: it counts in which classes are sure
                     jobs[d].append((k, w, heads[t] + h, way.busy[d], q + tails[t]))
+                else:
+                    jobs[d].extend((k, w, heads[t] + ph, work, pq + tails[t]) for work, ph, pq in way.phases[d])
     return jobs
 
 
 def _sure(jobs: list[Job]) -> list[tuple[float, float]]:
-    """Per class with jobs in ``jobs`` (of one dimension), its least release and least delivery over
-    its ways: every way of a class has its phases on every dimension of its collective, so in every
-    schedule its chunks have jobs there released and delivered no earlier.
+    """Per class with jobs in ``jobs`` (of one dimension, each way's in its order), two points that
+    every way of the class meets: the least release and least delivery of its ways' first jobs, and
+    of their last. Every way of a class has its phases on every dimension of its collective, so in
+    every schedule its chunks have a job there released and delivered no earlier.
     """
-    least: dict[int, tuple[float, float]] = {}
-    for k, _, r, _, q in jobs:
-        r0, q0 = least.get(k, (r, q))
-        least[k] = (min(r0, r), min(q0, q))
-    return list(least.values())
+    first: dict[tuple[int, int], tuple[float, float]] = {}
+    last: dict[tuple[int, int], tuple[float, float]] = {}
+    for k, w, r, _, q in jobs:
+        first.setdefault((k, w), (r, q))
+        last[k, w] = (r, q)
+    out: dict[tuple[int, int], tuple[float, float]] = {}
+    for end, points in enumerate((first, last)):
+        for (k, _), (r, q) in points.items():
+            r0, q0 = out.get((end, k), (r, q))
+            out[end, k] = (min(r0, r), min(q0, q))
+    return list(out.values())
 
 
 def _axis(values: Any, most: int) -> Any:
@@ -457,19 +489,20 @@ def program_bound(
                     if value <= current * (1 + params.iteration_tolerance) or (d, h, q) in seen:
                         continue
                     seen.add((d, h, q))
-                    within = (on.release >= h) & (on.delivery >= q)  # a class's way has one job a dimension
+                    within = (on.release >= h) & (on.delivery >= q)
                     row = solver.Constraint((h + q) * scale, solver.infinity())
-                    cut = _Cut(h + q, on.var[within], on.work[within], row)
+                    cut = _Cut(h + q, *_summed(on.var[within], on.work[within]), row)
                     row.SetCoefficient(makespan, 1.0)  # makespan >= h + q + work
                     if 2 * int(within.sum()) > len(within):  # the dimension's load less the jobs left out
                         if d not in loads:
                             loads[d] = solver.NumVar(0.0, solver.infinity(), f"load{d}")
                             total = solver.Constraint(0.0, 0.0)  # load = every job's work
                             total.SetCoefficient(loads[d], 1.0)
-                            for i, c in zip(on.var.tolist(), (-(on.work * scale)).tolist()):
+                            every, work = _summed(on.var, on.work)
+                            for i, c in zip(every.tolist(), (-(work * scale)).tolist()):
                                 total.SetCoefficient(x[i], c)
                         row.SetCoefficient(loads[d], -1.0)
-                        terms, sign = (on.var[~within], on.work[~within]), 1.0
+                        terms, sign = _summed(on.var[~within], on.work[~within]), 1.0
                     else:
                         terms, sign = (cut.var, cut.work), -1.0
                     for i, c in zip(terms[0].tolist(), (sign * (terms[1] * scale)).tolist()):
@@ -484,6 +517,20 @@ def program_bound(
     except OutOfTime:  # every round's bound is valid: the best so far stands
         pass
     return best * (1 - SAFETY)
+
+
+def _summed(var: Any, work: Any) -> tuple[Any, Any]:
+    """The distinct count variables of ``var`` ascending and each one's ``work`` summed (a way may have
+    several jobs on one dimension; a row holds each variable once).
+    """
+    import numpy as np
+
+    if not len(var):
+        return var, work
+    at = np.argsort(var, kind="stable")  # np.unique's steps (it imports numpy.ma on first call)
+    var, work = var[at], work[at]
+    starts = np.flatnonzero(np.concatenate(([True], var[1:] != var[:-1])))
+    return var[starts], np.add.reduceat(work, starts)
 
 
 class _Cut(NamedTuple):
