@@ -256,5 +256,8 @@ def test_each_phase_is_a_job_of_its_own_and_the_bound_stays_below_the_brute_forc
     split = program_bound(instance, spans, ways, Deadline())
     one_job = program_bound(instance, spans, merged, Deadline())
     assert one_job <= split * (1 + 1e-12) and split <= brute_force(instance) * (1 + 1e-12)
+    # past iteration_phase_jobs a dimension's jobs are one per class and order again
+    few = BoundsParams(iteration_phase_jobs=1)
+    assert program_bound(instance, spans, ways, Deadline(), few) == pytest.approx(one_job, rel=1e-12)
     if (issue, chunks) == (0.0, 1):
         assert split > 1.05 * one_job  # 664.1 ns against 621.3 (the optimum: 672.2)

@@ -248,47 +248,54 @@ Job = tuple[int, int, float, float, float]  # (class index, way index, release, 
 
 
 def _jobs(
-    instance: Instance, heads: Sequence[float], tails: Sequence[float], ways: Sequence[tuple[Way, ...]]
-) -> list[list[Job]]:
-    """Per dimension, one job per class, way and phase there (one for all of a way's phases there where
-    its :attr:`Way.phases` is ``None``), in the way's order: its release (the collective's head plus
-    the way's), its work per chunk and its delivery (the way's tail plus the collective's). Every way
-    of a class has a phase on every dimension of its collective.
+    instance: Instance,
+    heads: Sequence[float],
+    tails: Sequence[float],
+    ways: Sequence[tuple[Way, ...]],
+    params: BoundsParams = BOUNDS,
+) -> tuple[list[list[Job]], list[list[tuple[float, float]]]]:
+    """Per dimension, its jobs and the points its classes surely meet.
+
+    The jobs: one per class, way and phase there (one for all of a way's phases there where its
+    :attr:`Way.phases` is ``None``, and on a dimension of more than ``params.iteration_phase_jobs``
+    phase jobs): its release (the collective's head plus the way's), its work per chunk and its
+    delivery (the way's tail plus the collective's). The points: per class, the least release and
+    least delivery of its ways' first jobs there, and of their last; every way of a class has its
+    phases on every dimension of its collective, so in every schedule its chunks have a job there
+    released and delivered no earlier than each point, whatever the counts.
     """
     ctask = [t for t, task in enumerate(instance.tasks) if isinstance(task, Collective)]
     num_dims = instance.network.num_dims
+    phase_jobs = [
+        sum(len(way.phases[d]) if way.phases is not None else 1 for w in ways for way in w) for d in range(num_dims)
+    ]
+    split = [n <= params.iteration_phase_jobs for n in phase_jobs]
     jobs: list[list[Job]] = [[] for _ in range(num_dims)]
+    sure: list[list[tuple[float, float]]] = [[] for _ in range(num_dims)]
+    inf = math.inf
     for k, cls in enumerate(instance.chunk_classes):
         t = ctask[cls.collective]
+        first = [[inf, inf] for _ in range(num_dims)]
+        last = [[inf, inf] for _ in range(num_dims)]
         for w, way in enumerate(ways[k]):
             for d in range(num_dims):
                 h, q = way.head[d], way.tail[d]
                 if h is None or q is None:
                     continue
-                if way.phases is None:  # work 0 too: it counts in which classes are sure
-                    jobs[d].append((k, w, heads[t] + h, way.busy[d], q + tails[t]))
+                if way.phases is None or not split[d]:
+                    on = [(k, w, heads[t] + h, way.busy[d], q + tails[t])]  # work 0 too: its class is sure
                 else:
-                    jobs[d].extend((k, w, heads[t] + ph, work, pq + tails[t]) for work, ph, pq in way.phases[d])
-    return jobs
-
-
-def _sure(jobs: list[Job]) -> list[tuple[float, float]]:
-    """Per class with jobs in ``jobs`` (of one dimension, each way's in its order), two points that
-    every way of the class meets: the least release and least delivery of its ways' first jobs, and
-    of their last. Every way of a class has its phases on every dimension of its collective, so in
-    every schedule its chunks have a job there released and delivered no earlier.
-    """
-    first: dict[tuple[int, int], tuple[float, float]] = {}
-    last: dict[tuple[int, int], tuple[float, float]] = {}
-    for k, w, r, _, q in jobs:
-        first.setdefault((k, w), (r, q))
-        last[k, w] = (r, q)
-    out: dict[tuple[int, int], tuple[float, float]] = {}
-    for end, points in enumerate((first, last)):
-        for (k, _), (r, q) in points.items():
-            r0, q0 = out.get((end, k), (r, q))
-            out[end, k] = (min(r0, r), min(q0, q))
-    return list(out.values())
+                    on = [(k, w, heads[t] + ph, work, pq + tails[t]) for work, ph, pq in way.phases[d]]
+                jobs[d].extend(on)
+                for point, job in ((first[d], on[0]), (last[d], on[-1])):
+                    point[0] = min(point[0], job[2])
+                    point[1] = min(point[1], job[4])
+        for d in range(num_dims):
+            if first[d][0] < inf:
+                sure[d].append((first[d][0], first[d][1]))
+                if last[d] != first[d]:
+                    sure[d].append((last[d][0], last[d][1]))
+    return jobs, sure
 
 
 def _axis(values: Any, most: int) -> Any:
@@ -445,8 +452,7 @@ def program_bound(
     ]
     floor = max(floor, preemptive_makespan(computes))
     classes = instance.chunk_classes
-    jobs = _jobs(instance, heads, tails, ways)
-    sure = [_sure(on) for on in jobs]
+    jobs, sure = _jobs(instance, heads, tails, ways, params)
     offsets = list(itertools.accumulate((len(w) for w in ways), initial=0))
     arrays = [_Jobs.of(on, offsets) for on in jobs]
     deadline.check("iteration bound")

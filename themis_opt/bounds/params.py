@@ -66,6 +66,9 @@ class BoundsParams(Knobs):
         1e-7, "a cut or a round that raises the program less, relatively, counts as none", 0, 1
     )
     iteration_cuts: int = knob(8, "cuts per dimension and round at most: one a round left the counts shuffling", 1)
+    iteration_phase_jobs: int = knob(
+        400, "a dimension's jobs are its phases up to this many, else one per class and order: the cuts' grid grows", 0
+    )
     iteration_grid: int = knob(1_500, "release and delivery thresholds of a cut at most: the grid is their product", 2)
     iteration_patience: int = knob(
         5, "rounds without a rise before the cuts stop: past it they only shuffle the counts", 0
