@@ -275,26 +275,27 @@ def _jobs(
     inf = math.inf
     for k, cls in enumerate(instance.chunk_classes):
         t = ctask[cls.collective]
-        first = [[inf, inf] for _ in range(num_dims)]
-        last = [[inf, inf] for _ in range(num_dims)]
-        for w, way in enumerate(ways[k]):
-            for d in range(num_dims):
+        head, tail = heads[t], tails[t]
+        for d in range(num_dims):
+            on = jobs[d]
+            r0 = q0 = r1 = q1 = inf  # the least release and delivery of the first jobs, and of the last
+            for w, way in enumerate(ways[k]):
                 h, q = way.head[d], way.tail[d]
                 if h is None or q is None:
                     continue
                 if way.phases is None or not split[d]:
-                    on = [(k, w, heads[t] + h, way.busy[d], q + tails[t])]  # work 0 too: its class is sure
-                else:
-                    on = [(k, w, heads[t] + ph, work, pq + tails[t]) for work, ph, pq in way.phases[d]]
-                jobs[d].extend(on)
-                for point, job in ((first[d], on[0]), (last[d], on[-1])):
-                    point[0] = min(point[0], job[2])
-                    point[1] = min(point[1], job[4])
-        for d in range(num_dims):
-            if first[d][0] < inf:
-                sure[d].append((first[d][0], first[d][1]))
-                if last[d] != first[d]:
-                    sure[d].append((last[d][0], last[d][1]))
+                    on.append((k, w, head + h, way.busy[d], q + tail))  # work 0 too: its class is sure
+                    r0, q0 = min(r0, head + h), min(q0, q + tail)
+                    r1, q1 = min(r1, head + h), min(q1, q + tail)
+                    continue
+                phases = way.phases[d]
+                on.extend((k, w, head + ph, work, pq + tail) for work, ph, pq in phases)
+                r0, q0 = min(r0, head + phases[0][1]), min(q0, phases[0][2] + tail)
+                r1, q1 = min(r1, head + phases[-1][1]), min(q1, phases[-1][2] + tail)
+            if r0 < inf:
+                sure[d].append((r0, q0))
+                if (r1, q1) != (r0, q0):
+                    sure[d].append((r1, q1))
     return jobs, sure
 
 
