@@ -11,9 +11,9 @@ Two parts, each valid on its own:
 * **the program**: continuous order counts per chunk class, and per dimension the preemptive
   one-machine bound of its jobs, one per class, order and phase there (a reduce-scatter's phase on
   a dimension and the all-gather's are two jobs, the second released late), each with the head
-  and tail its order and its collective's place in the graph give it: for every release threshold ``h`` and delivery
-  threshold ``q``, ``makespan >= h + q +`` the work of the jobs released no earlier than ``h`` and
-  delivered no earlier than ``q``. There are too many such cuts to write down: they are added as
+  and tail its order and its collective's place in the graph give it: for every release threshold
+  ``h`` and delivery threshold ``q``, ``makespan >= h + q +`` the work of the jobs released no
+  earlier than ``h`` and delivered no earlier than ``q``. There are too many such cuts to write down: they are added as
   the counts violate them (the most violated per dimension, found over the grid of thresholds),
   and the program (GLOP) is solved again. The bound is the Lagrangian value of the cuts' duals,
   computed in floats from them, so that it does not rest on the solver's tolerances; every
