@@ -380,3 +380,32 @@ def test_the_probe_proves_the_best_before_the_searches_when_switched_on(caplog: 
         stages = [r.getMessage().split(":")[0] for r in caplog.records if r.getMessage().startswith("stage ")]
         assert result.status.value == "optimal" and result.schedule is not None
         assert validate(instance, result.schedule) == [] and stages[-1] == last
+
+
+def test_the_assignment_search_starts_from_the_iteration_bounds_counts_where_it_ran(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from themis_opt import search as localsearch
+    from themis_opt.bounds import iteration_counts
+
+    instance = two_issues(True)
+    started: list[Any] = []
+    real = localsearch.improve_assignment
+
+    def spy(instance: Instance, starts: list[Any], **options: Any) -> Any:
+        started.append(list(starts))
+        return real(instance, starts, **options)
+
+    monkeypatch.setattr(localsearch, "improve_assignment", spy)
+    warm = simulate(instance, baseline_orders(instance), "fifo")
+    ctx = _context(instance, warm, seconds=10)  # the default bounds: the iteration bound runs
+    counts = iteration_counts(instance)
+    assert ctx.bounds.iteration is not None and counts is not None
+    with caplog.at_level("INFO", logger="themis_opt.pipeline.stages"):
+        assignment_search(ctx, ctx.deadline)
+    assert ctx.best is not None and validate(instance, ctx.best) == []
+    assert started[0][-1] == spread_orders(instance, counts) and "the iteration bound's orders" in caplog.text
+    # bounds without it (the formulas alone): the counts of an earlier call are not a start
+    ctx = _context(instance, warm, Bounds(ideal=0.0), seconds=10)
+    assignment_search(ctx, ctx.deadline)
+    assert len(started) == 2 and started[1] == started[0][:-1]

@@ -243,7 +243,8 @@ def test_each_phase_is_a_job_of_its_own_and_the_bound_stays_below_the_brute_forc
     # relax the jobs of its phases one by one: never higher, and here lower
     import dataclasses
 
-    from themis_opt.bounds.iteration import class_ways, collective_spans, program_bound
+    from themis_opt.bounds.iteration import collective_spans, program_bound
+    from themis_opt.bounds.ways import class_ways
     from themis_opt.budget import Deadline
 
     from ..conftest import brute_force
@@ -261,3 +262,21 @@ def test_each_phase_is_a_job_of_its_own_and_the_bound_stays_below_the_brute_forc
     assert program_bound(instance, spans, ways, Deadline(), few) == pytest.approx(one_job, rel=1e-12)
     if (issue, chunks) == (0.0, 1):
         assert split > 1.05 * one_job  # 664.1 ns against 621.3 (the optimum: 672.2)
+
+
+def test_the_iteration_bounds_counts_are_whole_chunks_of_its_last_run_or_none() -> None:
+    from themis_opt.bounds import iteration_bound, iteration_counts
+    from themis_opt.budget import Deadline
+
+    instance = _two_all_reduces(150.0, 3)
+    assert iteration_counts(instance) is None  # not run yet
+    assert iteration_bound(instance) is not None
+    counts = iteration_counts(instance)
+    assert counts is not None and set(counts) == set(instance.chunk_classes)
+    for cls, orders in counts.items():
+        assert sum(orders.values()) == len(cls.chunks) and all(n > 0 for n in orders.values())
+        assert set(orders) <= set(instance.orders[cls.collective])
+    # a later run that counts a class's orders as one, or stops before its first round: none
+    assert iteration_bound(instance, params=BoundsParams(iteration_orders=1)) is not None
+    assert iteration_counts(instance) is None
+    assert iteration_bound(instance, Deadline.after(0.0)) is None and iteration_counts(instance) is None

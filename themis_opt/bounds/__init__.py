@@ -68,7 +68,14 @@ from themis_opt.bounds.formulas import (
     stage_parts,
 )
 from themis_opt.bounds.graph import jackson_bound, jackson_value, preemptive_makespan, resource_jobs
-from themis_opt.bounds.iteration import alone_span, collective_spans, exact_span, iteration_bound, iteration_fits
+from themis_opt.bounds.iteration import (
+    alone_span,
+    collective_spans,
+    exact_span,
+    iteration_bound,
+    iteration_counts,
+    iteration_fits,
+)
 from themis_opt.bounds.params import BoundsParams
 from themis_opt.bounds.programs import (
     LoadSolution,
@@ -104,6 +111,7 @@ __all__ = [
     "ideal_bound",
     "integer_load_bound",
     "iteration_bound",
+    "iteration_counts",
     "iteration_fits",
     "iteration_wanted",
     "jackson_bound",

@@ -31,9 +31,10 @@ import dataclasses
 from collections.abc import Sequence
 
 from themis_opt.bounds.formulas import BOUNDS, compute_bound, load_origin, order_profiles, stage_parts
-from themis_opt.bounds.iteration import Way, class_ways, collective_spans, iteration_fits, program_bound
+from themis_opt.bounds.iteration import collective_spans, iteration_fits, program_bound
 from themis_opt.bounds.params import BoundsParams
 from themis_opt.bounds.programs import lp_bound
+from themis_opt.bounds.ways import Way, class_ways
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.instance import Collective, Instance, Kind
 from themis_opt.sim.model import heads_and_tails

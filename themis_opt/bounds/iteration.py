@@ -30,104 +30,24 @@ import itertools
 import logging
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from themis_opt.bounds.formulas import BOUNDS, SAFETY
 from themis_opt.bounds.graph import preemptive_makespan
 from themis_opt.bounds.params import BoundsParams
+from themis_opt.bounds.ways import Way, class_ways
 from themis_opt.budget import Deadline, OutOfTime, run_interruptibly
-from themis_opt.cost import PhaseSpec, merges
 from themis_opt.instance import ChunkClass, Collective, Compute, Instance
-from themis_opt.policies import baseline_order, baseline_orders
+from themis_opt.orders import Counts
+from themis_opt.policies import baseline_orders
 from themis_opt.sim.model import (
-    chunk_plan,
-    class_cost,
     classes_by_collective,
     heads_and_tails,
-    least_profile,
     model_of,
     shortest_durations,
-    way_profile,
 )
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Way:
-    """One order of a chunk class (or, past ``params.iteration_orders`` orders, every order at once,
-    each quantity at its least), costed for one chunk from its collective's release.
-
-    Parameters
-    ----------
-    busy
-        Per dimension, the chunk's least busy time there, ns (over the phases the dimension runs
-        at once).
-    head
-        Per dimension, the least time from the chunk's release to its first phase there
-        (``None``: no phase there).
-    tail
-        Per dimension, the least time from the end of its last phase there to its end.
-    duration
-        The chunk's least duration.
-    phases
-        Per dimension, each of its phases there as ``(work, head, tail)``: the program's jobs, so that
-        a reduce-scatter and an all-gather on one dimension are two, the second released late
-        (``None``: one job, ``busy`` from ``head`` to ``tail``, as where the way runs merged phases).
-    """
-
-    busy: tuple[float, ...]
-    head: tuple[float | None, ...]
-    tail: tuple[float | None, ...]
-    duration: float
-    phases: tuple[tuple[tuple[float, float, float], ...], ...] | None = None
-
-
-def class_ways(instance: Instance, cls: ChunkClass, params: BoundsParams = BOUNDS) -> tuple[Way, ...]:
-    """Per order of ``cls`` its :class:`Way` (each at its least over the ways the order may run: the
-    baseline's merged phases besides the split ones); with more than ``params.iteration_orders``
-    orders, one way with every quantity at its least over all of them (its class's
-    :class:`~themis_opt.sim.model.ClassCost`). Kept per kind, dimensions and chunk size.
-    """
-    c = cls.collective
-    key = (instance.collectives[c].kind, instance.active_dims[c], cls.chunk_bytes, params.iteration_orders)
-    memo = model_of(instance).memo.setdefault("ways", {})
-    found: tuple[Way, ...] | None = memo.get(key)
-    if found is not None:
-        return found
-    network = instance.network
-    num_dims = network.num_dims
-    if instance.order_count(c) > params.iteration_orders:
-        cost = class_cost(instance, cls, Deadline())
-        assert cost is not None  # no deadline
-        found = (Way(cost.busy, cost.head, cost.tail, cost.fastest),)
-    else:
-        ways = []
-        for order in instance.orders[c]:
-            runs = [chunk_plan(instance, c, cls.chunk_bytes, order)]
-            if order == baseline_order(instance, c) and merges(instance, c, baseline=True):
-                runs.append(chunk_plan(instance, c, cls.chunk_bytes, order, merged=True))
-            least = least_profile([way_profile(phases, 0.0, num_dims, network.active_chunks) for phases in runs])
-            duration = min(sum(p.duration for p in phases) for phases in runs)
-            jobs = _phase_jobs(runs[0], num_dims, network.active_chunks) if len(runs) == 1 else None
-            ways.append(Way(least.busy, least.head, least.tail, duration, jobs))
-        found = tuple(ways)
-    memo[key] = found
-    return found
-
-
-def _phase_jobs(
-    phases: Sequence[PhaseSpec], num_dims: int, at_once: int
-) -> tuple[tuple[tuple[float, float, float], ...], ...]:
-    """Per dimension, each of ``phases`` on it as ``(work, head, tail)`` (see :class:`Way`)."""
-    total = sum(p.duration for p in phases)
-    out: list[list[tuple[float, float, float]]] = [[] for _ in range(num_dims)]
-    elapsed = 0.0
-    for p in phases:
-        out[p.dim].append((p.duration / at_once, elapsed, total - elapsed - p.duration))
-        elapsed += p.duration
-    return tuple(tuple(jobs) for jobs in out)
 
 
 def _compositions(n: int, parts: int) -> Iterator[tuple[int, ...]]:
@@ -444,6 +364,7 @@ def program_bound(
     import numpy as np
     from ortools.linear_solver import pywraplp
 
+    model_of(instance).memo.pop("iteration_counts", None)  # this call's, or none
     spans = tuple(spans)
     heads, tails = heads_and_tails(instance, spans, deadline)
     deadline.check("iteration bound")
@@ -472,6 +393,7 @@ def program_bound(
     cuts: list[_Cut] = []
     loads: dict[int, Any] = {}  # per dimension, a variable for its whole load, once a cut needs it
     best = floor
+    values: Any = None  # the last round's counts
     seen: set[tuple[int, float, float]] = set()
     level, still = 0.0, 0  # the program's value, and rounds since it last rose
     try:
@@ -523,7 +445,44 @@ def program_bound(
                 break
     except OutOfTime:  # every round's bound is valid: the best so far stands
         pass
+    if values is not None:
+        _keep_counts(instance, ways, values)
     return best * (1 - SAFETY)
+
+
+def iteration_counts(instance: Instance) -> Counts | None:
+    """The order counts of the iteration bound's program at its last round, the last time it ran
+    on ``instance``, each class's rounded to whole chunks (largest remainders, ties to the earlier
+    order): counts that balance the dimensions where the task graph and the issue times load them,
+    for the searches to start from. ``None`` where it has not run, stopped before its first round
+    or counted some class's orders as one (``iteration_orders``).
+    """
+    found: Counts | None = model_of(instance).memo.get("iteration_counts")
+    return found
+
+
+def _keep_counts(instance: Instance, ways: Sequence[tuple[Way, ...]], values: Any) -> None:
+    """Keep the program's ``values`` as :func:`iteration_counts`, where each way is an order."""
+    import numpy as np
+
+    counts: Counts = {}
+    at = 0
+    for cls, own in zip(instance.chunk_classes, ways):
+        orders = instance.orders[cls.collective]
+        if len(own) != len(orders):
+            return
+        shares = values[at : at + len(own)]
+        at += len(own)
+        whole = np.floor(shares + 1e-9).astype(int)
+        left = len(cls.chunks) - int(whole.sum())
+        if left > 0:
+            whole[np.argsort(whole - shares, kind="stable")[:left]] += 1
+        elif left < 0:  # the float sum just above the class's chunks
+            whole[np.argsort(shares - whole, kind="stable")[:-left]] -= 1
+        if whole.min() < 0 or int(whole.sum()) != len(cls.chunks):  # GLOP's counts far off: none kept
+            return
+        counts[cls] = {order: int(n) for order, n in zip(orders, whole) if n > 0}
+    model_of(instance).memo["iteration_counts"] = counts
 
 
 def _summed(var: Any, work: Any) -> tuple[Any, Any]:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Generator, Hashable, Iterator
 from typing import TYPE_CHECKING
 
-from themis_opt.bounds import solvers_loaded
+from themis_opt.bounds import iteration_counts, solvers_loaded
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.cost import merging_shortens
 from themis_opt.errors import counted
@@ -72,23 +72,29 @@ def warm_start(ctx: Context, budget: Deadline) -> None:
 
 def assignment_search(ctx: Context, budget: Deadline) -> None:
     """The assignment search from the best schedule's orders, from the fill-and-drain counts spread
-    evenly and, with several collectives, from the counts that level each collective's load over
-    the dimensions, one seed per worker; it stops once it meets the lower bound.
+    evenly, with several collectives from the counts that level each collective's load over the
+    dimensions, and from the iteration bound's counts spread evenly, one seed per worker; it stops
+    once it meets the lower bound.
     """
     from themis_opt.search import improve_assignment
 
     instance = ctx.instance
     assert ctx.best is not None
-    starts: list[Orders] = [ctx.best.orders]
+    starts: dict[str, Orders] = {"the best schedule's": ctx.best.orders}
     counts = ctx.counts(budget)
     if counts is not None:
-        starts.append(spread_orders(instance, counts.counts))
+        starts["fill-and-drain's"] = spread_orders(instance, counts.counts)
         # with one collective, leveling its load is the program's own objective: nothing to add
         share = budget.share(ctx.params.pipeline.counts_share)
         level = level_counts(instance, counts, share, ctx.params.bounds) if len(instance.collectives) > 1 else None
         if level is not None:
-            starts.append(spread_orders(instance, level))
-    found = improve_assignment(instance, starts, deadline=budget, **ctx.search_options())
+            starts["the level counts'"] = spread_orders(instance, level)
+    # the iteration bound's counts (this call's: it ran) see the task graph and the issue times
+    iteration = iteration_counts(instance) if ctx.bounds.iteration is not None else None
+    if iteration is not None:
+        starts["the iteration bound's"] = spread_orders(instance, iteration)
+    logger.info("assignment search: from %s orders", ", ".join(starts))
+    found = improve_assignment(instance, list(starts.values()), deadline=budget, **ctx.search_options())
     ctx.offer(found)
 
 
