@@ -468,9 +468,9 @@ def _keep_counts(instance: Instance, ways: Sequence[tuple[Way, ...]], values: An
     counts: Counts = {}
     at = 0
     for cls, own in zip(instance.chunk_classes, ways):
-        orders = instance.orders[cls.collective]
-        if len(own) != len(orders):
+        if len(own) != instance.order_count(cls.collective):  # its orders counted as one (never listed)
             return
+        orders = instance.orders[cls.collective]
         shares = values[at : at + len(own)]
         at += len(own)
         whole = np.floor(shares + 1e-9).astype(int)
