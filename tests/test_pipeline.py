@@ -274,19 +274,11 @@ def test_a_cpsat_bound_above_the_best_schedule_is_logged_and_not_kept(caplog: py
     assert ctx.bounds.cpsat == warm.makespan * 0.999 and "above a valid schedule" in caplog.text
 
 
-@pytest.mark.parametrize("several", [True, False])
-def test_the_assignment_search_starts_from_level_counts_with_several_collectives(
-    several: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # starts: the best schedule's orders, the program's counts spread and, with several collectives,
-    # the level counts spread (the search's schedule is valid either way)
+def _spy_on_starts(monkeypatch: pytest.MonkeyPatch) -> list[list[Any]]:
+    """The starts of every assignment search run from now on, in a list that fills as they run."""
     from themis_opt import search as localsearch
 
-    instance = two_issues(several)
-    memo: dict[Any, Any] = {}
-    counts = integer_load_bound(instance, fill_drain=True, memo=memo)
-    assert counts is not None
-    started: list[Any] = []
+    started: list[list[Any]] = []
     real = localsearch.improve_assignment
 
     def spy(instance: Instance, starts: list[Any], **options: Any) -> Any:
@@ -294,6 +286,20 @@ def test_the_assignment_search_starts_from_level_counts_with_several_collectives
         return real(instance, starts, **options)
 
     monkeypatch.setattr(localsearch, "improve_assignment", spy)
+    return started
+
+
+@pytest.mark.parametrize("several", [True, False])
+def test_the_assignment_search_starts_from_level_counts_with_several_collectives(
+    several: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # starts: the best schedule's orders, the program's counts spread and, with several collectives,
+    # the level counts spread (the search's schedule is valid either way)
+    instance = two_issues(several)
+    memo: dict[Any, Any] = {}
+    counts = integer_load_bound(instance, fill_drain=True, memo=memo)
+    assert counts is not None
+    started = _spy_on_starts(monkeypatch)
     warm = simulate(instance, baseline_orders(instance), "fifo")
     ctx = _context(instance, warm, Bounds(ideal=0.0), memo, seconds=10)
     assignment_search(ctx, ctx.deadline)
@@ -385,18 +391,10 @@ def test_the_probe_proves_the_best_before_the_searches_when_switched_on(caplog: 
 def test_the_assignment_search_starts_from_the_iteration_bounds_counts_where_it_ran(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from themis_opt import search as localsearch
     from themis_opt.bounds import iteration_counts
 
     instance = two_issues(True)
-    started: list[Any] = []
-    real = localsearch.improve_assignment
-
-    def spy(instance: Instance, starts: list[Any], **options: Any) -> Any:
-        started.append(list(starts))
-        return real(instance, starts, **options)
-
-    monkeypatch.setattr(localsearch, "improve_assignment", spy)
+    started = _spy_on_starts(monkeypatch)
     warm = simulate(instance, baseline_orders(instance), "fifo")
     ctx = _context(instance, warm, seconds=10)  # the default bounds: the iteration bound runs
     counts = iteration_counts(instance)
