@@ -276,7 +276,8 @@ def test_the_iteration_bounds_counts_are_whole_chunks_of_its_last_run_or_none() 
     for cls, orders in counts.items():
         assert sum(orders.values()) == len(cls.chunks) and all(n > 0 for n in orders.values())
         assert set(orders) <= set(instance.orders[cls.collective])
-    # a later run that counts a class's orders as one, or stops before its first round: none
+    # a later run that stops before its first round, or counts a class's orders as one: none
+    assert iteration_bound(instance, Deadline.after(0.0)) is None and iteration_counts(instance) is None
+    assert iteration_bound(instance) is not None and iteration_counts(instance) == counts
     assert iteration_bound(instance, params=BoundsParams(iteration_orders=1)) is not None
     assert iteration_counts(instance) is None
-    assert iteration_bound(instance, Deadline.after(0.0)) is None and iteration_counts(instance) is None

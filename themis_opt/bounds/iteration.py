@@ -309,6 +309,7 @@ def iteration_bound(
     first value is known.
     """
     deadline = deadline or Deadline()
+    model_of(instance).memo.pop("iteration_counts", None)  # this call's counts, or none
     if not iteration_fits(instance, params):
         return None
     from themis_opt.bounds.programs import solvers_loaded
@@ -446,7 +447,7 @@ def program_bound(
     except OutOfTime:  # every round's bound is valid: the best so far stands
         pass
     if values is not None:
-        _keep_counts(instance, ways, values)
+        model_of(instance).memo["iteration_counts"] = (tuple(ways), values)
     return best * (1 - SAFETY)
 
 
@@ -457,20 +458,17 @@ def iteration_counts(instance: Instance) -> Counts | None:
     for the searches to start from. ``None`` where it has not run, stopped before its first round
     or counted some class's orders as one (``iteration_orders``).
     """
-    found: Counts | None = model_of(instance).memo.get("iteration_counts")
-    return found
-
-
-def _keep_counts(instance: Instance, ways: Sequence[tuple[Way, ...]], values: Any) -> None:
-    """Keep the program's ``values`` as :func:`iteration_counts`, where each way is an order."""
     import numpy as np
 
+    kept = model_of(instance).memo.get("iteration_counts")
+    if kept is None:
+        return None
+    ways, values = kept  # rounded here, when asked: most calls of the bound never are
     counts: Counts = {}
     at = 0
     for cls, own in zip(instance.chunk_classes, ways):
         if len(own) != instance.order_count(cls.collective):  # its orders counted as one (never listed)
-            return
-        orders = instance.orders[cls.collective]
+            return None
         shares = values[at : at + len(own)]
         at += len(own)
         whole = np.floor(shares + 1e-9).astype(int)
@@ -479,10 +477,10 @@ def _keep_counts(instance: Instance, ways: Sequence[tuple[Way, ...]], values: An
             whole[np.argsort(whole - shares, kind="stable")[:left]] += 1
         elif left < 0:  # the float sum just above the class's chunks
             whole[np.argsort(shares - whole, kind="stable")[:-left]] -= 1
-        if whole.min() < 0 or int(whole.sum()) != len(cls.chunks):  # GLOP's counts far off: none kept
-            return
-        counts[cls] = {order: int(n) for order, n in zip(orders, whole) if n > 0}
-    model_of(instance).memo["iteration_counts"] = counts
+        if whole.min() < 0 or int(whole.sum()) != len(cls.chunks):  # GLOP's counts far off: none
+            return None
+        counts[cls] = {order: int(n) for order, n in zip(instance.orders[cls.collective], whole) if n > 0}
+    return counts
 
 
 def _summed(var: Any, work: Any) -> tuple[Any, Any]:
