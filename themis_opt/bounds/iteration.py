@@ -365,7 +365,6 @@ def program_bound(
     import numpy as np
     from ortools.linear_solver import pywraplp
 
-    model_of(instance).memo.pop("iteration_counts", None)  # this call's, or none
     spans = tuple(spans)
     heads, tails = heads_and_tails(instance, spans, deadline)
     deadline.check("iteration bound")
