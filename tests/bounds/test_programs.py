@@ -1,5 +1,5 @@
 """The load programs (LP, integer program, fill-and-drain, level counts) and the fluid bound: brute-force
-optima, solver loading, limits and caching."""
+optima, limits and caching."""
 
 from __future__ import annotations
 
@@ -319,47 +319,6 @@ def test_the_default_bound_counts_latency() -> None:
     assert default.lower_bound >= 0.8 * full.best
 
 
-def test_a_slow_solver_load_is_waited_for_only_until_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
-    # a cold disk made the import of OR-Tools take 6 s: the wait ends at the deadline, the load goes on
-    import sys
-    import threading
-    import time
-
-    import themis_opt.bounds.programs as programs
-    from themis_opt.budget import Deadline
-
-    release = threading.Event()
-    monkeypatch.setattr(programs, "_LOADING", {})
-    monkeypatch.setattr(programs, "_load_solvers", lambda key, modules: release.wait(10))
-    monkeypatch.delitem(sys.modules, "ortools.linear_solver.pywraplp", raising=False)
-    assert not programs.solvers_loaded(Deadline.after(0.1))  # less than solver_load (0.6 s) left: not started
-    assert "programs" not in programs._LOADING
-    t0 = time.perf_counter()
-    assert not programs.solvers_loaded(Deadline.after(0.7))
-    assert time.perf_counter() - t0 < 1.5
-    release.set()
-    assert programs.solvers_loaded(Deadline.after(5.0))  # the same load, finished
-
-
-def test_a_failed_solver_load_is_raised_where_the_solvers_are_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
-
-    import themis_opt.bounds.programs as programs
-    from themis_opt.budget import Deadline
-
-    def broken(key: str, modules: tuple[str, ...]) -> None:
-        programs._LOADING[f"{key} error"] = ImportError("no OR-Tools here")
-
-    monkeypatch.setattr(programs, "_LOADING", {})
-    monkeypatch.setattr(programs, "_load_solvers", broken)
-    monkeypatch.delitem(sys.modules, "ortools.linear_solver.pywraplp", raising=False)
-    with pytest.raises(ImportError, match="no OR-Tools here"):
-        programs.solvers_loaded(Deadline.after(5.0))
-    monkeypatch.delitem(sys.modules, "ortools.sat.python.cp_model", raising=False)
-    with pytest.raises(ImportError, match="no OR-Tools here"):
-        programs.solvers_loaded(Deadline.after(5.0), cpsat=True)
-
-
 def test_fill_and_drain_finds_an_assignment_even_when_presolve_spends_its_work_limit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -461,3 +420,19 @@ def test_issue_cuts_that_cannot_bind_are_left_out_and_the_bounds_stay() -> None:
     plain = integer_load_bound(instance, fill_drain=False, params=every)
     assert plain is not None
     assert load_value(instance, plain.counts) > 0 and fill_drain_value(instance, plain.counts) >= whole
+
+
+def test_the_fill_and_drain_model_grows_linearly_with_the_orders_and_their_heads() -> None:
+    from themis_opt.bounds.programs import fill_drain_model
+    from themis_opt.budget import Deadline
+
+    # 30 all-reduces issued 1 us apart: each order's head on a dimension is a level of its own, and a
+    # clause per level listing every order below it made a model of their square (minutes to build)
+    net = Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in ((4, 100.0), (8, 50.0), (2, 25.0))))
+    tasks = tuple(Collective("all_reduce", (1 + i % 7) * MIB, 2, issue_ns=1000.0 * i, id=f"c{i}") for i in range(30))
+    instance = Instance(net, tasks)
+    program = fill_drain_model(instance, None, Deadline())
+    assert program is not None
+    literals = sum(len(c.bool_or.literals) for c in program.model.model_proto.constraints)
+    orders = len(program.counts)  # 180: 30 classes x 6 orders
+    assert 0 < literals <= 6 * orders * net.num_dims  # the square: 55,623

@@ -84,8 +84,8 @@ from themis_opt.bounds.programs import (
     fluid_bound,
     integer_load_bound,
     lp_bound,
-    solvers_loaded,
 )
+from themis_opt.bounds.solvers import solvers_loaded
 from themis_opt.budget import Deadline, OutOfTime
 from themis_opt.errors import InputError
 from themis_opt.instance import Instance

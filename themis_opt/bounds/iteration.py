@@ -140,7 +140,7 @@ def exact_span(instance: Instance, collective: int, deadline: Deadline, params: 
     cost more than :func:`alone_span`'s fill and drain tell (4 chunks of an all-gather over a
     rail and a spine: 3.2168 ms, not 3.1462).
     """
-    from themis_opt.bounds.programs import solvers_loaded
+    from themis_opt.bounds.solvers import solvers_loaded
 
     if instance.order_count(collective) < 2 or params.span_work <= 0 or deadline.expired():
         return None
@@ -312,7 +312,7 @@ def iteration_bound(
     model_of(instance).memo.pop("iteration_counts", None)  # this call's counts, or none
     if not iteration_fits(instance, params):
         return None
-    from themis_opt.bounds.programs import solvers_loaded
+    from themis_opt.bounds.solvers import solvers_loaded
 
     if not solvers_loaded(deadline, params):
         return None
