@@ -306,8 +306,8 @@ def test_the_assignment_search_starts_from_level_counts_with_several_collectives
     assert ctx.best is not None and validate(instance, ctx.best) == [] and ctx.best.makespan <= warm.makespan
     expected = [warm.orders, spread_orders(instance, counts.counts)]
     if several:
-        level = level_counts(instance, counts)  # here the program's own counts happen to be level already
-        assert level is not None
+        level = level_counts(instance, counts)
+        assert level is not None and level != counts.counts
         expected.append(spread_orders(instance, level))
     assert started == [expected]
 

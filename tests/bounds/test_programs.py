@@ -422,17 +422,36 @@ def test_issue_cuts_that_cannot_bind_are_left_out_and_the_bounds_stay() -> None:
     assert load_value(instance, plain.counts) > 0 and fill_drain_value(instance, plain.counts) >= whole
 
 
-def test_the_fill_and_drain_model_grows_linearly_with_the_orders_and_their_heads() -> None:
+def test_the_fill_and_drain_model_grows_linearly_with_the_orders_and_their_heads_above_its_cap() -> None:
     from themis_opt.bounds.programs import fill_drain_model
     from themis_opt.budget import Deadline
 
     # 30 all-reduces issued 1 us apart: each order's head on a dimension is a level of its own, and a
-    # clause per level listing every order below it made a model of their square (minutes to build)
+    # clause per level listing every order below it is their square (on an iteration of 12,000
+    # orders a dimension, 16 s to build); above the cap a chain of Booleans says it instead
     net = Network(tuple(Dimension(n, "switch", b, 500.0) for n, b in ((4, 100.0), (8, 50.0), (2, 25.0))))
     tasks = tuple(Collective("all_reduce", (1 + i % 7) * MIB, 2, issue_ns=1000.0 * i, id=f"c{i}") for i in range(30))
     instance = Instance(net, tasks)
-    program = fill_drain_model(instance, None, Deadline())
-    assert program is not None
-    literals = sum(len(c.bool_or.literals) for c in program.model.model_proto.constraints)
-    orders = len(program.counts)  # 180: 30 classes x 6 orders
-    assert 0 < literals <= 6 * orders * net.num_dims  # the square: 55,623
+    orders = 30 * 6
+
+    def literals(params: BoundsParams) -> int:
+        program = fill_drain_model(instance, None, Deadline(), params=params)
+        assert program is not None and len(program.counts) == orders
+        return sum(len(c.bool_or.literals) for c in program.model.model_proto.constraints)
+
+    assert literals(BoundsParams()) > 50_000  # the clauses: 55,623
+    assert 0 < literals(BoundsParams(fill_drain_clause_literals=1)) <= 6 * orders * net.num_dims
+
+
+@pytest.mark.parametrize("several", [False, True])
+def test_the_chain_and_the_clauses_give_the_same_fill_and_drain_optimum(several: bool) -> None:
+    from ..conftest import four_dims
+
+    # where the heads and tails add to the load: the program itself is solved, not its shortcut
+    instance = two_issues() if several else four_dims(chunks=4)
+    plain = integer_load_bound(instance, fill_drain=False)
+    clauses = integer_load_bound(instance, fill_drain=True)
+    chain = integer_load_bound(instance, fill_drain=True, params=BoundsParams(fill_drain_clause_literals=1))
+    assert plain is not None and clauses is not None and chain is not None and clauses.optimal and chain.optimal
+    assert clauses.bound > plain.bound * (1 + 1e-6)
+    assert chain.bound == pytest.approx(clauses.bound, rel=1e-12)

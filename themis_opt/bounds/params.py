@@ -41,6 +41,9 @@ class BoundsParams(Knobs):
     fill_drain_work: float = knob(1.0, "CP-SAT deterministic time for fill-and-drain: a machine-independent stop", 0)
     fill_drain_conflicts: int = knob(20_000, "and at most this many conflicts: the same answer on every machine", 1)
     fill_drain_unit_ns: float = knob(1e-3, "fill-and-drain rounds times down to this: only weakens the bound", 0)
+    fill_drain_clause_literals: int = knob(
+        1_000_000, "a dimension's least head as a clause per level up to this many literals; a chain above", 1
+    )
     max_load_variables: int = knob(20_000, "order counts over all chunk classes: beyond, the programs take minutes", 1)
     every_cut_entries: int = knob(
         100_000,

@@ -4,6 +4,7 @@ a node or work limit and a share of the caller's time; their answers cached per 
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import logging
 import math
@@ -472,28 +473,41 @@ def fill_drain_model(
             value = min(in_use) if in_use else top
             m.add_hint(least, value)
             least_hint.append(value)
-            # least >= each level unless an order in use lies below it: "below" only grows level by
-            # level, so a chain of Booleans says it (a clause per level listing all below: their square)
-            group: dict[int, list[Any]] = {}
-            for (key, _), v in zip(pairs, values):
-                group.setdefault(v, []).append(used[key])
-            below: list[Any] = []  # some order in use lies below the previous level, once there is one
+            # least >= each level unless an order in use lies below it: a clause per level listing
+            # the orders below (CP-SAT's work limit reads them best), or where that is the square of
+            # too many orders a chain of Booleans, "some order in use lies below this level"
+            group: dict[int, list[int]] = {}  # per level, its orders (their places in pairs)
+            for i, v in enumerate(values):
+                group.setdefault(v, []).append(i)
+            chain = _clause_literals(values) > params.fill_drain_clause_literals
+            below: list[Any] = []  # the orders below the level (places), or the chain's last link
             for previous, level in itertools.pairwise(sorted(group)):
                 if deadline.expired():
                     return None
-                reached, now = m.new_bool_var("reached"), m.new_bool_var("below")
+                reached = m.new_bool_var("reached")
                 m.add(least >= level).only_enforce_if(reached)
-                m.add_bool_or([now, reached])
-                m.add_bool_or([~now, *group[previous], *below])
+                if chain:
+                    now = m.new_bool_var("below")
+                    m.add_bool_or([now, reached])
+                    m.add_bool_or([~now, *(used[pairs[i][0]] for i in group[previous]), *below])
+                    m.add_hint(now, value < level)
+                    below = [now]
+                else:
+                    below = sorted([*below, *group[previous]])
+                    m.add_bool_or([*(used[pairs[i][0]] for i in below), reached])
                 m.add_hint(reached, level <= value)
-                m.add_hint(now, value < level)
-                below = [now]
             ends.append(least)
         busy = [(key, q(p.busy[d])) for key, p in pairs]
         m.add(makespan >= ends[0] + ends[1] + sum(x[key] * b for key, b in busy))
         ends_hint.append(sum(least_hint) + sum(hint_of[key] * b for key, b in busy))
     m.add_hint(makespan, min(top, max(ends_hint)))
     return FillDrainModel(m, x, used, makespan, origin, unit)
+
+
+def _clause_literals(values: list[int]) -> int:
+    """The literals of one clause per level of ``values`` listing every value below it."""
+    ordered = sorted(values)
+    return sum(bisect.bisect_left(ordered, level) for level in sorted(set(values))[1:])
 
 
 def fill_drain_settings(params: BoundsParams, probing: bool = True) -> SolverSettings:
