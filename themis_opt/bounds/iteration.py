@@ -289,7 +289,8 @@ def _most_violated(
     np.maximum.at(right, cell(hs, sure_release), cell(qs, sure_delivery))
     met = np.arange(width)[None, :] <= np.maximum.accumulate(right[::-1])[::-1][:, None]
     # the work over every cell at or above and right of each, plus its thresholds
-    np.cumsum(table, axis=0, out=table)
+    for i in range(1, height):  # down the columns row by row: numpy's cumsum there strides, ten times slower
+        np.add(table[i], table[i - 1], out=table[i])
     np.cumsum(table, axis=1, out=table)
     value = table[::-1, ::-1]
     value += hs[:, None]
