@@ -4,7 +4,6 @@ a node or work limit and a share of the caller's time; their answers cached per 
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import logging
 import math
@@ -479,9 +478,11 @@ def fill_drain_model(
             group: dict[int, list[int]] = {}  # per level, its orders (their places in pairs)
             for i, v in enumerate(values):
                 group.setdefault(v, []).append(i)
-            chain = _clause_literals(values) > params.fill_drain_clause_literals
+            levels = sorted(group)
+            clauses = sum(itertools.accumulate(len(group[v]) for v in levels[:-1]))  # their literals
+            chain = clauses > params.fill_drain_clause_literals
             below: list[Any] = []  # the orders below the level (places), or the chain's last link
-            for previous, level in itertools.pairwise(sorted(group)):
+            for previous, level in itertools.pairwise(levels):
                 if deadline.expired():
                     return None
                 reached = m.new_bool_var("reached")
@@ -502,12 +503,6 @@ def fill_drain_model(
         ends_hint.append(sum(least_hint) + sum(hint_of[key] * b for key, b in busy))
     m.add_hint(makespan, min(top, max(ends_hint)))
     return FillDrainModel(m, x, used, makespan, origin, unit)
-
-
-def _clause_literals(values: list[int]) -> int:
-    """The literals of one clause per level of ``values`` listing every value below it."""
-    ordered = sorted(values)
-    return sum(bisect.bisect_left(ordered, level) for level in sorted(set(values))[1:])
 
 
 def fill_drain_settings(params: BoundsParams, probing: bool = True) -> SolverSettings:
