@@ -7,9 +7,11 @@ reduce adds disjoint sets (a set met twice is data reduced twice), a copy replac
 At the end, per NPU and chunk: an all-reduce holds every unit summed over the whole group; a
 reduce-scatter its own unit summed so; an all-gather every unit as its owner gave it; an all-to-all
 its own unit from every NPU (there a unit is the block bound for that NPU, and a send moves it). Messages must
-match one to one (:attr:`~themis_opt.programs.Program.sender`) and the program must not deadlock
-(:func:`~themis_opt.programs.time_program`); ASTRA-sim itself accepts a mismatch and leaves an NPU
-unfinished without a word, so this check is what makes a program safe to hand on.
+match one to one (:attr:`~themis_opt.programs.Program.sender`), the program must not deadlock
+(:func:`~themis_opt.programs.time_program`), and no two accesses of an NPU to the same units may race
+(:mod:`~themis_opt.programs.races`), so that every run computes what the symbolic one did; ASTRA-sim
+itself accepts a mismatch and leaves an NPU unfinished without a word, so this check is what makes a
+program safe to hand on.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 from themis_opt.errors import InputError, counted
 from themis_opt.instance import Kind
 from themis_opt.programs.ir import OpKind, Program
+from themis_opt.programs.races import check_races
 from themis_opt.programs.timing import Timing, send_ns, time_program
 
 Held = dict[int, int]  # contributors (bit mask of group positions) -> units holding that sum (bit mask)
@@ -36,7 +39,8 @@ def check_program(program: Program) -> Timing:
     """
     timing = time_program(program)
     _check_dimensions(program, timing)
-    _check_data(program, timing.order)
+    blocks = _check_data(program, timing.order)
+    check_races(program, timing.order, blocks)
     return timing
 
 
@@ -130,13 +134,16 @@ def _crowded(by_time: np.ndarray, rank_dim: np.ndarray, first: np.ndarray, last:
     return None
 
 
-def _check_data(program: Program, order: np.ndarray) -> None:
-    """Execute the program symbolically (see the module's docstring)."""
+def _check_data(program: Program, order: np.ndarray) -> dict[int, Held]:
+    """Execute the program symbolically (see the module's docstring); return each all-to-all message's
+    blocks (what :func:`~themis_opt.programs.races.check_races` needs of them).
+    """
     colls = program.collectives
     units = [program.group_units(c) for c in range(len(colls))]
     places = [positions(program, c).tolist() for c in range(len(colls))]
     state: dict[tuple[int, int, int], Held] = {}
     in_flight: dict[int, Held] = {}
+    blocks: dict[int, Held] = {}
     kind, rank, coll_of, chunk_of = program.kind, program.rank, program.collective, program.chunk
     unit_sets, unit_of, reduce_of, sender = program.unit_sets, program.units, program.reduce, program.sender
     kinds, ranks, colls_of, chunks = kind.tolist(), rank.tolist(), coll_of.tolist(), chunk_of.tolist()
@@ -163,6 +170,7 @@ def _check_data(program: Program, order: np.ndarray) -> None:
                 raise InputError(_where(program, op), "sends data it does not hold")
             if moves:
                 _drop(held, carried)
+                blocks[op] = piece
             in_flight[op] = piece
             continue
         source = senders[op]
@@ -172,6 +180,7 @@ def _check_data(program: Program, order: np.ndarray) -> None:
         if reduces[op]:
             _reduce(held, piece, program, op)
         elif moves:
+            blocks[op] = piece
             for m, u in piece.items():
                 if held.get(m, 0) & u:
                     raise InputError(_where(program, op), "receives an NPU's block it holds already")
@@ -192,6 +201,7 @@ def _check_data(program: Program, order: np.ndarray) -> None:
                         f"program: NPU {r}",
                         f"ends chunk {k} of collective {c} ({coll.kind.value}) without its result",
                     )
+    return blocks
 
 
 def _start(kind: Kind, place: int, count: int) -> Held:

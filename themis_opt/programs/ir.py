@@ -216,6 +216,10 @@ class Program:
         send: the model's delays of a message (its endpoint delay, message overhead, its phase's
         delay and reductions), which ASTRA-sim 2.x's custom path does not charge, as the time the
         link takes to carry them (:func:`~themis_opt.programs.timing.pad_bytes`).
+    exclusive_reductions
+        Whether a reducing receive reads and writes the buffer itself, so that two into the same units
+        at one NPU must be ordered (MSCCL's ``rrc``); ``False``: reductions commute (ASTRA-sim's,
+        which moves no data). See :mod:`~themis_opt.programs.races`.
     """
 
     links: tuple[Link, ...]
@@ -237,6 +241,7 @@ class Program:
     active_phases: int = 1
     stages: tuple[tuple[int, ...], ...] = ()
     pad: np.ndarray = None  # type: ignore[assignment]  # resolved below
+    exclusive_reductions: bool = False
 
     def __post_init__(self) -> None:
         n = len(self.kind)
@@ -258,6 +263,7 @@ class Program:
         table: np.ndarray,
         dep_counts: np.ndarray,
         deps: np.ndarray,
+        exclusive_reductions: bool = False,
     ) -> Program:
         """A program from its rows as one table (columns in :data:`COLUMNS` order) and each row's
         dependency count; ``described`` is (links, collectives, unit sets, active phases, stages).
@@ -275,6 +281,7 @@ class Program:
             deps=deps,
             active_phases=active,
             stages=stages,
+            exclusive_reductions=exclusive_reductions,
         )
 
     @property

@@ -174,11 +174,16 @@ def write_msccl(
         A program MSCCL cannot run (not one all-reduce, a computation of some time) or one over an
         executor's limit, naming it.
     ValueError
-        A padded program (:attr:`Program.pad`): an MSCCL step carries data alone, so ``time_ns`` is
-        the time of :meth:`Program.unpadded`, which to write instead.
+        A padded program (:attr:`Program.pad`: an MSCCL step carries data alone) or one whose
+        reductions may run at once (an ``rrc`` step reads and writes the buffer itself): ``time_ns``
+        is the time of ``order_reductions(program.unpadded())``
+        (:func:`~themis_opt.programs.races.order_reductions`), which to write instead.
     """
-    if program.pad.any():
-        raise ValueError("write_msccl: the program's messages are padded; write program.unpadded()")
+    if program.pad.any() or not program.exclusive_reductions:
+        raise ValueError(
+            "write_msccl: a padded program, or one whose reductions may run at once; write "
+            "order_reductions(program.unpadded())"
+        )
     if len(program.collectives) != 1:
         raise InputError("msccl", "programs are written for one collective (an MSCCL algo is one collective call)")
     (coll,) = program.collectives
@@ -528,7 +533,8 @@ def _assemble(description: Description, per_rank: list[list[dict[str, Any]]], un
         starts.append(base + len(nodes))
     table = np.array(rows, dtype=np.int64).reshape(len(rows), len(COLUMNS))
     described = (description.links, description.collectives, tuple(masks), description.active_phases, ())
-    return Program.from_table(described, np.array(starts), table, np.array(counts), np.array(deps, dtype=np.int64))
+    edges = np.array(deps, dtype=np.int64)
+    return Program.from_table(described, np.array(starts), table, np.array(counts), edges, exclusive_reductions=True)
 
 
 def _node(
