@@ -125,6 +125,25 @@ def test_a_step_waiting_for_no_step_is_named(tmp_path: Path) -> None:
         read_msccl(tmp_path / "m")
 
 
+def test_steps_are_counted_as_the_executor_counts_them(tmp_path: Path) -> None:
+    _, back = _roundtrip(load("tiny_ar"), "themis", tmp_path / "m")
+    path = tmp_path / "m" / XML
+    text = path.read_text()
+    assert 'type="nop"' in text
+    # the executor does not read s: any value within its steps is the same program
+    path.write_text(re.sub(r' s="\d+"', ' s="0"', text))
+    assert check_program(read_msccl(tmp_path / "m")).time_ns == back
+    # a step waited for signals only with hasdep="1": with none, every wait is for ever
+    path.write_text(text.replace('hasdep="1"', 'hasdep="0"'))
+    with pytest.raises(InputError, match="wait for ever"):
+        read_msccl(tmp_path / "m")
+    # a step after nops that wait must wait itself, or the executor ignores the XML
+    nop_then_step = re.compile(r'(type="nop"[^\n]*\n[^\n]*type="(?:s|r|rrc)"[^\n]*)depid="\d+" deps="\d+"')
+    path.write_text(nop_then_step.sub(r'\1depid="-1" deps="-1"', text, count=1))
+    with pytest.raises(InputError, match="names no step itself"):
+        read_msccl(tmp_path / "m")
+
+
 def test_a_step_in_another_buffer_is_named(tmp_path: Path) -> None:
     _roundtrip(load("worked"), "baseline", tmp_path / "m")
     path = tmp_path / "m" / XML

@@ -1,30 +1,7 @@
-"""A program as MSCCL-IR XML, as the MSCCL executor (msccl-executor-nccl) parses and runs it.
-
-One ``<algo>``: an all-reduce, reduce-scatter or all-gather over every GPU, in place
-(``inplace="1" outofplace="0"``: the call passes one buffer). The buffer is cut in
-``nchunksperloop`` = chunks x units pieces. An all-reduce's units are laid out so that every
-message is one range (the dimensions in the order the chunk's reduce-scatter visits them, the first
-the most significant digit; a dimension whose messages carry several blocks, halving-doubling's,
-with its digit bit-reversed): any layout the GPUs share gives the same sums. A reduce-scatter's and
-an all-gather's are where MSCCL expects GPU u's block: piece ``u * chunks + c`` is unit ``u`` of
-chunk ``c``, so a message is as many steps as it has runs of pieces. Each GPU sends and receives
-through thread blocks with one peer each: one ``tb`` per direction, peer and channel, steps in the
-program's order (``s`` a send, ``r`` a receive that copies, ``rrc`` one that reduces; a message of
-several runs, or of more pieces than a step moves, takes several steps in a row); a step that
-waits for several others is preceded by ``nop`` steps, one dependency each, as msccl-tools writes
-them. Messages between two GPUs are spread over channels in order, the same way on both sides, so
-the k-th send on a connection is the k-th receive. The executor's limits are checked and a program
-beyond one is refused with the limit named (:data:`LIMITS`); ``max_steps`` follows the executor's
-build-time ``MSCCL_MAX_NUM_STEPS``.
-
-The folder holds ``program.xml`` and ``program.json`` (as the ASTRA-sim folder's: the network, the
-chunks' bytes, what the checker needs); each step also carries ``themis_phase``, an attribute the
-executor does not read.
-"""
+"""A program written as MSCCL-IR XML (see :mod:`themis_opt.programs.msccl`)."""
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ElementTree
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,26 +10,11 @@ from typing import Any
 import numpy as np
 
 from themis_opt.errors import InputError
-from themis_opt.fileio import atomic_folder, read_text, write_text
+from themis_opt.fileio import atomic_folder, write_text
 from themis_opt.instance import Kind
-from themis_opt.programs.folder import Description, read_description, topological, write_description
-from themis_opt.programs.ir import COLUMNS, OpKind, Program
-
-MAX_STEPS = 64  # MSCCL_MAX_NUM_STEPS of the executor's default build: steps a thread block holds
-LIMITS = {  # the executor's, and what it does at each (msccl_parser.cc, msccl_struct.h)
-    "channels": 32,  # MAXCHANNELS
-    "thread blocks a channel sends (or receives) with": 32,  # MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL
-    "thread blocks a GPU depends on": 128,  # depid is an int8
-    "chunks a step moves": 71,  # cnt < MSCCL_MAX_COUNT (72): a longer message takes several steps
-    "chunks a loop": 32768,  # offsets are int16
-    "XML elements a GPU reads": 4096,  # MAX_NODES: algo, every gpu, its tbs and steps
-}
-XML = "program.xml"
-STEP_KEYS = ("s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps", "hasdep")
-
-
-COLL = {Kind.ALL_REDUCE: "allreduce", Kind.REDUCE_SCATTER: "reducescatter", Kind.ALL_GATHER: "allgather"}
-BUFFER = {Kind.ALL_REDUCE: "i", Kind.REDUCE_SCATTER: "i", Kind.ALL_GATHER: "o"}  # in place: the one it runs in
+from themis_opt.programs.folder import write_description
+from themis_opt.programs.ir import OpKind, Program
+from themis_opt.programs.msccl.format import BUFFER, COLL, LIMITS, MAX_STEPS, XML
 
 
 @dataclass
@@ -415,181 +377,4 @@ def _step(
         "deps": str(deps),
         "hasdep": "0",
         "themis_phase": str(phase),
-    }
-
-
-def read_msccl(folder: str | Path) -> Program:
-    """The program of a folder :func:`write_msccl` wrote: each step an operation (a nop's dependency
-    moved onto the step it precedes), each waiting for the step before it in its thread block too;
-    the k-th send on a connection matched to its k-th receive.
-
-    Raises
-    ------
-    InputError
-        Unreadable XML, a step the executor would refuse or that does not fit the buffer, a
-        dependency on no step, or a cycle, naming the GPU, thread block and step.
-    """
-    folder = Path(folder)
-    description = read_description(folder)
-    links = description.links
-    try:
-        units = int(description.fields["msccl"]["units"])
-    except (KeyError, TypeError, ValueError):
-        raise InputError(str(folder / "program.json"), "has no msccl.units: not an MSCCL program's folder") from None
-    where = folder / XML
-    try:
-        root = ElementTree.fromstring(read_text(where))
-    except ElementTree.ParseError as error:
-        raise InputError(str(where), f"not XML: {error}") from None
-    kind = description.collectives[0].kind if len(description.collectives) == 1 else None
-    if kind not in COLL:
-        raise InputError(str(folder / "program.json"), "must describe one all-reduce, reduce-scatter or all-gather")
-    if root.tag != "algo" or root.get("coll") != COLL[kind]:
-        raise InputError(str(where), f'not an MSCCL {kind.value} (<algo coll="{COLL[kind]}">)')
-    layout = (units, len(description.collectives[0].chunk_bytes), kind)
-    npus = len(links) and int(np.prod([link.size for link in links]))
-    gpus = {int(g.get("id", "-1")): g for g in root.iter("gpu")}
-    if sorted(gpus) != list(range(npus)) or units < 1:
-        raise InputError(str(where), f"must hold GPUs 0 to {npus - 1}, one <gpu> each")
-    sent: dict[tuple[int, int, int], int] = defaultdict(int)
-    received: dict[tuple[int, int, int], int] = defaultdict(int)
-    per_rank = []
-    for r in range(npus):
-        nodes: list[dict[str, Any]] = []
-        index: dict[tuple[int, int], int] = {}
-        for tb in gpus[r].iter("tb"):
-            at = f"{where}: gpu {r} tb {tb.get('id')}"
-            try:
-                tid, send, recv, chan = (int(tb.get(k, "")) for k in ("id", "send", "recv", "chan"))
-            except ValueError:
-                raise InputError(at, "needs whole-number id, send, recv and chan") from None
-            previous = -1
-            waiting: list[tuple[int, int]] = []
-            for element in tb.iter("step"):
-                try:
-                    step = {k: element.get(k, "") for k in (*STEP_KEYS, "themis_phase")}
-                    s, depid, deps = int(step["s"]), int(step["depid"]), int(step["deps"])
-                except ValueError:
-                    raise InputError(f"{at} step {element.get('s')}", "needs whole-number s, depid and deps") from None
-                if depid >= 0:
-                    waiting.append((depid, deps))
-                if step["type"] == "nop":
-                    continue
-                node = _node(step, r, (send, recv, chan), layout, f"{at} step {s}", (sent, received))
-                node["id"] = len(nodes)
-                node["wait"] = ([previous] if previous >= 0 else [], waiting)
-                index[(tid, s)] = node["id"]
-                previous = node["id"]
-                waiting = []
-                nodes.append(node)
-        for node in nodes:
-            local, remote = node.pop("wait")
-            for target in remote:
-                if target not in index:
-                    problem = f"a step waits for tb {target[0]} step {target[1]}, which is no send or receive"
-                    raise InputError(f"{where}: gpu {r}", problem)
-                local.append(index[target])
-            node["deps"] = local
-        order = topological([node["deps"] for node in nodes], f"{where}: gpu {r}")
-        per_rank.append([nodes[j] for j in order])
-    return _assemble(description, per_rank, units)
-
-
-def _assemble(description: Description, per_rank: list[list[dict[str, Any]]], units: int) -> Program:
-    """A program from each GPU's nodes (each listed after those it waits for)."""
-    (coll,) = description.collectives
-    masks: dict[int, int] = {}
-    rows: list[list[int]] = []
-    deps: list[int] = []
-    counts: list[int] = []
-    starts = [0]
-    for nodes in per_rank:
-        base = starts[-1]
-        position = {node["id"]: base + j for j, node in enumerate(nodes)}
-        for node in nodes:
-            if node["chunk"] >= len(coll.chunk_bytes):
-                raise InputError(
-                    "msccl", f"a step moves chunk {node['chunk']}; the program has {len(coll.chunk_bytes)}"
-                )
-            unit = masks.setdefault(node["mask"], len(masks))
-            size = coll.unit_bytes(node["chunk"], node["mask"], units)
-            rows.append(
-                [
-                    node["kind"],
-                    node["peer"],
-                    size,
-                    node["tag"],
-                    0,
-                    node["chunk"],
-                    node["phase"],
-                    unit,
-                    int(node["reduce"]),
-                    0,
-                    0,
-                ]
-            )
-            deps.extend(position[d] for d in node["deps"])
-            counts.append(len(node["deps"]))
-        starts.append(base + len(nodes))
-    table = np.array(rows, dtype=np.int64).reshape(len(rows), len(COLUMNS))
-    described = (description.links, description.collectives, tuple(masks), description.active_phases, ())
-    edges = np.array(deps, dtype=np.int64)
-    return Program.from_table(described, np.array(starts), table, np.array(counts), edges, exclusive_reductions=True)
-
-
-def _node(
-    step: dict[str, str],
-    rank: int,
-    block: tuple[int, int, int],
-    layout: tuple[int, int, Kind],
-    at: str,
-    books: tuple[dict[tuple[int, int, int], int], dict[tuple[int, int, int], int]],
-) -> dict[str, Any]:
-    """One send or receive step as a program's node: what it carries read from the buffer's layout
-    (an all-reduce's pieces of one chunk stand for its units in any order; a reduce-scatter's or
-    all-gather's piece ``u * chunks + c`` is unit ``u`` of chunk ``c``, as MSCCL places NPU u's block).
-    """
-    send, recv, chan = block
-    units, chunks, coll = layout
-    kind = step["type"]
-    if kind not in ("s", "r", "rrc"):
-        raise InputError(at, f"a {kind!r} step: programs hold s, r, rrc and nop")
-    if {step["srcbuf"], step["dstbuf"]} != {BUFFER[coll]}:
-        raise InputError(
-            at,
-            f"moves data of buffers {step['srcbuf']!r} and {step['dstbuf']!r}: this in-place "
-            f"{coll.value} runs in {BUFFER[coll]!r} alone",
-        )
-    try:
-        offset = int(step["srcoff"] if kind == "s" else step["dstoff"])
-        count, phase = int(step["cnt"]), int(step["themis_phase"])
-    except ValueError:
-        raise InputError(at, "needs whole-number offsets, cnt and themis_phase") from None
-    if not 1 <= count <= LIMITS["chunks a step moves"] or offset < 0 or offset + count > units * chunks:
-        raise InputError(
-            at, f"moves {count} pieces from {offset}: not within the buffer's {units * chunks} in one step"
-        )
-    spots = range(offset, offset + count)
-    if coll is Kind.ALL_REDUCE:
-        chunk, mask = offset // units, ((1 << count) - 1) << (offset % units)
-    else:
-        chunk, mask = offset % chunks, sum(1 << (spot // chunks) for spot in spots)
-    if any((spot // units if coll is Kind.ALL_REDUCE else spot % chunks) != chunk for spot in spots):
-        raise InputError(at, f"moves pieces {offset} to {offset + count - 1}: not within one of the program's chunks")
-    peer = send if kind == "s" else recv
-    if peer < 0:
-        raise InputError(at, f"a {'send' if kind == 's' else 'receive'} on a thread block without that peer")
-    key = (rank, peer, chan) if kind == "s" else (peer, rank, chan)
-    book = books[0] if kind == "s" else books[1]
-    tag = chan << 20 | book[key]
-    book[key] += 1
-    return {
-        "kind": OpKind.SEND if kind == "s" else OpKind.RECV,
-        "peer": peer,
-        "tag": tag,
-        "chunk": chunk,
-        "phase": phase,
-        "mask": mask,
-        "count": count,
-        "reduce": kind == "rrc",
     }
