@@ -52,7 +52,11 @@ def check_races(program: Program, order: np.ndarray, blocks: dict[int, dict[int,
     ------
     InputError
         The first race found, naming the NPU, both nodes and what each does.
+    ValueError
+        An all-to-all without ``blocks`` (:func:`~themis_opt.programs.check_program` passes them).
     """
+    if blocks is None and any(c.kind is Kind.ALL_TO_ALL for c in program.collectives):
+        raise ValueError("check_races: an all-to-all's blocks are the symbolic run's; call check_program")
     position = np.empty(program.num_ops, dtype=np.int64)
     position[order] = np.arange(len(order))
     access = accesses(program)
@@ -81,7 +85,7 @@ def check_races(program: Program, order: np.ndarray, blocks: dict[int, dict[int,
                     continue
                 if a in blocks or b in blocks:  # all-to-all: the same block (origin and units) or none
                     mine = blocks.get(b, {})
-                    clash = any(units_ & mine.get(origin, 0) for origin, units_ in blocks.get(a, {}).items())
+                    clash = any(held & mine.get(origin, 0) for origin, held in blocks.get(a, {}).items())
                 else:
                     clash = bool(unit_sets[units[a]] & unit_sets[units[b]])
                 if clash and not reach.through_messages(a, b):
