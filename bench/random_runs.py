@@ -15,7 +15,8 @@ microbatches, virtual stages, FSDP or DDP, FSDP's gathers, sequence parallelism 
 A problem is: a method that raises, returns after more than 1.2 x ``--time-limit`` + 0.5 s, or
 returns a schedule the validator rejects or a bound above its makespan; the compiled core and the
 Python engine disagreeing on an instance's baseline (fifo and scf); a program
-(:func:`~themis_opt.programs.program_of`) that its checker rejects, or whose time is more than
+(:func:`~themis_opt.programs.program_of`) that its checker rejects, as ASTRA-sim's folder or (where
+MSCCL takes it) as MSCCL-IR XML read back, or whose time is more than
 0.2% off the makespan (or 1 ns a message an NPU sends, where that is more: 2.x truncates each
 message to whole ns) where the docs do not say why (all-to-alls by ``direct`` on a ring or
 switch pay each message's latency); a layout ``workload`` refuses with anything but one line
@@ -43,7 +44,9 @@ from themis_opt.errors import InputError
 from themis_opt.formats.native import load_instance, save_instance
 from themis_opt.instance import After, Collective, Compute, Dimension, Instance, Network
 from themis_opt.policies import baseline_orders
-from themis_opt.programs import OpKind, check_program, program_of
+from themis_opt.programs import OpKind, Program, check_program, program_of
+from themis_opt.programs.msccl import read_msccl, write_msccl
+from themis_opt.programs.races import order_reductions
 from themis_opt.result import Result
 from themis_opt.sim import simulate
 from themis_opt.solving import solve
@@ -211,6 +214,21 @@ def _check_program(instance: Instance, result: Result, label: str) -> list[str]:
     sends = np.bincount(program.rank[program.kind == OpKind.SEND], minlength=program.npus).max(initial=0)
     if off > max(0.002, sends / result.makespan) and not direct:
         return [f"{label}: its program takes {timing.time_ns:.1f} ns against {result.makespan:.1f} ns"]
+    return _check_msccl(program, label)
+
+
+def _check_msccl(program: Program, label: str) -> list[str]:
+    """The program as MSCCL-IR XML, where MSCCL takes it, read back and proved as the executor runs it."""
+    ordered = order_reductions(program.unpadded())
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            write_msccl(ordered, Path(folder) / "m", time_ns=check_program(ordered).time_ns)
+        except InputError:  # not one collective MSCCL runs, or over an executor's limit: named in one line
+            return []
+        try:
+            check_program(read_msccl(Path(folder) / "m"))
+        except InputError as error:
+            return [f"{label}: its MSCCL program is rejected: {error}"]
     return []
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from themis_opt.errors import InputError, counted
 from themis_opt.instance import Kind
 from themis_opt.programs.ir import OpKind, Program
-from themis_opt.programs.races import check_races
+from themis_opt.programs.races import Flow, check_races
 from themis_opt.programs.timing import Timing, send_ns, time_program
 
 Held = dict[int, int]  # contributors (bit mask of group positions) -> units holding that sum (bit mask)
@@ -39,8 +39,8 @@ def check_program(program: Program) -> Timing:
     """
     timing = time_program(program)
     _check_dimensions(program, timing)
-    blocks = _check_data(program, timing.order)
-    check_races(program, timing.order, blocks)
+    flow = _check_data(program, timing.order)
+    check_races(program, timing.order, flow)
     return timing
 
 
@@ -134,16 +134,16 @@ def _crowded(by_time: np.ndarray, rank_dim: np.ndarray, first: np.ndarray, last:
     return None
 
 
-def _check_data(program: Program, order: np.ndarray) -> dict[int, Held]:
-    """Execute the program symbolically (see the module's docstring); return each all-to-all message's
-    blocks (what :func:`~themis_opt.programs.races.check_races` needs of them).
+def _check_data(program: Program, order: np.ndarray) -> Flow:
+    """Execute the program symbolically (see the module's docstring); return what it saw of the data's
+    flow (:class:`~themis_opt.programs.races.Flow`, for the check of races).
     """
     colls = program.collectives
     units = [program.group_units(c) for c in range(len(colls))]
     places = [positions(program, c).tolist() for c in range(len(colls))]
     state: dict[tuple[int, int, int], Held] = {}
     in_flight: dict[int, Held] = {}
-    blocks: dict[int, Held] = {}
+    flow = Flow()
     kind, rank, coll_of, chunk_of = program.kind, program.rank, program.collective, program.chunk
     unit_sets, unit_of, reduce_of, sender = program.unit_sets, program.units, program.reduce, program.sender
     kinds, ranks, colls_of, chunks = kind.tolist(), rank.tolist(), coll_of.tolist(), chunk_of.tolist()
@@ -170,7 +170,9 @@ def _check_data(program: Program, order: np.ndarray) -> dict[int, Held]:
                 raise InputError(_where(program, op), "sends data it does not hold")
             if moves:
                 _drop(held, carried)
-                blocks[op] = piece
+                flow.blocks[op] = piece
+            else:
+                flow.sent(op, key, _own(piece, places[c][r]))
             in_flight[op] = piece
             continue
         source = senders[op]
@@ -180,12 +182,13 @@ def _check_data(program: Program, order: np.ndarray) -> dict[int, Held]:
         if reduces[op]:
             _reduce(held, piece, program, op)
         elif moves:
-            blocks[op] = piece
+            flow.blocks[op] = piece
             for m, u in piece.items():
                 if held.get(m, 0) & u:
                     raise InputError(_where(program, op), "receives an NPU's block it holds already")
                 held[m] = held.get(m, 0) | u
         else:
+            flow.received(op, key, _own(piece, places[c][r]))
             _drop(held, carried)
             for m, u in piece.items():
                 held[m] = held.get(m, 0) | u
@@ -201,13 +204,22 @@ def _check_data(program: Program, order: np.ndarray) -> dict[int, Held]:
                         f"program: NPU {r}",
                         f"ends chunk {k} of collective {c} ({coll.kind.value}) without its result",
                     )
-    return blocks
+    return flow
 
 
 def _start(kind: Kind, place: int, count: int) -> Held:
     """What an NPU at ``place`` of its group holds of a chunk before the collective."""
     own = 1 << place
     return {own: own} if kind is Kind.ALL_GATHER else {own: (1 << count) - 1}
+
+
+def _own(piece: Held, place: int) -> int:
+    """The units of ``piece`` whose data holds the contribution of the NPU at ``place``."""
+    own = 0
+    for m, u in piece.items():
+        if m >> place & 1:
+            own |= u
+    return own
 
 
 def _drop(held: Held, units: int) -> None:

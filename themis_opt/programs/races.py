@@ -10,11 +10,18 @@ commute (ASTRA-sim moves no data, and a runtime may sum what arrives in any orde
 receives do not conflict; where each reads and writes the buffer itself (MSCCL's ``rrc`` step:
 :attr:`~themis_opt.programs.Program.exclusive_reductions`), they must be ordered too, which
 :func:`order_reductions` does.
+
+A send and a later receive that copies into the same units (a reduce-scatter's send, then the
+all-gather's result) are mostly ordered only through other NPUs, along the whole collective, where a
+search would cost a pass over the program for each pair. The data orders them instead: where the
+copy brings back the NPU's own contribution to those units and that send is the only one that took
+it away, the copy's data cannot exist before the send ran (every other access being ordered, the
+data moves only along dependencies and messages).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -24,6 +31,40 @@ from themis_opt.programs.ir import OpKind, Program
 
 NONE, READ, WRITE, REDUCE = -1, 0, 1, 2  # how an operation touches the units it carries
 NAMES = {READ: "reads", WRITE: "writes", REDUCE: "reduces into"}
+
+
+@dataclass
+class Flow:
+    """What the symbolic run saw of the data's flow (:func:`~themis_opt.programs.check_program` fills it).
+
+    Parameters
+    ----------
+    blocks
+        Per all-to-all message, the blocks it carries as {origin (a one-bit mask): units}: there a
+        unit is where a block goes, and blocks from different NPUs to one unit are different data.
+    own
+        Per send and copying receive (not an all-to-all's), the units whose data holds its NPU's own
+        contribution.
+    resent
+        Per copying receive, the units whose own contribution more than one send of its NPU had taken
+        away before it ran.
+    """
+
+    blocks: dict[int, dict[int, int]] = field(default_factory=dict)
+    own: dict[int, int] = field(default_factory=dict)
+    resent: dict[int, int] = field(default_factory=dict)
+    taken: dict[tuple[int, int, int], tuple[int, int]] = field(default_factory=dict)
+
+    def sent(self, op: int, key: tuple[int, int, int], own: int) -> None:
+        """Send ``op`` at (NPU, collective, chunk) ``key`` took away the own contribution to ``own``."""
+        self.own[op] = own
+        once, twice = self.taken.get(key, (0, 0))
+        self.taken[key] = (once | own, twice | (once & own))
+
+    def received(self, op: int, key: tuple[int, int, int], own: int) -> None:
+        """Receive ``op`` at ``key`` copied in data holding the own contribution to ``own``."""
+        self.own[op] = own
+        self.resent[op] = self.taken.get(key, (0, 0))[1]
 
 
 def accesses(program: Program) -> np.ndarray:
@@ -40,23 +81,22 @@ def accesses(program: Program) -> np.ndarray:
     return result
 
 
-def check_races(program: Program, order: np.ndarray, blocks: dict[int, dict[int, int]] | None = None) -> None:
+def check_races(program: Program, order: np.ndarray, flow: Flow | None = None) -> None:
     """Raise where two accesses of an NPU conflict (see the module's docstring) and no dependency orders
-    them; ``order`` is an order the program runs in (every operation after those it waits for).
-
-    ``blocks`` holds, per all-to-all message, the blocks it carries as {origin (a one-bit mask): units}
-    (the symbolic run's): there a unit is where a block goes, and blocks from different NPUs to one
-    unit are different data.
+    them; ``order`` is an order the program runs in (every operation after those it waits for), and
+    ``flow`` what the symbolic run in that order saw (without it, each pair is searched).
 
     Raises
     ------
     InputError
         The first race found, naming the NPU, both nodes and what each does.
     ValueError
-        An all-to-all without ``blocks`` (:func:`~themis_opt.programs.check_program` passes them).
+        An all-to-all without ``flow`` (:func:`~themis_opt.programs.check_program` passes it).
     """
-    if blocks is None and any(c.kind is Kind.ALL_TO_ALL for c in program.collectives):
-        raise ValueError("check_races: an all-to-all's blocks are the symbolic run's; call check_program")
+    if flow is None:
+        if any(c.kind is Kind.ALL_TO_ALL for c in program.collectives):
+            raise ValueError("check_races: an all-to-all's blocks are the symbolic run's; call check_program")
+        flow = Flow()
     position = np.empty(program.num_ops, dtype=np.int64)
     position[order] = np.arange(len(order))
     access = accesses(program)
@@ -64,31 +104,43 @@ def check_races(program: Program, order: np.ndarray, blocks: dict[int, dict[int,
     reach = _Reach(program, position)
     unit_sets, units = program.unit_sets, program.units.tolist()
     colls, chunks, kinds = program.collective.tolist(), program.chunk.tolist(), access.tolist()
-    blocks = blocks or {}
+    blocks, own = flow.blocks, flow.own
+    conflicts = {
+        k: [c for c in (READ, WRITE, REDUCE) if not (c == k and k in commuting)] for k in (READ, WRITE, REDUCE)
+    }
     for r in range(program.npus):
         ops = np.array(program.ops_of(r))
         ops = ops[access[ops] != NONE]
         lo = reach.enter(r)
-        earlier: dict[tuple[int, int], int] = {}  # per (collective, chunk), its accesses so far as bits of rows
+        # per (collective, chunk), its accesses so far as bits of rows, one set per class
+        earlier: dict[tuple[int, int], list[int]] = {}
         for b in ops[np.argsort(position[ops], kind="stable")].tolist():
             key = (colls[b], chunks[b])
-            # of the earlier accesses to the chunk, those b's own rows do not order before it (few: a
-            # phase's messages at once)
-            so_far = earlier.get(key, 0)
-            unordered = so_far & ~reach.ancestors[b - lo]
-            earlier[key] = so_far | 1 << (b - lo)
+            so_far = earlier.setdefault(key, [0, 0, 0])
+            # of the earlier accesses to the chunk that conflict with b's class, those b's own rows do
+            # not order before it (few: a phase's messages at once)
+            unordered = 0
+            for cls in conflicts[kinds[b]]:
+                unordered |= so_far[cls]
+            unordered &= ~reach.ancestors[b - lo]
+            so_far[kinds[b]] |= 1 << (b - lo)
             while unordered:
                 low = unordered & -unordered
                 unordered ^= low
                 a = lo + low.bit_length() - 1
-                if kinds[a] == kinds[b] and kinds[b] in commuting:
-                    continue
                 if a in blocks or b in blocks:  # all-to-all: the same block (origin and units) or none
                     mine = blocks.get(b, {})
                     clash = any(held & mine.get(origin, 0) for origin, held in blocks.get(a, {}).items())
                 else:
                     clash = bool(unit_sets[units[a]] & unit_sets[units[b]])
-                if clash and not reach.through_messages(a, b):
+                if not clash:
+                    continue
+                if kinds[a] == READ and kinds[b] == WRITE and a in own and b in own:
+                    overlap = unit_sets[units[a]] & unit_sets[units[b]]
+                    mine = overlap & own[a] & own[b] & ~flow.resent[b]
+                    if mine == overlap:  # the copy brings back what that send alone took away
+                        continue
+                if not reach.through_messages(a, b):
                     reach.race(a, b)
 
 
