@@ -117,7 +117,8 @@ def check_program(args: argparse.Namespace, console: Console) -> int:
     console.print(
         f"{args.folder}: {counted(program.npus, 'NPU')}, {counted(len(program.collectives), 'collective')}, "
         f"{counted(program.num_ops, 'node')}: every message matched, no deadlock, each dimension one phase at a "
-        f"time, every NPU ends with its collective's result; time {fmt_time(timing.time_ns)} ({timing.time_ns} ns)"
+        f"time, no race, every NPU ends with its collective's result; time {fmt_time(timing.time_ns)} "
+        f"({timing.time_ns} ns)"
         f"{padded}"
     )
     return 0
