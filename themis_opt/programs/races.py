@@ -48,6 +48,9 @@ class Flow:
     resent
         Per copying receive, the units whose own contribution more than one send of its NPU had taken
         away before it ran.
+    taken
+        Per (NPU, collective, chunk), the units whose own contribution a send, and more than one send,
+        took away so far in the run (what :meth:`received` reads).
     """
 
     blocks: dict[int, dict[int, int]] = field(default_factory=dict)
