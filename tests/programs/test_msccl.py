@@ -144,6 +144,23 @@ def test_steps_are_counted_as_the_executor_counts_them(tmp_path: Path) -> None:
         read_msccl(tmp_path / "m")
 
 
+def test_an_algo_the_executor_would_run_otherwise_is_refused(tmp_path: Path) -> None:
+    _roundtrip(load("worked"), "baseline", tmp_path / "m")
+    path = tmp_path / "m" / XML
+    text = path.read_text()
+    loop = re.search(r'nchunksperloop="(\d+)"', text).group(1)  # type: ignore[union-attr]
+    edits = [  # the loop cut otherwise, another number of GPUs, out of place, a protocol it has not
+        (f'nchunksperloop="{loop}"', f'nchunksperloop="{2 * int(loop)}"'),
+        ('ngpus="', 'ngpus="1'),
+        ('inplace="1"', 'inplace="0"'),
+        ('proto="Simple"', 'proto="Fast"'),
+    ]
+    for old, new in edits:
+        path.write_text(text.replace(old, new, 1))
+        with pytest.raises(InputError, match="would run another program"):
+            read_msccl(tmp_path / "m")
+
+
 def test_a_step_in_another_buffer_is_named(tmp_path: Path) -> None:
     _roundtrip(load("worked"), "baseline", tmp_path / "m")
     path = tmp_path / "m" / XML

@@ -17,6 +17,7 @@ from themis_opt.programs.ir import COLUMNS, OpKind, Program
 from themis_opt.programs.msccl.format import BUFFER, COLL, LIMITS, MAX_STEPS, STEP_KEYS, XML
 
 BUFFERS = {"i", "o", "s"}  # the executor's buffers (input, output, scratch): it refuses any other name
+PROTOCOLS = {"Simple", "LL", "LL128"}  # the executor's: it refuses any other
 
 
 def read_msccl(folder: str | Path) -> Program:
@@ -58,6 +59,7 @@ def read_msccl(folder: str | Path) -> Program:
     gpus = {int(g.get("id", "-1")): g for g in root.iter("gpu")}
     if sorted(gpus) != list(range(npus)) or units < 1:
         raise InputError(str(where), f"must hold GPUs 0 to {npus - 1}, one <gpu> each")
+    _check_algo(root, where, npus, units * layout[1], kind)
     sent: dict[tuple[int, int, int], int] = defaultdict(int)
     received: dict[tuple[int, int, int], int] = defaultdict(int)
     per_rank = []
@@ -111,6 +113,24 @@ def read_msccl(folder: str | Path) -> Program:
         order = topological([node["deps"] for node in nodes], f"{where}: gpu {r}")
         per_rank.append([nodes[j] for j in order])
     return _assemble(description, per_rank, units)
+
+
+def _check_algo(root: ElementTree.Element, where: Path, npus: int, loop: int, kind: Kind) -> None:
+    """The ``<algo>`` attributes the pieces' reading rests on, as the executor takes them: the buffer
+    cut in ``loop`` pieces (``nchunksperloop``) and each GPU's in-place buffer holding them all,
+    ``ngpus`` the program's (else the executor runs another algorithm), in place, a protocol it has.
+    """
+    buffer = "i_chunks" if BUFFER[kind] == "i" else "o_chunks"
+    try:
+        loaded = {k: int(root.get(k, "")) for k in ("nchunksperloop", "ngpus", "inplace")}
+        held = [int(g.get(buffer, "")) for g in root.iter("gpu")]
+    except ValueError:
+        raise InputError(str(where), f"needs whole-number nchunksperloop, ngpus, inplace and {buffer}") from None
+    expected = {"nchunksperloop": loop, "ngpus": npus, "inplace": 1}
+    wrong = [f"{k}={v} (the program's: {expected[k]})" for k, v in loaded.items() if v != expected[k]]
+    if wrong or min(held, default=loop) < loop or root.get("proto") not in PROTOCOLS:
+        found = ", ".join(wrong) or f"{buffer} below {loop} or proto {root.get('proto')!r}"
+        raise InputError(str(where), f"<algo> {found}: the executor would run another program than this one")
 
 
 def _assemble(description: Description, per_rank: list[list[dict[str, Any]]], units: int) -> Program:
