@@ -161,6 +161,23 @@ def test_an_algo_the_executor_would_run_otherwise_is_refused(tmp_path: Path) -> 
             read_msccl(tmp_path / "m")
 
 
+def test_thread_blocks_the_executor_refuses_are_refused(tmp_path: Path) -> None:
+    _roundtrip(load("worked"), "baseline", tmp_path / "m")
+    path = tmp_path / "m" / XML
+    text = path.read_text()
+    first = re.search(r'<tb id="0" send="(-?\d+)" recv="(-?\d+)" chan="(\d+)">', text)
+    assert first is not None
+    edits = [  # a gap in the blocks' ids, a block to its own GPU, a second block on the first's connection
+        ('<tb id="1" ', '<tb id="99" ', "without a gap"),
+        (re.escape(first.group(0)), '<tb id="0" send="0" recv="-1" chan="0">', "another of the GPUs"),
+        ('<tb id="1" send="-?\\d+" recv="-?\\d+" chan="\\d+">', first.group(0).replace('id="0"', 'id="1"'), "repeats"),
+    ]
+    for old, new, words in edits:
+        path.write_text(re.sub(old, new, text, count=1))
+        with pytest.raises(InputError, match=words):
+            read_msccl(tmp_path / "m")
+
+
 def test_a_step_in_another_buffer_is_named(tmp_path: Path) -> None:
     _roundtrip(load("worked"), "baseline", tmp_path / "m")
     path = tmp_path / "m" / XML

@@ -66,12 +66,23 @@ def read_msccl(folder: str | Path) -> Program:
     for r in range(npus):
         nodes: list[dict[str, Any]] = []
         signals: dict[int, list[tuple[int, int]]] = defaultdict(list)  # per tb: (step count, node) of its signals
+        blocks: set[int] = set()
+        connections: set[tuple[int, int, int]] = set()  # (direction, peer, channel) a block holds
         for tb in gpus[r].iter("tb"):
             at = f"{where}: gpu {r} tb {tb.get('id')}"
             try:
                 tid, send, recv, chan = (int(tb.get(k, "")) for k in ("id", "send", "recv", "chan"))
             except ValueError:
                 raise InputError(at, "needs whole-number id, send, recv and chan") from None
+            ends = {(0, send, chan)} if send >= 0 else set()
+            ends |= {(1, recv, chan)} if recv >= 0 else set()
+            if not all(peer == -1 or (0 <= peer < npus and peer != r) for peer in (send, recv)):
+                raise InputError(at, f"send and recv must each be -1 or another of the GPUs 0 to {npus - 1}")
+            if tid in blocks or ends & connections:
+                # the executor refuses a repeated id; two blocks on one connection would share its order
+                raise InputError(at, "repeats a thread block's id, or a peer and channel another block holds")
+            blocks.add(tid)
+            connections |= ends
             previous, count = -1, 0
             waiting: list[tuple[int, int]] = []
             for element in tb.iter("step"):
@@ -98,6 +109,9 @@ def read_msccl(folder: str | Path) -> Program:
                     signals[tid].append((count, node["id"]))
                 previous, count, waiting = node["id"], count + 1, []
                 nodes.append(node)
+        if blocks != set(range(len(blocks))):
+            problem = "must number its thread blocks from 0 without a gap, as the executor does"
+            raise InputError(f"{where}: gpu {r}", problem)
         for node in nodes:
             local, remote = node.pop("wait")
             for bid, k in remote:
