@@ -339,6 +339,7 @@ def _phase(
     ringed = bool(pc.groups) or (algorithm.spec.unflattened or algorithm) is Algorithm.RING
     # the phase's own delays, on its first step (a group's ring has its own: see _delays)
     once = 0.0 if pc.groups else phase_delay_ns(builder.network, d, phase.op, phase.bytes_in, algorithm)
+    unwaited: list[np.ndarray] = []  # a ring's sends no later step waits for
     for s in range(len(shape.send)):
         t_count = shape.send.shape[1]
         if waits is not None and waits.shape[1] * t_count >= JOIN_AT and waits.shape[1] > 1:
@@ -379,8 +380,12 @@ def _phase(
         # step waits for its receipt alone, as ASTRA-sim's ring forwards what it receives (a ring carved
         # from a larger one has a longer link closing it, which only the NPU behind it waits for)
         waits = ids[:, ~sends] if ringed and s + 1 < len(shape.send) else ids
+        if ringed and s + 1 < len(shape.send):
+            unwaited.append(ids[:, sends])
     assert waits is not None
-    return waits
+    # what comes after the phase also waits for the ring's earlier sends: they read the units it may
+    # write next (the sends before on each link arrive first, so the time is the same)
+    return np.concatenate([*unwaited, waits], axis=1) if unwaited else waits
 
 
 def _delays(builder: _Builder, pc: ProgramCollective, op: Op, s: int, dims: np.ndarray, size: np.ndarray) -> np.ndarray:
