@@ -155,10 +155,7 @@ def test_an_algo_the_executor_would_run_otherwise_is_refused(tmp_path: Path) -> 
         ('inplace="1"', 'inplace="0"'),
         ('proto="Simple"', 'proto="Fast"'),
     ]
-    for old, new in edits:
-        path.write_text(text.replace(old, new, 1))
-        with pytest.raises(InputError, match="would run another program"):
-            read_msccl(tmp_path / "m")
+    _each_refused(tmp_path / "m", text, [(re.escape(old), new, "would run another program") for old, new in edits])
 
 
 def test_thread_blocks_the_executor_refuses_are_refused(tmp_path: Path) -> None:
@@ -172,10 +169,17 @@ def test_thread_blocks_the_executor_refuses_are_refused(tmp_path: Path) -> None:
         (re.escape(first.group(0)), '<tb id="0" send="0" recv="-1" chan="0">', "another of the GPUs"),
         ('<tb id="1" send="-?\\d+" recv="-?\\d+" chan="\\d+">', first.group(0).replace('id="0"', 'id="1"'), "repeats"),
     ]
+    _each_refused(tmp_path / "m", text, edits)
+
+
+def _each_refused(folder: Path, text: str, edits: list[tuple[str, str, str]]) -> None:
+    """The folder's XML ``text`` with each edit (pattern, replacement, the error's words) made alone:
+    read back, each refused with its words.
+    """
     for old, new, words in edits:
-        path.write_text(re.sub(old, new, text, count=1))
+        (folder / XML).write_text(re.sub(old, new, text, count=1))
         with pytest.raises(InputError, match=words):
-            read_msccl(tmp_path / "m")
+            read_msccl(folder)
 
 
 def test_a_step_in_another_buffer_is_named(tmp_path: Path) -> None:

@@ -379,9 +379,11 @@ def _phase(
         # its sends arrived and its receipts in (a rounding apart, either may be last); a ring's next
         # step waits for its receipt alone, as ASTRA-sim's ring forwards what it receives (a ring carved
         # from a larger one has a longer link closing it, which only the NPU behind it waits for)
-        waits = ids[:, ~sends] if ringed and s + 1 < len(shape.send) else ids
         if ringed and s + 1 < len(shape.send):
+            waits = ids[:, ~sends]
             unwaited.append(ids[:, sends])
+        else:
+            waits = ids
     assert waits is not None
     # what comes after the phase also waits for the ring's earlier sends: they read the units it may
     # write next (the sends before on each link arrive first, so the time is the same)

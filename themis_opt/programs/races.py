@@ -104,7 +104,7 @@ def check_races(program: Program, order: np.ndarray, flow: Flow | None = None) -
     position[order] = np.arange(len(order))
     access = accesses(program)
     commuting = {READ} if program.exclusive_reductions else {READ, REDUCE}
-    reach = _Reach(program, position)
+    reach = _Reach(program, position, access)
     unit_sets, units = program.unit_sets, program.units.tolist()
     colls, chunks, kinds = program.collective.tolist(), program.chunk.tolist(), access.tolist()
     blocks, own = flow.blocks, flow.own
@@ -199,12 +199,12 @@ class _Reach:
     bits (one NPU at a time), else a search back through dependencies and messages.
     """
 
-    def __init__(self, program: Program, position: np.ndarray) -> None:
+    def __init__(self, program: Program, position: np.ndarray, access: np.ndarray) -> None:
         self.program = program
         self.position = position.tolist()
         self.starts, self.deps = program.dep_start.tolist(), program.deps.tolist()
         self.kinds, self.senders = program.kind.tolist(), program.sender.tolist()
-        self.access = accesses(program)
+        self.access = access
         self.lo = 0
         self.ancestors: list[int] = []
 
