@@ -69,7 +69,7 @@ def _windows(seconds: float, params: CpsatParams) -> tuple[Instance, Schedule, S
 
 
 def test_windows_improve_a_poor_incumbent_and_stay_valid() -> None:
-    instance, incumbent, best, spans = _windows(4.0, CpsatParams(window_phases=100))
+    instance, incumbent, best, spans = _windows(2.0, CpsatParams(window_phases=100))
     assert validate(instance, best) == []
     assert spans[0] == incumbent.makespan and spans == sorted(spans, reverse=True)
     assert best.makespan == spans[-1] < incumbent.makespan  # Themis leaves room here (re-solved windows find it)
