@@ -24,6 +24,7 @@ import gzip
 import hashlib
 import importlib.util
 import json
+import re
 import resource
 import shutil
 import signal
@@ -639,6 +640,49 @@ def export_cases(f: Files) -> list[Case]:
         Case(s, "check-program of an empty folder", ("check-program", str(empty))),
         Case(s, "check-program of a file", ("check-program", f.instance)),
         Case(s, "check-program: program.json garbage", ("check-program", _garbage_program(f))),
+        *_broken_program_cases(f, result),
+    ]
+
+
+def _broken_program_cases(f: Files, result: str) -> list[Case]:
+    """Exported programs broken after the export: every dependency of MSCCL's XML dropped, the XML cut in
+    half, a Chakra file of the ASTRA-sim folder cut in half.
+    """
+    s = "exports"
+
+    def small(data: dict[str, object]) -> None:  # MSCCL's executor takes the quick instance's whole program
+        _set("network.dimensions.0.size", 4)(data)
+        _set("network.dimensions.0.topology", "fully_connected")(data)
+        _set("network.dimensions.0.algorithm", "direct")(data)
+        _set("tasks.0.chunks", 4)(data)
+
+    instance = f.instance_with("small.json", small)
+    small_result = f.inputs / "small-result.json"
+    msccl, astra = f.inputs / "msccl", f.inputs / "astra"
+    if not small_result.exists():
+        subprocess.run([themis_opt(), "solve", instance, "--out", str(small_result)], check=True, capture_output=True)
+    exports = (
+        (msccl, (str(small_result), "--instance", instance, "--format", "msccl")),
+        (astra, (result, "--instance", f.instance)),
+    )
+    for folder, argv in exports:
+        if not folder.exists():
+            command = [themis_opt(), "export-program", *argv, "--out", str(folder)]
+            subprocess.run(command, check=True, capture_output=True)
+    xml = (msccl / "program.xml").read_text()
+    unordered = f.inputs / "msccl-unordered"
+    cut_xml, cut_et = f.inputs / "msccl-cut", f.inputs / "astra-cut"
+    for source, target in ((msccl, unordered), (msccl, cut_xml), (astra, cut_et)):
+        if not target.exists():
+            shutil.copytree(source, target)
+    (unordered / "program.xml").write_text(re.sub(r'depid="\d+" deps="\d+"', 'depid="-1" deps="-1"', xml))
+    (cut_xml / "program.xml").write_text(xml[: len(xml) // 2])
+    et = (astra / "program.5.et").read_bytes()
+    (cut_et / "program.5.et").write_bytes(et[: len(et) // 2])
+    return [
+        Case(s, "check-program: MSCCL without its dependencies", ("check-program", str(unordered))),
+        Case(s, "check-program: MSCCL XML cut in half", ("check-program", str(cut_xml))),
+        Case(s, "check-program: a Chakra file cut in half", ("check-program", str(cut_et))),
     ]
 
 
