@@ -22,7 +22,9 @@ so an earlier commit needs none of today's files):
 
 For ``baseline`` and ``themis``, ``solve(instance, method, time_limit=10)``
 (the default bounds) on a fresh instance each time, best of ``--repeat``; the
-instance's construction is not timed. The earlier commit is checked out with
+instance's construction is not timed. Each instance has a name of its own, so
+that no answer an earlier call cached (the load programs', per equal instance)
+shortens a later one: every call is timed as a process's first. The earlier commit is checked out with
 ``git worktree add`` into a temporary folder (its C core built there when it
 has one) and removed after.
 """
@@ -42,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Runs inside either package version: prints one JSON line {method: [best seconds, makespan, gap, peak KiB]}.
 TIMER = r"""
-import json, resource, sys, time
+import dataclasses, json, resource, sys, time
 import themis_opt
 from themis_opt.instance import After, Collective, Compute, Instance
 try:
@@ -82,8 +84,9 @@ def build():
 out = {}
 for method in ("baseline", "themis"):
     best, result = float("inf"), None
-    for _ in range(repeat):
-        instance = build()
+    for i in range(repeat):
+        # a name of its own: an equal instance would find the answers of an earlier call in a cache
+        instance = dataclasses.replace(build(), name=f"{case}-{method}-{i}")
         t0 = time.perf_counter()
         result = themis_opt.solve(instance, method=method, time_limit=10)
         best = min(best, time.perf_counter() - t0)

@@ -25,6 +25,7 @@ import argparse
 import dataclasses
 import math
 
+from bench.instances import first_call
 from themis_opt.instance import Collective, Dimension, Instance, Network
 from themis_opt.params import PipelineParams, SolveParams
 from themis_opt.search import improve_assignment, improve_sequences
@@ -78,7 +79,8 @@ def main() -> None:
             sequenced = improve_sequences(case, [assigned], seed=0, evaluations=20_000)
             assert sequenced is not None
             results = [
-                solve(case, "cpsat", time_limit=args.limit, workers=2, seed=0, params=params) for params in (on, off)
+                solve(first_call(case, tag), "cpsat", time_limit=args.limit, workers=2, seed=0, params=params)
+                for tag, params in (("on", on), ("off", off))
             ]
             schedules = [*starts, assigned, sequenced, *(r.schedule for r in results)]
             assert all(s is not None and validate(case, s) == [] for s in schedules)
