@@ -24,9 +24,9 @@ For ``baseline`` and ``themis``, ``solve(instance, method, time_limit=10)``
 (the default bounds) on a fresh instance each time, best of ``--repeat``; the
 instance's construction is not timed. Each instance has a name of its own, so
 that no answer an earlier call cached (the load programs', per equal instance)
-shortens a later one: every call is timed as a process's first. The earlier commit is checked out with
-``git worktree add`` into a temporary folder (its C core built there when it
-has one) and removed after.
+shortens a later one: every call is timed as a process's first. The earlier
+commit is checked out with ``git worktree add`` into a temporary folder (its C
+core built there when it has one) and removed after.
 """
 
 from __future__ import annotations
