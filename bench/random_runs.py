@@ -45,8 +45,7 @@ from themis_opt.formats.native import load_instance, save_instance
 from themis_opt.instance import After, Collective, Compute, Dimension, Instance, Network
 from themis_opt.policies import baseline_orders
 from themis_opt.programs import OpKind, Program, check_program, program_of
-from themis_opt.programs.msccl import read_msccl, write_msccl
-from themis_opt.programs.races import order_reductions
+from themis_opt.programs.msccl import as_msccl, read_msccl, write_msccl
 from themis_opt.result import Result
 from themis_opt.sim import simulate
 from themis_opt.solving import solve
@@ -219,7 +218,7 @@ def _check_program(instance: Instance, result: Result, label: str) -> list[str]:
 
 def _check_msccl(program: Program, label: str) -> list[str]:
     """The program as MSCCL-IR XML, where MSCCL takes it, read back and proved as the executor runs it."""
-    ordered = order_reductions(program.unpadded())
+    ordered = as_msccl(program)
     with tempfile.TemporaryDirectory() as folder:
         try:
             write_msccl(ordered, Path(folder) / "m", time_ns=check_program(ordered).time_ns)

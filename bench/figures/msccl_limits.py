@@ -20,8 +20,7 @@ from pathlib import Path
 from themis_opt.errors import InputError
 from themis_opt.formats.native import load_instance
 from themis_opt.programs import check_program, program_of
-from themis_opt.programs.msccl import COLL, XML, read_msccl, write_msccl
-from themis_opt.programs.races import order_reductions
+from themis_opt.programs.msccl import COLL, XML, as_msccl, read_msccl, write_msccl
 from themis_opt.solving import solve
 from themis_opt.suites import suite_folder
 
@@ -49,7 +48,7 @@ def main() -> None:
             for method in args.methods.split(","):
                 result = solve(instance, method=method, time_limit=5, workers=1)
                 try:
-                    program = order_reductions(program_of(instance, result).unpadded())  # as MSCCL runs it
+                    program = as_msccl(program_of(instance, result))
                 except InputError as error:
                     print(f"{row}{method} | no program: {error.problem} | | | | | |")
                     continue

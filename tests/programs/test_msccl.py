@@ -14,14 +14,13 @@ from themis_opt import solve
 from themis_opt.errors import InputError
 from themis_opt.instance import Algorithm, Collective, Dimension, Instance, Kind, Network, Topology
 from themis_opt.programs import check_program, program_of
-from themis_opt.programs.msccl import LIMITS, XML, read_msccl, write_msccl
-from themis_opt.programs.races import order_reductions
+from themis_opt.programs.msccl import LIMITS, XML, as_msccl, read_msccl, write_msccl
 
 STEP = re.compile(r'^ {6}<step( [a-z_A-Z]+="-?\w+")+/>$')
 
 
 def _roundtrip(instance: Instance, method: str, folder: Path, **options: int) -> tuple[int, int]:
-    program = order_reductions(program_of(instance, solve(instance, method=method, time_limit=2, workers=1)).unpadded())
+    program = as_msccl(program_of(instance, solve(instance, method=method, time_limit=2, workers=1)))
     time_ns = check_program(program).time_ns
     write_msccl(program, folder, time_ns=time_ns, **options)
     return time_ns, check_program(read_msccl(folder)).time_ns

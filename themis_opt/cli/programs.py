@@ -61,7 +61,7 @@ def export_program(args: argparse.Namespace, console: Console) -> int:
     from themis_opt.formats.native import check_folder, load_result
     from themis_opt.programs import check_program, program_of
     from themis_opt.programs.astra import write_program
-    from themis_opt.programs.races import order_reductions
+    from themis_opt.programs.msccl import MAX_STEPS, as_msccl, write_msccl
     from themis_opt.report import fmt_time
 
     if args.max_steps is not None and args.format != "msccl":
@@ -75,15 +75,13 @@ def export_program(args: argparse.Namespace, console: Console) -> int:
     if instance.name != result.instance:
         raise InputError("--instance", f"is {instance.name!r}; the result is for {result.instance!r}")
     program = program_of(instance, result)
-    if args.format == "msccl" or args.unpadded:  # a GPU runtime times its own messages: the data alone
+    if args.format == "msccl":
+        program = as_msccl(program)
+    elif args.unpadded:
         program = program.unpadded()
-    if args.format == "msccl":  # an rrc step reads and writes the buffer: two into the same units would race
-        program = order_reductions(program)
     timing = check_program(program)
     extra = {"instance": instance.name, "method": result.label, "schedule_makespan_ns": result.makespan}
     if args.format == "msccl":
-        from themis_opt.programs.msccl import MAX_STEPS, write_msccl
-
         steps = args.max_steps or MAX_STEPS
         files = write_msccl(program, args.out, time_ns=timing.time_ns, max_steps=steps, extra=extra, force=args.force)
     else:

@@ -24,6 +24,6 @@ executor does not read.
 
 from themis_opt.programs.msccl.format import BUFFER, COLL, LIMITS, MAX_STEPS, STEP_KEYS, XML
 from themis_opt.programs.msccl.read import read_msccl
-from themis_opt.programs.msccl.write import write_msccl
+from themis_opt.programs.msccl.write import as_msccl, write_msccl
 
-__all__ = ["BUFFER", "COLL", "LIMITS", "MAX_STEPS", "STEP_KEYS", "XML", "read_msccl", "write_msccl"]
+__all__ = ["BUFFER", "COLL", "LIMITS", "MAX_STEPS", "STEP_KEYS", "XML", "as_msccl", "read_msccl", "write_msccl"]

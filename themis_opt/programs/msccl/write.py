@@ -15,6 +15,7 @@ from themis_opt.instance import Kind
 from themis_opt.programs.folder import write_description
 from themis_opt.programs.ir import OpKind, Program
 from themis_opt.programs.msccl.format import BUFFER, COLL, LIMITS, MAX_STEPS, XML
+from themis_opt.programs.races import order_reductions
 
 
 @dataclass
@@ -118,6 +119,14 @@ def _blocks(program: Program, op: int, digits: np.ndarray, dims: list[int]) -> i
     return len({int(digits[u, dims.index(int(program.message_dim[op]))]) for u in units})
 
 
+def as_msccl(program: Program) -> Program:
+    """``program`` as MSCCL runs it: its data alone (a GPU runtime times its own messages, so no
+    padding) and each GPU's reductions into the same pieces one after another (an ``rrc`` step reads
+    and writes the buffer itself: :func:`~themis_opt.programs.races.order_reductions`).
+    """
+    return order_reductions(program.unpadded())
+
+
 def write_msccl(
     program: Program,
     folder: str | Path,
@@ -137,14 +146,13 @@ def write_msccl(
         executor's limit, naming it.
     ValueError
         A padded program (:attr:`Program.pad`: an MSCCL step carries data alone) or one whose
-        reductions may run at once (an ``rrc`` step reads and writes the buffer itself): ``time_ns``
-        is the time of ``order_reductions(program.unpadded())``
-        (:func:`~themis_opt.programs.races.order_reductions`), which to write instead.
+        reductions may run at once (an ``rrc`` step reads and writes the buffer itself): write
+        :func:`as_msccl` of it, ``time_ns`` that program's time.
     """
     if program.pad.any() or not program.exclusive_reductions:
         raise ValueError(
             "write_msccl: a padded program, or one whose reductions may run at once; write "
-            "order_reductions(program.unpadded())"
+            "as_msccl(program), order_reductions(program.unpadded())"
         )
     if len(program.collectives) != 1:
         raise InputError("msccl", "programs are written for one collective (an MSCCL algo is one collective call)")
