@@ -218,9 +218,9 @@ def _check_program(instance: Instance, result: Result, label: str) -> list[str]:
 
 def _check_msccl(program: Program, label: str) -> list[str]:
     """The program as MSCCL-IR XML, where MSCCL takes it, read back and proved as the executor runs it."""
-    ordered = as_msccl(program)
     with tempfile.TemporaryDirectory() as folder:
         try:
+            ordered = as_msccl(program)  # a collective over part of the network: its communicator's
             write_msccl(ordered, Path(folder) / "m", time_ns=check_program(ordered).time_ns)
         except InputError:  # not one collective MSCCL runs, or over an executor's limit: named in one line
             return []

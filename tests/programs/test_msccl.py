@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -13,8 +14,9 @@ from tests.conftest import load
 from themis_opt import solve
 from themis_opt.errors import InputError
 from themis_opt.instance import Algorithm, Collective, Dimension, Instance, Kind, Network, Topology
-from themis_opt.programs import check_program, program_of
-from themis_opt.programs.msccl import LIMITS, XML, as_msccl, read_msccl, write_msccl
+from themis_opt.programs import OpKind, check_program, program_of
+from themis_opt.programs.msccl import LIMITS, XML, as_msccl, communicator, read_msccl, write_msccl
+from themis_opt.programs.races import order_reductions
 
 STEP = re.compile(r'^ {6}<step( [a-z_A-Z]+="-?\w+")+/>$')
 
@@ -35,7 +37,8 @@ def collectives(draw: st.DrawFn) -> Instance:
         topology = draw(st.sampled_from(list(Topology)))
         dims.append(Dimension(size, topology, draw(st.sampled_from([25.0, 100.0])), 300.0, algorithm=algorithm))
     kind = draw(st.sampled_from([Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER]))
-    coll = Collective(kind, 1 << 20, draw(st.integers(1, 4)))
+    over = draw(st.sets(st.integers(0, len(dims) - 1), min_size=1))  # some dimensions: its communicator's
+    coll = Collective(kind, 1 << 20, draw(st.integers(1, 4)), dimensions=tuple(sorted(over)))
     return Instance(Network(tuple(dims)), (coll,), name="m")
 
 
@@ -95,8 +98,20 @@ def _shift(match: re.Match[str]) -> str:
 def test_what_msccl_cannot_run_is_refused_with_the_limit_named(tmp_path: Path) -> None:
     net = Network((Dimension(2, Topology.SWITCH, 50, 500), Dimension(4, Topology.SWITCH, 50, 500)))
     a2a = Instance(net, (Collective(Kind.ALL_TO_ALL, 1 << 20, 2),), name="a2a")
-    part = Instance(net, (Collective(Kind.ALL_REDUCE, 1 << 20, 2, dimensions=(1,)),), name="part")
-    for instance, words in ((a2a, "all_to_all: no MSCCL program"), (part, "part of the network")):
+    rings = Instance(net, (Collective(Kind.ALL_REDUCE, 1 << 20, 2, group=(0, 1, 4, 5)),), name="rings")
+    carved = Network(
+        (
+            Dimension(4, Topology.RING, 100, 300, physical_size=8),
+            Dimension(2, Topology.RING, 100, 300, physical_size=8, stride=4),
+            Dimension(2, Topology.SWITCH, 50, 500),
+        )
+    )
+    part = Instance(carved, (Collective(Kind.ALL_REDUCE, 1 << 20, 2, dimensions=(0,)),), name="part")
+    for instance, words in (
+        (a2a, "all_to_all: no MSCCL program"),
+        (rings, "by communicator groups"),
+        (part, "part of a carved dimension"),
+    ):
         with pytest.raises(InputError, match=words):
             _roundtrip(instance, "baseline", tmp_path / instance.name)
     with pytest.raises(InputError, match="steps"):
@@ -197,3 +212,57 @@ def test_a_padded_program_is_not_written_as_msccl(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unpadded"):
         write_msccl(program, tmp_path / "m", time_ns=check_program(program).time_ns)
     assert not (tmp_path / "m").exists()
+
+
+NET3 = Network(
+    (
+        Dimension(2, Topology.SWITCH, 50, 500),
+        Dimension(4, Topology.RING, 100, 300),
+        Dimension(3, Topology.FULLY_CONNECTED, 25, 200),
+    )
+)
+
+
+@pytest.mark.parametrize("dims", [(1,), (0, 2)])
+@pytest.mark.parametrize("kind", [Kind.ALL_REDUCE, Kind.REDUCE_SCATTER])
+def test_a_collective_over_some_dimensions_is_its_communicators_algorithm(
+    tmp_path: Path, dims: tuple[int, ...], kind: Kind
+) -> None:
+    instance = Instance(NET3, (Collective(kind, 1 << 20, 3, dimensions=dims),), name="part")
+    whole = program_of(instance, solve(instance, method="themis", time_limit=2, workers=1))
+    ours, back = _roundtrip(instance, "themis", tmp_path / "m")
+    group = [n for n in range(whole.npus) if all(whole.coordinates[n, d] == 0 for d in range(3) if d not in dims)]
+    assert ours == check_program(whole.unpadded()).time_ns  # every group at once takes as long as one
+    assert back >= 0.98 * ours - 50 and (kind is not Kind.ALL_REDUCE or back <= 1.02 * ours + 50)
+    text = (tmp_path / "m" / XML).read_text()
+    assert f'ngpus="{len(group)}"' in text and len(group) < whole.npus
+    # rank u of the communicator is the group's NPU at position u: its messages go where NPU group[u]'s go
+    one = as_msccl(whole)
+    sends = whole.kind == OpKind.SEND
+    for u, npu in enumerate(group):
+        mine = sends & (whole.rank == npu)
+        theirs = (one.kind == OpKind.SEND) & (one.rank == u)
+        assert [group.index(p) for p in whole.peer[mine].tolist()] == one.peer[theirs].tolist()
+
+
+@pytest.mark.parametrize("stage", [0, 1])
+def test_a_stages_collective_is_its_stages_algorithm_and_the_idle_stage_is_checked(tmp_path: Path, stage: int) -> None:
+    # the other stage runs no task: its NPUs hold no operation (the race check once failed on them)
+    network = Network((*NET3.dimensions[:2], Dimension(2, Topology.FULLY_CONNECTED, 25, 200)))
+    colls = (Collective(Kind.ALL_REDUCE, 1 << 20, 2, dimensions=(0, 1), stage=stage),)
+    instance = Instance(network, colls, "st", stage_npus=(0, 8))
+    whole = program_of(instance, solve(instance, method="themis", time_limit=2, workers=1))
+    rows = np.diff(whole.rank_start).reshape(2, 8)  # per stage, its NPUs' operations
+    assert rows[stage].all() and not rows[1 - stage].any()
+    ours, back = _roundtrip(instance, "themis", tmp_path / "m")
+    assert ours == check_program(whole.unpadded()).time_ns and abs(back - ours) <= 0.02 * ours
+    assert 'ngpus="8"' in (tmp_path / "m" / XML).read_text()
+
+
+def test_write_msccl_asks_for_the_communicators_program(tmp_path: Path) -> None:
+    instance = Instance(NET3, (Collective(Kind.ALL_REDUCE, 1 << 20, 2, dimensions=(1,)),), name="part")
+    program = program_of(instance, solve(instance, method="baseline"))
+    with pytest.raises(ValueError, match="communicator"):
+        write_msccl(order_reductions(program.unpadded()), tmp_path / "m", time_ns=1)
+    one = communicator(program)
+    assert one.npus == 4 and communicator(one) is one  # the communicator's own program is whole

@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="astra",
         help="astra: a folder ASTRA-sim 2.x runs as it is (its custom collectives; run.sh holds the command); "
         "msccl: MSCCL-IR XML for the MSCCL executor, one all-reduce, reduce-scatter or all-gather over every "
-        "GPU (default astra)",
+        "GPU of its communicator (over part of the network: one group's, the same for every group) (default astra)",
     )
     p.add_argument(
         "--max-steps",
@@ -74,7 +74,7 @@ def export_program(args: argparse.Namespace, console: Console) -> int:
     instance = read_instance(args.instance)
     if instance.name != result.instance:
         raise InputError("--instance", f"is {instance.name!r}; the result is for {result.instance!r}")
-    program = program_of(instance, result)
+    program = whole = program_of(instance, result)
     if args.format == "msccl":
         program = as_msccl(program)
     elif args.unpadded:
@@ -87,9 +87,11 @@ def export_program(args: argparse.Namespace, console: Console) -> int:
     else:
         files = write_program(program, args.out, time_ns=timing.time_ns, extra=extra, force=args.force)
     size = sum(f.stat().st_size for f in files)
+    group = f" (of the {whole.npus}: the communicator of one group of the collective's, each runs the same)"
+    group = group if program.npus < whole.npus else ""
     console.print(
         f"wrote {counted(len(files), 'file')} ({size / 2**20:.1f} MiB) to {args.out}: "
-        f"{counted(program.npus, 'NPU')}, {counted(program.num_ops, 'node')}, checked"
+        f"{counted(program.npus, 'NPU')}{group}, {counted(program.num_ops, 'node')}, checked"
     )
     assert result.makespan is not None  # a result with a schedule has one
     change = (timing.time_ns - result.makespan) / result.makespan

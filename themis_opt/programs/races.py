@@ -112,7 +112,7 @@ def check_races(program: Program, order: np.ndarray, flow: Flow | None = None) -
         k: [c for c in (READ, WRITE, REDUCE) if not (c == k and k in commuting)] for k in (READ, WRITE, REDUCE)
     }
     for r in range(program.npus):
-        ops = np.array(program.ops_of(r))
+        ops = np.arange(program.rank_start[r], program.rank_start[r + 1])  # np.array(range(0)) is of floats
         ops = ops[access[ops] != NONE]
         lo = reach.enter(r)
         # per (collective, chunk), its accesses so far as bits of rows, one set per class

@@ -1,7 +1,9 @@
 """A program as MSCCL-IR XML, as the MSCCL executor (msccl-executor-nccl) parses and runs it.
 
-One ``<algo>``: an all-reduce, reduce-scatter or all-gather over every GPU, in place
-(``inplace="1" outofplace="0"``: the call passes one buffer). The buffer is cut in
+One ``<algo>``: an all-reduce, reduce-scatter or all-gather over every GPU of its communicator, in
+place (``inplace="1" outofplace="0"``: the call passes one buffer); a collective over part of the
+network (some dimensions, one pipeline stage) is written as one group's communicator runs it, its
+ranks the group's NPUs in order (:func:`communicator`): every group runs the same algorithm. The buffer is cut in
 ``nchunksperloop`` = chunks x units pieces. An all-reduce's units are laid out so that every
 message is one range (the dimensions in the order the chunk's reduce-scatter visits them, the first
 the most significant digit; a dimension whose messages carry several blocks, halving-doubling's,
@@ -24,6 +26,17 @@ executor does not read.
 
 from themis_opt.programs.msccl.format import BUFFER, COLL, LIMITS, MAX_STEPS, STEP_KEYS, XML
 from themis_opt.programs.msccl.read import read_msccl
-from themis_opt.programs.msccl.write import as_msccl, write_msccl
+from themis_opt.programs.msccl.write import as_msccl, communicator, write_msccl
 
-__all__ = ["BUFFER", "COLL", "LIMITS", "MAX_STEPS", "STEP_KEYS", "XML", "as_msccl", "read_msccl", "write_msccl"]
+__all__ = [
+    "BUFFER",
+    "COLL",
+    "LIMITS",
+    "MAX_STEPS",
+    "STEP_KEYS",
+    "XML",
+    "as_msccl",
+    "communicator",
+    "read_msccl",
+    "write_msccl",
+]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ from themis_opt.errors import InputError
 from themis_opt.fileio import atomic_folder, write_text
 from themis_opt.instance import Kind
 from themis_opt.programs.folder import write_description
-from themis_opt.programs.ir import OpKind, Program
+from themis_opt.programs.ir import COLUMNS, OpKind, Program, physical_dims
 from themis_opt.programs.msccl.format import BUFFER, COLL, LIMITS, MAX_STEPS, XML
 from themis_opt.programs.races import order_reductions
 
@@ -121,10 +121,80 @@ def _blocks(program: Program, op: int, digits: np.ndarray, dims: list[int]) -> i
 
 def as_msccl(program: Program) -> Program:
     """``program`` as MSCCL runs it: its data alone (a GPU runtime times its own messages, so no
-    padding) and each GPU's reductions into the same pieces one after another (an ``rrc`` step reads
-    and writes the buffer itself: :func:`~themis_opt.programs.races.order_reductions`).
+    padding), each GPU's reductions into the same pieces one after another (an ``rrc`` step reads
+    and writes the buffer itself: :func:`~themis_opt.programs.races.order_reductions`), and a
+    collective over part of the network as its communicator runs it (:func:`communicator`).
     """
-    return order_reductions(program.unpadded())
+    return order_reductions(communicator(program.unpadded()))
+
+
+def communicator(program: Program) -> Program:
+    """A program of one collective over part of the network (some of its dimensions, or one pipeline
+    stage's NPUs) as the collective's communicator runs it: the operations of one group of it (the
+    NPUs that share its first NPU's coordinates outside the collective's dimensions), each NPU
+    numbered by its position in the group (its coordinates on those dimensions, the first varying
+    fastest: unit ``u`` of a chunk is rank ``u``'s), on those dimensions alone. Every other group runs
+    the same operations among its own NPUs at the same times, so one MSCCL algorithm, chosen by the
+    communicator's size, serves them all. Any other program is returned as it is.
+
+    Raises
+    ------
+    InputError
+        The collective runs over communicator groups (one ring a group, which may cross any
+        dimension) or over part of a dimension carved into parts (its group's links are not a
+        network of their own).
+    """
+    members = _group(program)
+    if members is None:
+        return program
+    (coll,) = program.collectives
+    position = np.full(program.npus, -1, dtype=np.int64)
+    position[members] = np.arange(len(members))
+    keep = np.concatenate([np.arange(program.rank_start[r], program.rank_start[r + 1]) for r in members])
+    row = np.full(program.num_ops, -1, dtype=np.int64)
+    row[keep] = np.arange(len(keep))
+    dep_counts = np.diff(program.dep_start)[keep]
+    ends = np.cumsum(dep_counts)
+    at = np.repeat(program.dep_start[keep] - (ends - dep_counts), dep_counts) + np.arange(ends[-1])
+    deps, peer = row[program.deps[at]], program.peer[keep]
+    peer = np.where(peer >= 0, position[peer], -1)
+    if (deps < 0).any() or ((program.peer[keep] >= 0) & (peer < 0)).any():  # pragma: no cover - program_of's
+        raise ValueError("communicator: a group's operations reach beyond the group")
+    return Program(
+        links=tuple(program.links[d] for d in coll.dims),
+        collectives=(replace(coll, dims=tuple(range(len(coll.dims))), stage=0),),
+        unit_sets=program.unit_sets,
+        rank_start=np.r_[0, np.cumsum(np.diff(program.rank_start)[members])],
+        **{name: getattr(program, name)[keep] for name in COLUMNS if name != "peer"},
+        peer=peer,
+        dep_start=np.r_[0, ends],
+        deps=deps,
+        active_phases=program.active_phases,
+        exclusive_reductions=program.exclusive_reductions,
+    )
+
+
+def _group(program: Program) -> np.ndarray | None:
+    """The NPUs of the first group of a program's one collective over part of the network, ascending
+    (their positions in it); ``None`` for any other program (see :func:`communicator`).
+    """
+    if len(program.collectives) != 1 or program.collectives[0].kind not in COLL:
+        return None
+    (coll,) = program.collectives
+    stage = program.stages[coll.stage] if program.stages else range(program.npus)
+    whole = tuple(d for d, link in enumerate(program.links) if link.size > 1)
+    if set(whole) <= set(coll.dims) and len(stage) == program.npus:
+        return None
+    if coll.groups or coll.flat:
+        what = "communicator groups" if coll.groups else "a flattened algorithm"
+        raise InputError("msccl", f"a collective over part of the network by {what}: no MSCCL program is written")
+    carved = {d for part in physical_dims(program.links) if len(part) > 1 for d in part}
+    if any(d in carved for d in coll.dims) and any(d in carved and d not in coll.dims for d in whole):
+        raise InputError("msccl", "a collective over part of a carved dimension: its group is not a network of its own")
+    others = [d for d in range(len(program.links)) if d not in coll.dims]
+    coords = program.coordinates
+    members: np.ndarray = np.flatnonzero((coords[:, others] == coords[min(stage), others]).all(axis=1))
+    return members
 
 
 def write_msccl(
@@ -145,14 +215,15 @@ def write_msccl(
         A program MSCCL cannot run (not one all-reduce, a computation of some time) or one over an
         executor's limit, naming it.
     ValueError
-        A padded program (:attr:`Program.pad`: an MSCCL step carries data alone) or one whose
-        reductions may run at once (an ``rrc`` step reads and writes the buffer itself): write
+        A padded program (:attr:`Program.pad`: an MSCCL step carries data alone), one whose
+        reductions may run at once (an ``rrc`` step reads and writes the buffer itself) or one of a
+        collective over part of the network (an MSCCL algorithm is its communicator's): write
         :func:`as_msccl` of it, ``time_ns`` that program's time.
     """
-    if program.pad.any() or not program.exclusive_reductions:
+    if program.pad.any() or not program.exclusive_reductions or _group(program) is not None:
         raise ValueError(
-            "write_msccl: a padded program, or one whose reductions may run at once; write "
-            "as_msccl(program), order_reductions(program.unpadded())"
+            "write_msccl: a padded program, one whose reductions may run at once or one over part of the "
+            "network; write as_msccl(program), order_reductions(communicator(program.unpadded()))"
         )
     if len(program.collectives) != 1:
         raise InputError("msccl", "programs are written for one collective (an MSCCL algo is one collective call)")
@@ -164,9 +235,6 @@ def write_msccl(
             else "not a collective"
         )
         raise InputError("msccl", f"{coll.kind.value}: no MSCCL program is written for it ({why})")
-    whole = tuple(d for d, link in enumerate(program.links) if link.size > 1)
-    if coll.dims != whole:
-        raise InputError("msccl", "a collective over part of the network: an MSCCL algo spans every GPU it names")
     if np.any((program.kind == OpKind.COMP) & (program.duration_ns > 0)):
         raise InputError("msccl", "a computation of some time (an issue time): MSCCL has none")
     layout = _layout(program)
