@@ -266,3 +266,17 @@ def test_write_msccl_asks_for_the_communicators_program(tmp_path: Path) -> None:
         write_msccl(order_reductions(program.unpadded()), tmp_path / "m", time_ns=1)
     one = communicator(program)
     assert one.npus == 4 and communicator(one) is one  # the communicator's own program is whole
+
+
+def test_a_collective_over_every_part_of_one_carved_dimension_is_a_communicator(tmp_path: Path) -> None:
+    def parts(topology: Topology, gbps: float) -> tuple[Dimension, Dimension]:
+        inner = Dimension(2, topology, gbps, 300, physical_size=4)
+        return inner, Dimension(2, topology, gbps, 300, physical_size=4, stride=2)
+
+    network = Network((*parts(Topology.RING, 100), *parts(Topology.SWITCH, 50)))
+    for dims in ((0, 1), (2, 3)):
+        instance = Instance(network, (Collective(Kind.ALL_REDUCE, 1 << 20, 2, dimensions=dims),), name="c")
+        whole = program_of(instance, solve(instance, method="themis", time_limit=2, workers=1))
+        ours, back = _roundtrip(instance, "themis", tmp_path / f"m{dims[0]}")
+        assert ours == check_program(whole.unpadded()).time_ns and abs(back - ours) <= 0.02 * ours
+        assert 'ngpus="4"' in (tmp_path / f"m{dims[0]}" / XML).read_text()

@@ -188,8 +188,7 @@ def _group(program: Program) -> np.ndarray | None:
     if coll.groups or coll.flat:
         what = "communicator groups" if coll.groups else "a flattened algorithm"
         raise InputError("msccl", f"a collective over part of the network by {what}: no MSCCL program is written")
-    carved = {d for part in physical_dims(program.links) if len(part) > 1 for d in part}
-    if any(d in carved for d in coll.dims) and any(d in carved and d not in coll.dims for d in whole):
+    if any(0 < len(set(parts) & set(coll.dims)) < len(parts) for parts in physical_dims(program.links)):
         raise InputError("msccl", "a collective over part of a carved dimension: its group is not a network of its own")
     others = [d for d in range(len(program.links)) if d not in coll.dims]
     coords = program.coordinates
