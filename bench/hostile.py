@@ -603,10 +603,24 @@ def export_cases(f: Files) -> list[Case]:
     a2a_result = f.inputs / "a2a-result.json"
     if not a2a_result.exists():
         subprocess.run([themis_opt(), "solve", a2a, "--out", str(a2a_result)], check=True, capture_output=True)
+
+    def ring_groups(data: dict[str, object]) -> None:  # rings over communicator groups: no MSCCL program
+        _set("tasks.0.group", [0, 1, 64, 65])(data)
+        _set("tasks.0.chunks", 2)(data)
+
+    rings = f.instance_with("rings.json", ring_groups)
+    rings_result = f.inputs / "rings-result.json"
+    if not rings_result.exists():
+        subprocess.run([themis_opt(), "solve", rings, "--out", str(rings_result)], check=True, capture_output=True)
     empty = f.inputs / "empty-folder"
     empty.mkdir(exist_ok=True)
     return [
         Case(s, "export-astra into a folder that holds files", ("export-astra", f.instance, "--out", str(full))),
+        Case(
+            s,
+            "export-program --format msccl of rings over communicator groups",
+            ("export-program", str(rings_result), "--instance", rings, "--format", "msccl", "--out", f.out("p4")),
+        ),
         Case(s, "export-astra --out the instance", ("export-astra", f.instance, "--out", f.instance)),
         Case(
             s,
