@@ -280,3 +280,21 @@ def test_a_collective_over_every_part_of_one_carved_dimension_is_a_communicator(
         ours, back = _roundtrip(instance, "themis", tmp_path / f"m{dims[0]}")
         assert ours == check_program(whole.unpadded()).time_ns and abs(back - ours) <= 0.02 * ours
         assert 'ngpus="4"' in (tmp_path / f"m{dims[0]}" / XML).read_text()
+
+
+def test_the_cli_writes_a_communicators_algorithm_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from themis_opt.cli import main
+    from themis_opt.formats.native import save_instance, save_result
+
+    instance = Instance(NET3, (Collective(Kind.ALL_REDUCE, 1 << 20, 2, dimensions=(0, 2)),), name="part")
+    save_instance(instance, tmp_path / "i.json")
+    save_result(solve(instance, method="themis"), tmp_path / "r.json")
+    out = tmp_path / "m"
+    argv = ["export-program", str(tmp_path / "r.json"), "--instance", str(tmp_path / "i.json"), "--format", "msccl"]
+    assert main([*argv, "--out", str(out)]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "6 NPUs (of the 24: the communicator of one group of the collective's, each runs the same)" in said
+    assert main(["check-program", str(out)]) == 0
+    assert "6 NPUs, 1 collective" in " ".join(capsys.readouterr().out.split())
