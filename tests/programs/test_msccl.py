@@ -15,7 +15,7 @@ from themis_opt import solve
 from themis_opt.errors import InputError
 from themis_opt.instance import Algorithm, Collective, Dimension, Instance, Kind, Network, Topology
 from themis_opt.programs import OpKind, check_program, program_of
-from themis_opt.programs.msccl import LIMITS, XML, as_msccl, communicator, read_msccl, write_msccl
+from themis_opt.programs.msccl import LIMITS, XML, as_msccl, communicator, one_collective, read_msccl, write_msccl
 from themis_opt.programs.races import order_reductions
 
 STEP = re.compile(r'^ {6}<step( [a-z_A-Z]+="-?\w+")+/>$')
@@ -298,3 +298,65 @@ def test_the_cli_writes_a_communicators_algorithm_and_says_so(
     assert "6 NPUs (of the 24: the communicator of one group of the collective's, each runs the same)" in said
     assert main(["check-program", str(out)]) == 0
     assert "6 NPUs, 1 collective" in " ".join(capsys.readouterr().out.split())
+
+
+def _several() -> Instance:
+    from themis_opt.instance import After, Compute
+
+    tasks = (
+        Compute(3000, id="f"),
+        Collective(Kind.ALL_REDUCE, 1 << 20, 3, id="a", after=(After("f"),)),
+        Collective(Kind.REDUCE_SCATTER, 1 << 21, 2, id="b", issue_ns=1000, dimensions=(1, 2)),
+        Collective(Kind.ALL_GATHER, 1 << 20, 4, id="c", after=(After("a"),), dimensions=(0,)),
+    )
+    network = Network((*NET3.dimensions[:2], Dimension(2, Topology.FULLY_CONNECTED, 25, 200)))
+    return Instance(network, tasks, name="several")
+
+
+@pytest.mark.parametrize("method", ["baseline", "themis"])
+def test_one_collective_of_several_is_its_algorithm_alone(tmp_path: Path, method: str) -> None:
+    instance = _several()
+    result = solve(instance, method=method, time_limit=2, workers=1)
+    whole = program_of(instance, result)
+    for c, coll in enumerate(instance.collectives):
+        alone = one_collective(whole, c)
+        mine = (whole.collective == c) & (whole.kind != OpKind.COMP)
+        assert alone.num_ops == mine.sum() and not (alone.kind == OpKind.COMP).any()
+        assert alone.peer.tolist() == whole.peer[mine].tolist()  # the same messages, in the same order
+        # nothing waits for what is not there: the rest of the schedule only delays it
+        phases = [p for chunk in result.schedule.chunks if chunk.collective == c for p in chunk.phases]
+        span = max(p.end_ns for p in phases) - min(p.start_ns for p in phases)
+        program = as_msccl(whole, c)
+        time_ns = check_program(program).time_ns
+        assert time_ns <= span + 1
+        write_msccl(program, tmp_path / coll.id, time_ns=time_ns)
+        back = check_program(read_msccl(tmp_path / coll.id)).time_ns
+        assert back >= 0.98 * time_ns - 50 and (coll.kind is not Kind.ALL_REDUCE or back <= 1.02 * time_ns + 50)
+    with pytest.raises(InputError, match="not one of the program's 3"):
+        one_collective(whole, 3)
+
+
+def test_the_cli_writes_one_collective_named_and_asks_for_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from themis_opt.cli import main
+    from themis_opt.formats.native import save_instance, save_result
+
+    instance = _several()
+    save_instance(instance, tmp_path / "i.json")
+    save_result(solve(instance, method="themis", time_limit=2, workers=1), tmp_path / "r.json")
+    argv = ["export-program", str(tmp_path / "r.json"), "--instance", str(tmp_path / "i.json")]
+    for flags, words in (
+        (["--format", "msccl"], "holds 3 collectives (a, b, c): name the one"),
+        (["--format", "msccl", "--collective", "zz"], "no collective 'zz' in the instance (its ids: a, b, c)"),
+        (["--collective", "a"], "applies with --format msccl only"),
+    ):
+        assert main([*argv, *flags, "--out", str(tmp_path / "x")]) == 2
+        err = capsys.readouterr().err
+        assert words in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x").exists()
+    assert main([*argv, "--format", "msccl", "--collective", "b", "--out", str(tmp_path / "b")]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "8 NPUs (of the 16" in said and "collective b alone; its span in the schedule" in said
+    assert main(["check-program", str(tmp_path / "b")]) == 0
+    assert 'coll="reducescatter"' in (tmp_path / "b" / XML).read_text()

@@ -26,7 +26,8 @@ executor does not read.
 
 from themis_opt.programs.msccl.format import BUFFER, COLL, LIMITS, MAX_STEPS, STEP_KEYS, XML
 from themis_opt.programs.msccl.read import read_msccl
-from themis_opt.programs.msccl.write import as_msccl, communicator, write_msccl
+from themis_opt.programs.msccl.scope import as_msccl, communicator, one_collective
+from themis_opt.programs.msccl.write import write_msccl
 
 __all__ = [
     "BUFFER",
@@ -37,6 +38,7 @@ __all__ = [
     "XML",
     "as_msccl",
     "communicator",
+    "one_collective",
     "read_msccl",
     "write_msccl",
 ]

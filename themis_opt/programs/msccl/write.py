@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +13,9 @@ from themis_opt.errors import InputError
 from themis_opt.fileio import atomic_folder, write_text
 from themis_opt.instance import Kind
 from themis_opt.programs.folder import write_description
-from themis_opt.programs.ir import COLUMNS, OpKind, Program, physical_dims
+from themis_opt.programs.ir import OpKind, Program
 from themis_opt.programs.msccl.format import BUFFER, COLL, LIMITS, MAX_STEPS, XML
-from themis_opt.programs.races import order_reductions
+from themis_opt.programs.msccl.scope import group_of
 
 
 @dataclass
@@ -119,83 +119,6 @@ def _blocks(program: Program, op: int, digits: np.ndarray, dims: list[int]) -> i
     return len({int(digits[u, dims.index(int(program.message_dim[op]))]) for u in units})
 
 
-def as_msccl(program: Program) -> Program:
-    """``program`` as MSCCL runs it: its data alone (a GPU runtime times its own messages, so no
-    padding), each GPU's reductions into the same pieces one after another (an ``rrc`` step reads
-    and writes the buffer itself: :func:`~themis_opt.programs.races.order_reductions`), and a
-    collective over part of the network as its communicator runs it (:func:`communicator`).
-    """
-    return order_reductions(communicator(program.unpadded()))
-
-
-def communicator(program: Program) -> Program:
-    """A program of one collective over part of the network (some of its dimensions, or one pipeline
-    stage's NPUs) as the collective's communicator runs it: the operations of one group of it (the
-    NPUs that share its first NPU's coordinates outside the collective's dimensions), each NPU
-    numbered by its position in the group (its coordinates on those dimensions, the first varying
-    fastest: unit ``u`` of a chunk is rank ``u``'s), on those dimensions alone. Every other group runs
-    the same operations among its own NPUs at the same times, so one MSCCL algorithm, chosen by the
-    communicator's size, serves them all. Any other program is returned as it is.
-
-    Raises
-    ------
-    InputError
-        The collective runs over communicator groups (one ring a group, which may cross any
-        dimension) or over part of a dimension carved into parts (its group's links are not a
-        network of their own).
-    """
-    members = _group(program)
-    if members is None:
-        return program
-    (coll,) = program.collectives
-    position = np.full(program.npus, -1, dtype=np.int64)
-    position[members] = np.arange(len(members))
-    keep = np.concatenate([np.arange(program.rank_start[r], program.rank_start[r + 1]) for r in members])
-    row = np.full(program.num_ops, -1, dtype=np.int64)
-    row[keep] = np.arange(len(keep))
-    dep_counts = np.diff(program.dep_start)[keep]
-    ends = np.cumsum(dep_counts)
-    at = np.repeat(program.dep_start[keep] - (ends - dep_counts), dep_counts) + np.arange(ends[-1])
-    deps, peer = row[program.deps[at]], program.peer[keep]
-    peer = np.where(peer >= 0, position[peer], -1)
-    if (deps < 0).any() or ((program.peer[keep] >= 0) & (peer < 0)).any():  # pragma: no cover - program_of's
-        raise ValueError("communicator: a group's operations reach beyond the group")
-    return Program(
-        links=tuple(program.links[d] for d in coll.dims),
-        collectives=(replace(coll, dims=tuple(range(len(coll.dims))), stage=0),),
-        unit_sets=program.unit_sets,
-        rank_start=np.r_[0, np.cumsum(np.diff(program.rank_start)[members])],
-        **{name: getattr(program, name)[keep] for name in COLUMNS if name != "peer"},
-        peer=peer,
-        dep_start=np.r_[0, ends],
-        deps=deps,
-        active_phases=program.active_phases,
-        exclusive_reductions=program.exclusive_reductions,
-    )
-
-
-def _group(program: Program) -> np.ndarray | None:
-    """The NPUs of the first group of a program's one collective over part of the network, ascending
-    (their positions in it); ``None`` for any other program (see :func:`communicator`).
-    """
-    if len(program.collectives) != 1 or program.collectives[0].kind not in COLL:
-        return None
-    (coll,) = program.collectives
-    stage = program.stages[coll.stage] if program.stages else range(program.npus)
-    whole = tuple(d for d, link in enumerate(program.links) if link.size > 1)
-    if set(whole) <= set(coll.dims) and len(stage) == program.npus:
-        return None
-    if coll.groups or coll.flat:
-        what = "communicator groups" if coll.groups else "a flattened algorithm"
-        raise InputError("msccl", f"a collective over part of the network by {what}: no MSCCL program is written")
-    if any(0 < len(set(parts) & set(coll.dims)) < len(parts) for parts in physical_dims(program.links)):
-        raise InputError("msccl", "a collective over part of a carved dimension: its group is not a network of its own")
-    others = [d for d in range(len(program.links)) if d not in coll.dims]
-    coords = program.coordinates
-    members: np.ndarray = np.flatnonzero((coords[:, others] == coords[min(stage), others]).all(axis=1))
-    return members
-
-
 def write_msccl(
     program: Program,
     folder: str | Path,
@@ -219,7 +142,7 @@ def write_msccl(
         collective over part of the network (an MSCCL algorithm is its communicator's): write
         :func:`as_msccl` of it, ``time_ns`` that program's time.
     """
-    if program.pad.any() or not program.exclusive_reductions or _group(program) is not None:
+    if program.pad.any() or not program.exclusive_reductions or group_of(program) is not None:
         raise ValueError(
             "write_msccl: a padded program, one whose reductions may run at once or one over part of the "
             "network; write as_msccl(program), order_reductions(communicator(program.unpadded()))"
