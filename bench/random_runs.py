@@ -16,11 +16,11 @@ A problem is: a method that raises, returns after more than 1.2 x ``--time-limit
 returns a schedule the validator rejects or a bound above its makespan; the compiled core and the
 Python engine disagreeing on an instance's baseline (fifo and scf); a program
 (:func:`~themis_opt.programs.program_of`) that its checker rejects, as ASTRA-sim's folder or (where
-MSCCL takes it) as MSCCL-IR XML read back, or whose time is more than
-0.2% off the makespan (or 1 ns a message an NPU sends, where that is more: 2.x truncates each
-message to whole ns) where the docs do not say why (all-to-alls by ``direct`` on a ring or
-switch pay each message's latency); a layout ``workload`` refuses with anything but one line
-and exit status 2. Each run draws from ``random.Random(seed + i)``; one line per problem, a
+MSCCL takes it; of several collectives the first it may take, alone) as MSCCL-IR XML read back, or
+whose time is more than 0.2% off the makespan (or 1 ns a message an NPU sends, where that is more:
+2.x truncates each message to whole ns) where the docs do not say why (all-to-alls by ``direct`` on
+a ring or switch pay each message's latency); a layout ``workload`` refuses with anything but one
+line and exit status 2. Each run draws from ``random.Random(seed + i)``; one line per problem, a
 summary, exit status 1 if there was any.
 """
 
@@ -45,7 +45,7 @@ from themis_opt.formats.native import load_instance, save_instance
 from themis_opt.instance import After, Collective, Compute, Dimension, Instance, Network
 from themis_opt.policies import baseline_orders
 from themis_opt.programs import OpKind, Program, check_program, program_of
-from themis_opt.programs.msccl import as_msccl, read_msccl, write_msccl
+from themis_opt.programs.msccl import COLL, as_msccl, read_msccl, write_msccl
 from themis_opt.result import Result
 from themis_opt.sim import simulate
 from themis_opt.solving import solve
@@ -217,10 +217,15 @@ def _check_program(instance: Instance, result: Result, label: str) -> list[str]:
 
 
 def _check_msccl(program: Program, label: str) -> list[str]:
-    """The program as MSCCL-IR XML, where MSCCL takes it, read back and proved as the executor runs it."""
+    """The program as MSCCL-IR XML, where MSCCL takes it, read back and proved as the executor runs it:
+    of several collectives, the first all-reduce, reduce-scatter or all-gather alone.
+    """
+    several = len(program.collectives) > 1
+    first = next((c for c, coll in enumerate(program.collectives) if coll.kind in COLL), None)
     with tempfile.TemporaryDirectory() as folder:
         try:
-            ordered = as_msccl(program)  # a collective over part of the network: its communicator's
+            # a collective over part of the network: its communicator's
+            ordered = as_msccl(program, first if several else None)
             write_msccl(ordered, Path(folder) / "m", time_ns=check_program(ordered).time_ns)
         except InputError:  # not one collective MSCCL runs, or over an executor's limit: named in one line
             return []
