@@ -112,13 +112,12 @@ def export_program(args: argparse.Namespace, console: Console) -> int:
     span, what = result.makespan, "the schedule's makespan"
     if collective is not None:
         phases = [p for chunk in result.schedule.chunks if chunk.collective == collective for p in chunk.phases]
-        span = max(p.end_ns for p in phases) - min(p.start_ns for p in phases)
+        span = max(p.end_ns for p in phases) - min(p.start_ns for p in phases) if phases else 0.0
         what = f"collective {args.collective} alone; its span in the schedule"
-    change = (timing.time_ns - span) / span
+    change = f", {(timing.time_ns - span) / span:+.3%}" if span else ""  # a collective of no phase spans 0
     run = f"run it with {args.out}/run.sh" if args.format == "astra" else "in place, one buffer"
     console.print(
-        f"program time {fmt_time(timing.time_ns)} as ASTRA-sim 2.x times it ({what} {fmt_time(span)}, "
-        f"{change:+.3%}); {run}"
+        f"program time {fmt_time(timing.time_ns)} as ASTRA-sim 2.x times it ({what} {fmt_time(span)}{change}); {run}"
     )
     return 0
 
