@@ -612,10 +612,33 @@ def export_cases(f: Files) -> list[Case]:
     rings_result = f.inputs / "rings-result.json"
     if not rings_result.exists():
         subprocess.run([themis_opt(), "solve", rings, "--out", str(rings_result)], check=True, capture_output=True)
+
+    def two_collectives(data: dict[str, object]) -> None:  # MSCCL writes one collective call, named
+        tasks = data["tasks"]
+        assert isinstance(tasks, list)
+        tasks[0]["chunks"] = 2
+        tasks.append({**tasks[0], "id": "c1", "issue_ns": 1000})
+
+    two = f.instance_with("two.json", two_collectives)
+    two_result = f.inputs / "two-result.json"
+    if not two_result.exists():
+        subprocess.run([themis_opt(), "solve", two, "--out", str(two_result)], check=True, capture_output=True)
+    two_msccl = ("export-program", str(two_result), "--instance", two, "--format", "msccl")
     empty = f.inputs / "empty-folder"
     empty.mkdir(exist_ok=True)
     return [
         Case(s, "export-astra into a folder that holds files", ("export-astra", f.instance, "--out", str(full))),
+        Case(s, "export-program --format msccl of two collectives, none named", (*two_msccl, "--out", f.out("p5"))),
+        Case(
+            s,
+            "export-program --format msccl --collective of no such id",
+            (*two_msccl, "--collective", "c9", "--out", f.out("p6")),
+        ),
+        Case(
+            s,
+            "export-program --collective without --format msccl",
+            ("export-program", str(two_result), "--instance", two, "--collective", "c1", "--out", f.out("p7")),
+        ),
         Case(
             s,
             "export-program --format msccl of rings over communicator groups",
