@@ -360,3 +360,17 @@ def test_the_cli_writes_one_collective_named_and_asks_for_one(
     assert "8 NPUs (of the 16" in said and "collective b alone; its span in the schedule" in said
     assert main(["check-program", str(tmp_path / "b")]) == 0
     assert 'coll="reducescatter"' in (tmp_path / "b" / XML).read_text()
+
+
+def test_each_stages_all_reduce_of_a_pipeline_is_its_stages_algorithm(tmp_path: Path) -> None:
+    instance = load("two_stages")  # two stages of two NPUs, their sends between them
+    whole = program_of(instance, solve(instance, method="themis"))
+    stages = {coll.stage for coll in instance.collectives if coll.kind is Kind.ALL_REDUCE}
+    assert stages == {0, 1}
+    for c, coll in enumerate(instance.collectives):
+        if coll.kind is Kind.ALL_REDUCE:
+            program = as_msccl(whole, c)
+            assert program.npus == 2 and program.collectives[0].stage == 0
+            time_ns = check_program(program).time_ns
+            write_msccl(program, tmp_path / coll.id, time_ns=time_ns)
+            assert check_program(read_msccl(tmp_path / coll.id)).time_ns == time_ns
