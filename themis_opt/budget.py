@@ -134,6 +134,27 @@ def available_workers() -> int:
         return os.cpu_count() or 1
 
 
+def available_memory() -> int | None:
+    """Bytes this process may still take: the memory the system has available, or what an
+    address-space limit (``ulimit -v``) leaves of it, the less; ``None`` where neither is known
+    (not Linux).
+    """
+    found: list[int] = []
+    try:
+        import resource  # POSIX only
+
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            found += [int(line.split()[1]) * 1024 for line in meminfo if line.startswith("MemAvailable:")]
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if limit != resource.RLIM_INFINITY:
+            with open("/proc/self/status", encoding="ascii") as status:
+                held = [int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:")]
+            found.append(max(0, limit - sum(held)))
+    except (ImportError, OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        pass
+    return min(found) if found else None
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector: a simulation or a file read allocates millions of objects

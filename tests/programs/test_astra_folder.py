@@ -14,7 +14,7 @@ from tests.conftest import DATA, load
 from themis_opt import solve
 from themis_opt.cli import main
 from themis_opt.errors import InputError
-from themis_opt.formats.native import save_result
+from themis_opt.formats.native import load_instance, save_result
 from themis_opt.programs import OpKind, Program, check_program, program_of
 from themis_opt.programs.astra import read_program, write_program
 
@@ -351,3 +351,33 @@ def test_a_folder_of_the_first_version_reads_and_a_later_one_is_named(
         else:
             with pytest.raises(InputError, match=r"version 3: this themis-opt reads versions 1, 2"):
                 read_program(old)
+
+
+def test_a_program_beyond_the_memory_available_is_one_line(tmp_path: Path) -> None:
+    import resource
+    import subprocess
+    import sys
+
+    from themis_opt.budget import available_memory
+    from themis_opt.suites import suite_folder
+
+    memory = available_memory()
+    assert memory is not None and memory > 0
+    instance = suite_folder("paper") / "paper-3d-sw8x8x8.json"  # 1.2 million operations: about 650 MB
+    save_result(solve(load_instance(instance), method="baseline"), tmp_path / "r.json")
+    limit = 700 * 2**20  # the interpreter and its imports take about 200 MB of it
+
+    def cap() -> None:  # pragma: no cover - runs in the child
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    argv = ["export-program", str(tmp_path / "r.json"), "--instance", str(instance), "--out", str(tmp_path / "p")]
+    run = subprocess.run(
+        [sys.executable, "-m", "themis_opt", *argv],
+        capture_output=True,
+        text=True,
+        preexec_fn=cap,
+        timeout=120,
+    )
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and "memory" in run.stderr
+    assert not (tmp_path / "p").exists()

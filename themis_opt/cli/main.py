@@ -67,6 +67,9 @@ def main(argv: Sequence[str] | None = None, *, started: float | None = None) -> 
     except InputError as error:
         sys.stderr.write(f"themis-opt: error: {_as_options(error, parser, args)}\n")
         return 2
+    except MemoryError:  # under an address-space limit (ulimit -v): one line, whatever ran out
+        sys.stderr.write(f"themis-opt: error: {args.command}: out of memory (this input needs more than it may take)\n")
+        return 2
     except OSError as error:  # standard output refused (a full disk, a closed pipe): one line, no traceback
         where = error.filename or "standard output"
         sys.stderr.write(f"themis-opt: error: {where}: cannot be written ({error.strerror or error})\n")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from themis_opt.algorithms import Algorithm
+from themis_opt.budget import available_memory
 from themis_opt.cost.groups import GROUP_STEP_DELAY_NS, group_reduction_ns
 from themis_opt.cost.plans import phase_delay_ns
 from themis_opt.cost.steps import link_gbps, message_delay_ns
@@ -46,6 +47,9 @@ def links_of(instance: Instance) -> tuple[Link, ...]:
 # a step whose operations x what they wait for reach this waits on one join instead (a COMP of 0 ns,
 # 1 ns in ASTRA-sim): a direct phase's dependencies stay linear in its NPUs
 JOIN_AT = 16
+# what a command that builds a program holds at its peak per operation, at least: a program whose
+# operations would take more than the memory available is refused before they do (measured: changelog)
+OPERATION_BYTES = 550
 
 
 @dataclass(frozen=True)
@@ -256,6 +260,8 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
         + [(cs.start_ns, cs.end_ns, 1, cs.compute, 0, 0) for cs in schedule.computes]
     )
     by_chunk = {(cs.collective, cs.chunk): cs for cs in schedule.chunks}
+    memory = available_memory()
+    most = memory // OPERATION_BYTES if memory is not None else None
     narrowed: dict[tuple[int, int], frozenset[int]] = {}
     ends = _Ends(instance)
     # each stage's dimensions' phases at once: the last of each
@@ -293,6 +299,13 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
             waits = _phase(builder, (c, k, i, phase), shape, rows, waits, (tag, shared))
         ends.chunks[(c, k)] = waits
         served[slot] = (phase.end_ns, waits)
+        if most is not None and builder.next_id > most:
+            raise InputError(
+                "result",
+                f"its program holds over {most:,} operations by phase {serial + 1:,} of {len(events):,}: at "
+                f"{OPERATION_BYTES} bytes each, more than the {most * OPERATION_BYTES / 2**30:.1f} GiB of memory "
+                "available (fewer chunks or NPUs make a smaller program)",
+            )
     stages = tuple(tuple(int(r) for r in rows) for rows in members) if len(members) > 1 else ()
     return _assemble(builder, network.active_chunks, stages)
 
