@@ -47,9 +47,9 @@ def links_of(instance: Instance) -> tuple[Link, ...]:
 # a step whose operations x what they wait for reach this waits on one join instead (a COMP of 0 ns,
 # 1 ns in ASTRA-sim): a direct phase's dependencies stay linear in its NPUs
 JOIN_AT = 16
-# what a command that builds a program holds at its peak per operation, at least: a program whose
-# operations would take more than the memory available is refused before they do (measured: changelog)
-OPERATION_BYTES = 550
+# what export-program holds at its peak per operation (the program, its check, its files): a program
+# whose operations would take more than the memory available is refused before they do (measured: changelog)
+OPERATION_BYTES = 1000
 
 
 @dataclass(frozen=True)
@@ -531,11 +531,19 @@ def _held(fixed: frozenset[int], d: int, op: Op) -> tuple[frozenset[int], frozen
 
 
 def _assemble(builder: _Builder, active: int, stages: tuple[tuple[int, ...], ...]) -> Program:
-    blocks = builder.columns
-    ids = np.concatenate([b[0] for b in blocks]) if blocks else np.zeros(0, dtype=np.int64)
-    # a block: its ids, the rank, then the columns of add() (the durations are kept apart)
-    cols = [np.concatenate([b[j] for b in blocks]) if blocks else np.zeros(0, dtype=np.int64) for j in range(1, 12)]
-    rank = cols[0]
+    # a block: its ids, the rank, then the columns of add() (the durations are kept apart); the
+    # blocks are let go column by column as they are joined, so that a large program is not held twice
+    per_column: list[tuple[np.ndarray, ...] | None] = list(zip(*builder.columns, strict=True))
+    builder.columns.clear()
+
+    def column(j: int) -> np.ndarray:
+        blocks = per_column[j] if per_column else None
+        if blocks is None:
+            return np.zeros(0, dtype=np.int64)
+        per_column[j] = None
+        return np.concatenate(blocks)
+
+    ids, rank = column(0), column(1)
     order = np.lexsort((ids, rank))  # rank-major, each rank's rows in the order they were made
     where = np.empty(len(ids), dtype=np.int64)
     where[ids[order]] = np.arange(len(ids))
@@ -544,18 +552,21 @@ def _assemble(builder: _Builder, active: int, stages: tuple[tuple[int, ...], ...
         dep = where[np.concatenate([e[1] for e in builder.edges])]
     else:
         owner = dep = np.zeros(0, dtype=np.int64)
+    builder.edges.clear()
     by_owner = np.argsort(owner, kind="stable")
     durations = np.zeros(len(ids), dtype=np.int64)
     for rows, duration in builder.durations:
         durations[rows] = duration  # ids are positions before the sort
     counts = np.bincount(owner, minlength=len(ids))
-    rank_start = np.searchsorted(rank[order], np.arange(builder.npus + 1))
+    sorted_rank = rank[order]
+    rank_start = np.searchsorted(sorted_rank, np.arange(builder.npus + 1))
     logger.info("program: %d operations on %d NPUs", len(ids), builder.npus)
-    kind, peer, size, tag, coll, chunk, phase, unit, reduce, pad = (col[order] for col in cols[1:])
+    del rank, ids, owner
+    kind, peer, size, tag, coll, chunk, phase, unit, reduce, pad = [column(j)[order] for j in range(2, 12)]
     # a receive carries its send's pad: matched on (sender, receiver, tag), each message named once
     sends, recvs = np.flatnonzero(kind == OpKind.SEND), np.flatnonzero(kind == OpKind.RECV)
-    by_sender = np.lexsort((tag[sends], peer[sends], rank[order][sends]))
-    by_receiver = np.lexsort((tag[recvs], rank[order][recvs], peer[recvs]))
+    by_sender = np.lexsort((tag[sends], peer[sends], sorted_rank[sends]))
+    by_receiver = np.lexsort((tag[recvs], sorted_rank[recvs], peer[recvs]))
     if len(sends) == len(recvs):  # else Program names the message without its match
         pad[recvs[by_receiver]] = pad[sends[by_sender]]
     return Program(
