@@ -228,8 +228,9 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
     Raises
     ------
     InputError
-        The result has no schedule, does not fit the instance, or the instance holds what no
-        program is written for (:func:`check_programmable`).
+        The result has no schedule, does not fit the instance, the instance holds what no
+        program is written for (:func:`check_programmable`), or the program's operations, at
+        :data:`OPERATION_BYTES` each, pass the memory available (found as it is built).
     """
     from themis_opt.validator import validate
 
