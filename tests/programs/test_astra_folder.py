@@ -381,3 +381,20 @@ def test_a_program_beyond_the_memory_available_is_one_line(tmp_path: Path) -> No
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
     assert len(run.stderr.strip().splitlines()) == 1 and "memory" in run.stderr
     assert not (tmp_path / "p").exists()
+
+
+def test_a_folder_of_more_nodes_than_the_memory_holds_is_one_line(
+    folder: tuple[Program, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    _, out = folder
+    big = tmp_path / "big"
+    shutil.copytree(out, big)
+    meta = json.loads((big / "program.json").read_text())
+    meta["nodes"] = 10**15  # a petabyte of nodes: no machine reads it
+    (big / "program.json").write_text(json.dumps(meta))
+    assert main(["check-program", str(big)]) == 2
+    err = capsys.readouterr().err
+    assert "states 1,000,000,000,000,000 nodes" in err and "memory available" in err
+    assert len(err.strip().splitlines()) == 1

@@ -20,14 +20,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from themis_opt.algorithms import Algorithm
-from themis_opt.budget import available_memory
 from themis_opt.cost.groups import GROUP_STEP_DELAY_NS, group_reduction_ns
 from themis_opt.cost.plans import phase_delay_ns
 from themis_opt.cost.steps import link_gbps, message_delay_ns
 from themis_opt.errors import InputError
 from themis_opt.formats.astra.groups import tile_group
 from themis_opt.instance import After, Collective, Instance, Kind, Op, Topology
-from themis_opt.programs.ir import Link, OpKind, Program, ProgramCollective
+from themis_opt.programs.ir import OPERATION_BYTES, Link, OpKind, Program, ProgramCollective, operations_fitting
 from themis_opt.programs.scope import check_programmable, runs_over, send_targets, stage_rows
 from themis_opt.programs.timing import pad_bytes
 from themis_opt.result import Result
@@ -47,9 +46,6 @@ def links_of(instance: Instance) -> tuple[Link, ...]:
 # a step whose operations x what they wait for reach this waits on one join instead (a COMP of 0 ns,
 # 1 ns in ASTRA-sim): a direct phase's dependencies stay linear in its NPUs
 JOIN_AT = 16
-# what export-program holds at its peak per operation (the program, its check, its files): a program
-# whose operations would take more than the memory available is refused before they do (measured: changelog)
-OPERATION_BYTES = 1000
 
 
 @dataclass(frozen=True)
@@ -230,7 +226,7 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
     InputError
         The result has no schedule, does not fit the instance, the instance holds what no
         program is written for (:func:`check_programmable`), or the program's operations, at
-        :data:`OPERATION_BYTES` each, pass the memory available (found as it is built).
+        :data:`~themis_opt.programs.ir.OPERATION_BYTES` each, pass the memory available (found as it is built).
     """
     from themis_opt.validator import validate
 
@@ -261,8 +257,7 @@ def program_of(instance: Instance, result: Result | Schedule) -> Program:
         + [(cs.start_ns, cs.end_ns, 1, cs.compute, 0, 0) for cs in schedule.computes]
     )
     by_chunk = {(cs.collective, cs.chunk): cs for cs in schedule.chunks}
-    memory = available_memory()
-    most = memory // OPERATION_BYTES if memory is not None else None
+    most = operations_fitting()
     narrowed: dict[tuple[int, int], frozenset[int]] = {}
     ends = _Ends(instance)
     # each stage's dimensions' phases at once: the last of each

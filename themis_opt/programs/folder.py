@@ -19,7 +19,7 @@ from themis_opt.errors import InputError
 from themis_opt.fileio import read_text
 from themis_opt.instance import Kind, Topology
 from themis_opt.instance.core import topological as ordered
-from themis_opt.programs.ir import Link, Program, ProgramCollective
+from themis_opt.programs.ir import OPERATION_BYTES, Link, Program, ProgramCollective, operations_fitting
 
 FORMAT = "themis-opt-program"
 VERSION = 2  # 2: a message's comm_size holds its pad (themis_pad) besides its data
@@ -134,9 +134,16 @@ def read_description(folder: Path) -> Description:
         unit_sets = tuple(int(text, 16) for text in meta["unit_sets"])
         stages = tuple(tuple(int(r) for r in stage) for stage in meta.get("stages", []))
         npus, active = int(meta["npus"]), int(meta["active_phases"])
-        return Description(links, collectives, unit_sets, npus, active, meta, stages)
     except (KeyError, IndexError, TypeError, ValueError) as error:
         raise InputError(str(where), f"not a program's description ({error})") from None
+    nodes, most = meta.get("nodes"), operations_fitting()
+    if isinstance(nodes, int) and most is not None and nodes > most:  # read, it would exhaust the memory
+        raise InputError(
+            str(where),
+            f"states {nodes:,} nodes: at {OPERATION_BYTES} bytes each, more than the "
+            f"{most * OPERATION_BYTES / 2**30:.1f} GiB of memory available",
+        )
+    return Description(links, collectives, unit_sets, npus, active, meta, stages)
 
 
 def _flag(value: Any) -> bool:

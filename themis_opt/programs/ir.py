@@ -24,11 +24,26 @@ from typing import Any
 
 import numpy as np
 
+from themis_opt.budget import available_memory
 from themis_opt.errors import InputError
 from themis_opt.instance import Kind, Topology
 
 # the collectives a program is written for
 PROGRAM_KINDS = (Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER, Kind.ALL_TO_ALL, Kind.SEND)
+# what a command that builds or reads a program holds at its peak per operation (the program, its
+# check, its files): a program whose operations would take more than the memory available is refused
+# before they do (measured: changelog)
+OPERATION_BYTES = 1000
+
+
+def operations_fitting() -> int | None:
+    """How many operations a program may hold in the memory available, at :data:`OPERATION_BYTES`
+    each; ``None`` where the memory available is not known.
+    """
+    memory = available_memory()
+    return None if memory is None else memory // OPERATION_BYTES
+
+
 SEND_HOPS = {Topology.SWITCH: 2, Topology.FULLY_CONNECTED: 1}  # a ring's: the shorter way round
 
 
