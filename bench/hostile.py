@@ -683,7 +683,7 @@ def export_cases(f: Files) -> list[Case]:
 
 def _broken_program_cases(f: Files, result: str) -> list[Case]:
     """Exported programs broken after the export: every dependency of MSCCL's XML dropped, the XML cut in
-    half, a Chakra file of the ASTRA-sim folder cut in half.
+    half, a Chakra file of the ASTRA-sim folder cut in half, its description stating 10^15 nodes.
     """
     s = "exports"
 
@@ -708,10 +708,12 @@ def _broken_program_cases(f: Files, result: str) -> list[Case]:
             subprocess.run(command, check=True, capture_output=True)
     xml = (msccl / "program.xml").read_text()
     unordered = f.inputs / "msccl-unordered"
-    cut_xml, cut_et = f.inputs / "msccl-cut", f.inputs / "astra-cut"
-    for source, target in ((msccl, unordered), (msccl, cut_xml), (astra, cut_et)):
+    cut_xml, cut_et, huge = f.inputs / "msccl-cut", f.inputs / "astra-cut", f.inputs / "astra-huge"
+    for source, target in ((msccl, unordered), (msccl, cut_xml), (astra, cut_et), (astra, huge)):
         if not target.exists():
             shutil.copytree(source, target)
+    meta = json.loads((astra / "program.json").read_text())
+    (huge / "program.json").write_text(json.dumps({**meta, "nodes": 10**15}))  # more than any memory holds
     (unordered / "program.xml").write_text(re.sub(r'depid="\d+" deps="\d+"', 'depid="-1" deps="-1"', xml))
     (cut_xml / "program.xml").write_text(xml[: len(xml) // 2])
     et = (astra / "program.5.et").read_bytes()
@@ -720,6 +722,7 @@ def _broken_program_cases(f: Files, result: str) -> list[Case]:
         Case(s, "check-program: MSCCL without its dependencies", ("check-program", str(unordered))),
         Case(s, "check-program: MSCCL XML cut in half", ("check-program", str(cut_xml))),
         Case(s, "check-program: a Chakra file cut in half", ("check-program", str(cut_et))),
+        Case(s, "check-program: program.json states 10^15 nodes", ("check-program", str(huge))),
     ]
 
 
