@@ -125,9 +125,9 @@ def export_program(args: argparse.Namespace, console: Console) -> int:
 def _collective(instance: Instance, name: str | None) -> int | None:
     """The index of the collective ``--collective`` names; ``None`` for an instance of one collective."""
     ids = [coll.id for coll in instance.collectives]
+    shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
     if name is None:
         if len(ids) > 1:
-            shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
             raise InputError(
                 "--collective",
                 f"the instance holds {len(ids)} collectives ({shown}): name the one to write (an MSCCL algorithm "
@@ -135,7 +135,6 @@ def _collective(instance: Instance, name: str | None) -> int | None:
             )
         return None
     if name not in ids:
-        shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
         raise InputError("--collective", f"no collective {name!r} in the instance (its ids: {shown})")
     return ids.index(name)
 

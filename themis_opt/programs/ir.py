@@ -30,6 +30,8 @@ from themis_opt.instance import Kind, Topology
 
 # the collectives a program is written for
 PROGRAM_KINDS = (Kind.ALL_REDUCE, Kind.REDUCE_SCATTER, Kind.ALL_GATHER, Kind.ALL_TO_ALL, Kind.SEND)
+SEND_HOPS = {Topology.SWITCH: 2, Topology.FULLY_CONNECTED: 1}  # a ring's: the shorter way round
+
 # what a command that builds or reads a program holds at its peak per operation (the program, its
 # check, its files): a program whose operations would take more than the memory available is refused
 # before they do (measured: changelog)
@@ -42,9 +44,6 @@ def operations_fitting() -> int | None:
     """
     memory = available_memory()
     return None if memory is None else memory // OPERATION_BYTES
-
-
-SEND_HOPS = {Topology.SWITCH: 2, Topology.FULLY_CONNECTED: 1}  # a ring's: the shorter way round
 
 
 class OpKind(IntEnum):
